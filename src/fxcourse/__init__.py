@@ -1,0 +1,47 @@
+"""fxcourse: helpers for a course on how PyTorch turns Python into graphs.
+
+Heavy dependencies (torch, depyf, matplotlib, torch-mlir) are imported only when a name
+that needs them is first used, so ``import fxcourse`` and ``fxcourse doctor`` stay fast
+and keep working in a broken environment.
+
+>>> import fxcourse
+>>> fxcourse.FxCourseError.__name__
+'FxCourseError'
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import FxCourseError
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "graph_table": "graph_table",
+    "graph_diff": "graph_diff",
+    "bytecode": "bytecode",
+    "capture": "capture",
+    "compare_capture": "compare",
+    "check": "checks",
+    "zoo": None,  # a module
+}
+
+__all__ = ["FxCourseError", "__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fxcourse' has no attribute {name!r}")
+    module_name = _LAZY[name]
+    if module_name is None:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        value = getattr(importlib.import_module(f".{module_name}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,50 @@
+"""The one exception type of fxcourse.
+
+Every message has three parts: what was passed, what is accepted, and how to fix it,
+so that a learner never has to read an internal traceback to know what to do next.
+"""
+from __future__ import annotations
+
+__all__ = ["FxCourseError", "describe"]
+
+
+def describe(value: object, limit: int = 80) -> str:
+    """A short, address-free description of ``value`` for error messages.
+
+    >>> describe(None)
+    'None'
+    >>> describe([1, 2])
+    'list [1, 2]'
+    >>> describe(len)
+    'builtin_function_or_method len'
+    """
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if isinstance(name, str) and not isinstance(value, (str, bytes)):
+        text = f"{kind} {name}"
+    else:
+        shown = repr(value)
+        if " at 0x" in shown:  # default object repr: drop the address
+            shown = f"<{kind} object>"
+        text = f"{kind} {shown}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class FxCourseError(Exception):
+    """Raised for anything a learner can pass wrongly.
+
+    >>> err = FxCourseError(got="None", accepted="an fx.GraphModule", fix="pass the traced module")
+    >>> print(err)
+    got None; expected an fx.GraphModule. Fix: pass the traced module.
+    """
+
+    def __init__(self, got: str, accepted: str, fix: str, *, where: str | None = None) -> None:
+        self.got = got
+        self.accepted = accepted
+        self.fix = fix
+        self.where = where
+        prefix = f"{where}: " if where else ""
+        fix_text = fix if fix.endswith(".") else fix + "."
+        super().__init__(f"{prefix}got {got}; expected {accepted}. Fix: {fix_text}")

@@ -1,0 +1,161 @@
+"""The small models that lectures, labs and tests share.
+
+Each entry is built seeded, in eval mode, with example inputs, so every notebook and test
+that uses it sees the same numbers.
+
+>>> from fxcourse import zoo
+>>> model, args = zoo.example("mlp")
+>>> tuple(model(*args).shape)
+(2, 3)
+>>> "gate" in zoo.names()
+True
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .errors import FxCourseError
+
+__all__ = [
+    "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv",
+    "example", "names", "resnet18",
+]
+
+
+class MLP(nn.Module):
+    """Linear → ReLU → Linear: the smallest model every capture system gets right."""
+
+    def __init__(self, d_in: int = 4, d_hidden: int = 8, d_out: int = 3) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Gate(nn.Module):
+    """A data-dependent branch: the model lecture 00 captures five ways."""
+
+    def __init__(self, d: int = 4) -> None:
+        super().__init__()
+        self.linear = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        if y.sum() > 0:  # the branch depends on the values in x
+            return torch.relu(y)
+        return -y
+
+
+class ConvBNReLU(nn.Module):
+    """conv → batch norm → ReLU, the pattern conv-BN fusion folds."""
+
+    def __init__(self, c_in: int = 3, c_out: int = 8) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(c_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class SharedConv(nn.Module):
+    """A conv whose output feeds a batch norm *and* another user: it must not be fused."""
+
+    def __init__(self, c: int = 4) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return self.bn(y) + y
+
+
+class ClampLinear(nn.Module):
+    """Seed 004's module: a parameter, a linear layer and a method call with kwargs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.param = nn.Parameter(torch.rand(3, 4))
+        self.linear = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x + self.param).clamp(min=0.0, max=1.0)
+
+
+class ItemBreak(nn.Module):
+    """``.item()`` in the middle of forward: one graph break under torch.compile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        scale = y.abs().max().item()
+        return y / (scale + 1.0)
+
+
+class _Wrapped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer1 = nn.Linear(1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer1(x) * 100
+
+
+class WrappedSplit(nn.Module):
+    """Seed 002's model: a nested module, dropout and a split returning a tuple."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer1 = nn.Linear(1, 1)
+        self.wrapped = _Wrapped()
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x = self.wrapped(self.layer1(x))
+        return self.dropout(x).split(1, dim=-1)
+
+
+def resnet18() -> nn.Module:
+    """torchvision's resnet18 with random weights (nothing is downloaded)."""
+    import torchvision
+
+    return torchvision.models.resnet18(weights=None)
+
+
+_ENTRIES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    "mlp": (MLP, lambda: (torch.randn(2, 4),)),
+    "gate": (Gate, lambda: (torch.randn(2, 4),)),
+    "conv_bn_relu": (ConvBNReLU, lambda: (torch.randn(1, 3, 8, 8),)),
+    "shared_conv": (SharedConv, lambda: (torch.randn(1, 4, 5, 5),)),
+    "clamp_linear": (ClampLinear, lambda: (torch.randn(3, 4),)),
+    "item_break": (ItemBreak, lambda: (torch.randn(2, 4),)),
+    "wrapped_split": (WrappedSplit, lambda: (torch.tensor([[1.0]]),)),
+    "resnet18": (resnet18, lambda: (torch.randn(1, 3, 64, 64),)),
+}
+
+
+def names() -> list[str]:
+    """The names :func:`example` accepts."""
+    return list(_ENTRIES)
+
+
+def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Build zoo model ``name`` (seeded, eval mode) and its example inputs."""
+    if name not in _ENTRIES:
+        raise FxCourseError(
+            got=repr(name), accepted=f"one of {', '.join(names())}",
+            fix="pick a name from fxcourse.zoo.names()", where="zoo.example",
+        )
+    build, inputs = _ENTRIES[name]
+    torch.manual_seed(seed)
+    model = build().eval()
+    return model, inputs()
