@@ -1,0 +1,153 @@
+"""``fxcourse doctor``: is this environment the one the course was tested with?
+
+torch and torchvision are probed in a child process, so a broken install (the classic
+``operator torchvision::nms does not exist``) is diagnosed instead of crashing the doctor.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+
+__all__ = ["TESTED", "Finding", "Report", "diagnose", "diagnose_torchvision_error"]
+
+TESTED = {"python": "3.11", "torch": "2.13.0", "torchvision": "0.28.0", "depyf": "0.20.0",
+          "nbval": "0.11", "jupyterlab": "4.6"}
+REINSTALL = ("pip install --force-reinstall 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'"
+             "  (or run scripts/setup.sh again)")
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    ok: bool
+    en: str
+    zh: str
+    fix: str = ""
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    def to_text(self) -> str:
+        lines = ["fxcourse doctor — environment check / 环境检查"]
+        for f in self.findings:
+            mark = "ok  " if f.ok else "FAIL"
+            lines.append(f"  {mark} {f.name}: {f.en}")
+            lines.append(f"       {' ' * len(f.name)}  {f.zh}")
+            if f.fix:
+                lines.append(f"       fix / 修复: {f.fix}")
+        verdict = ("healthy: everything the course needs is here / 环境正常：课程所需一切就绪"
+                   if self.healthy else
+                   f"{sum(not f.ok for f in self.findings)} problem(s) found / 发现问题，请按上面的修复方法处理")
+        lines.append(verdict)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def diagnose_torchvision_error(message: str, torch_version: str, torchvision_version: str) -> Finding:
+    """Turn torchvision's import error into a finding with the fix.
+
+    >>> f = diagnose_torchvision_error("RuntimeError: operator torchvision::nms does not exist",
+    ...                                "2.13.0+cpu", "0.28.0")
+    >>> f.ok, "build" in f.en
+    (False, True)
+    """
+    if "torchvision::nms does not exist" in message:
+        return Finding(
+            "torchvision", False,
+            f"torchvision {torchvision_version} does not match torch {torch_version}: its compiled ops "
+            "were built against another torch build (for example a CPU-only torch beside the index's "
+            "torchvision)",
+            f"torchvision {torchvision_version} 与 torch {torch_version} 的构建不匹配：它的编译算子是针对另一个 "
+            "torch 构建的（例如仅 CPU 的 torch 配上索引里的 torchvision）",
+            REINSTALL,
+        )
+    first = message.strip().splitlines()[-1] if message.strip() else "unknown error"
+    return Finding("torchvision", False, f"import failed: {first}", f"导入失败：{first}", REINSTALL)
+
+
+_PROBE = r"""
+import json, sys
+out = {}
+try:
+    import torch
+    out["torch"] = torch.__version__
+except Exception as e:
+    out["torch_error"] = f"{type(e).__name__}: {e}"
+else:
+    try:
+        import torchvision
+        out["torchvision"] = torchvision.__version__
+    except Exception as e:
+        out["torchvision_error"] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _matches(version: str, tested: str) -> bool:
+    base = version.split("+")[0]
+    return base == tested or base.startswith(tested + ".")
+
+
+def diagnose(python: str = sys.executable) -> Report:
+    """Check the tested matrix, the torch/torchvision pair, a C++ compiler, depyf and nbval."""
+    report = Report()
+    add = report.findings.append
+    py = platform.python_version()
+    add(Finding("python", _matches(py, TESTED["python"]) or sys.version_info[:2] in ((3, 10), (3, 12), (3, 13)),
+                f"{py} (tested: {TESTED['python']})", f"{py}（已测试：{TESTED['python']}）",
+                "" if sys.version_info[:2] >= (3, 10) else "use Python 3.11"))
+    probe = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=300)
+    try:
+        found = json.loads(probe.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        found = {"torch_error": (probe.stderr.strip().splitlines() or ["no output"])[-1]}
+    tv_dist = _version("torchvision") or "?"
+    if "torch_error" in found:
+        add(Finding("torch", False, f"import failed: {found['torch_error']}",
+                    f"导入失败：{found['torch_error']}", REINSTALL))
+    else:
+        tv = found["torch"]
+        ok = _matches(tv, TESTED["torch"])
+        add(Finding("torch", ok, f"{tv} (tested: {TESTED['torch']})", f"{tv}（已测试：{TESTED['torch']}）",
+                    "" if ok else REINSTALL))
+        if "torchvision_error" in found:
+            add(diagnose_torchvision_error(found["torchvision_error"], tv, tv_dist))
+        else:
+            tvv = found["torchvision"]
+            ok = _matches(tvv, TESTED["torchvision"])
+            add(Finding("torchvision", ok, f"{tvv} (tested: {TESTED['torchvision']})",
+                        f"{tvv}（已测试：{TESTED['torchvision']}）", "" if ok else REINSTALL))
+    compiler = next((c for c in ("g++", "c++", "clang++") if shutil.which(c)), None)
+    add(Finding("C++ compiler", compiler is not None,
+                f"{compiler} found (Inductor's CPU backend compiles C++)" if compiler else
+                "none found; torch.compile's default backend (Inductor) needs one on CPU",
+                f"找到 {compiler}（Inductor 的 CPU 后端需要编译 C++）" if compiler else
+                "未找到；torch.compile 默认后端 Inductor 在 CPU 上需要 C++ 编译器",
+                "" if compiler else "install g++ (Debian/Ubuntu: apt-get install g++)"))
+    for dist in ("depyf", "nbval", "jupyterlab"):
+        v = _version(dist)
+        ok = v is not None and _matches(v, TESTED[dist])
+        add(Finding(dist, ok, f"{v} (tested: {TESTED[dist]})" if v else "not installed",
+                    f"{v}（已测试：{TESTED[dist]}）" if v else "未安装",
+                    "" if ok else "run scripts/setup.sh (or pip install -e .)"))
+    return report
