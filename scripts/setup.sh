@@ -12,12 +12,13 @@ want_test=0
 say() { printf '[setup] %s\n' "$*"; }
 
 # 1. Debian packages (only for the test command): the browser test drives a real Chromium.
-if [ "$want_test" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
-  say "installing Debian's chromium for the browser test / 为浏览器测试安装 chromium"
+#    fonts-noto-cjk lets the browser (and its screenshots) show the 中文 cells.
+if [ "$want_test" = 1 ] && { ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; }; then
+  say "installing Debian's chromium and CJK fonts for the browser test / 为浏览器测试安装 chromium 与中文字体"
   sudo_cmd=""
   [ "$(id -u)" != 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
 fi
 
 # 2. The virtual environment.

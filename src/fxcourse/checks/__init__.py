@@ -81,6 +81,8 @@ _HEAD = {
     "raised": ("your code raised an exception", "你的代码抛出了异常"),
     "unknown_task": ("unknown task", "未知的练习编号"),
 }
+_COLOUR = {"passed": "#2e7d32", "not_implemented": "#1565c0", "wrong": "#c62828", "raised": "#c62828",
+           "unknown_task": "#6d4c41"}
 _ICON = {"passed": "✅", "not_implemented": "✏️", "wrong": "❌", "raised": "💥", "unknown_task": "❓"}
 
 
@@ -139,7 +141,8 @@ class CheckResult:
         )
         table = f'<table class="fxcourse-check-details">{details}</table>' if details else ""
         return (
-            f'<div class="fxcourse-check fxcourse-check-{self.status}" data-task="{esc(self.task)}">'
+            f'<div class="fxcourse-check fxcourse-check-{self.status}" data-task="{esc(self.task)}" '
+            f'style="border-left:4px solid {_COLOUR[self.status]};padding:4px 10px;margin:2px 0">'
             f"<div><b>{_ICON[self.status]} {esc(self.task)}{title}</b></div>"
             f'<div lang="en"><b>{esc(head_en)}</b>: {esc(self.en)}</div>'
             f'<div lang="zh"><b>{esc(head_zh)}</b>：{esc(self.zh)}</div>{table}</div>'

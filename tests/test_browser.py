@@ -1,0 +1,120 @@
+"""A real browser: JupyterLab on loopback, Chromium driven by Playwright, lab00 run in the page.
+
+The notebooks are copied to a temporary folder first, so JupyterLab's autosave never
+touches the repository. The browser must be installed (scripts/setup.sh --test does it);
+a missing browser fails this test rather than skipping it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUT = REPO / "test-output" / "browser"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SETTINGS = {
+    # every cell in the DOM (no virtual scrolling), no "Jupyter news" prompt
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+}
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    for folder in ("labs", "solutions"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns(".backups"))
+    home = tmp_path_factory.mktemp("jupyter-home")
+    for name, value in SETTINGS.items():
+        target = home / "settings" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "ws"),
+               PYTHONHASHSEED="0")
+    port, token = _free_port(), secrets.token_hex(16)
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail("JupyterLab did not start:\n" + (home / "server.log").read_text()[-3000:])
+            time.sleep(0.5)
+    yield base, token
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+def _menu(page, menu: str, item: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=menu).first.click()
+    page.locator(".lm-Menu-item:visible", has_text=item).first.click()
+
+
+@pytest.mark.parametrize("notebook, status, marker", [
+    ("labs/lab00_warmup.ipynb", "not_implemented", "尚未完成"),
+    ("solutions/lab00_warmup.ipynb", "passed", "通过"),
+])
+def test_run_all_shows_the_checkers_feedback(jupyterlab, notebook, status, marker):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Debian's chromium is not installed: run `bash scripts/setup.sh --test`"
+    from playwright.sync_api import sync_playwright
+
+    base, token = jupyterlab
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            workspace = notebook.split("/")[0]  # a fresh workspace per notebook: no tabs restored
+            page.goto(f"{base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={token}")
+            checks = page.locator(".jp-OutputArea-output .fxcourse-check")
+            # the stored outputs render, and the kernel has started
+            page.wait_for_function("document.querySelectorAll('.fxcourse-check').length === 3", timeout=90_000)
+            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").wait_for(timeout=90_000)
+            _menu(page, "Edit", "Clear Outputs of All Cells")
+            page.wait_for_function("document.querySelectorAll('.fxcourse-check').length === 0", timeout=30_000)
+            _menu(page, "Run", "Run All Cells")
+            page.wait_for_function("document.querySelectorAll('.fxcourse-check').length === 3", timeout=180_000)
+            assert page.locator(f".fxcourse-check-{status}").count() == 3
+            first = checks.first
+            assert marker in first.inner_text() and "lab00.1" in first.inner_text()
+            first.scroll_into_view_if_needed()
+            name = notebook.replace("/", "_").replace(".ipynb", ".png")
+            page.screenshot(path=str(OUTPUT / name))
+            assert (OUTPUT / name).stat().st_size > 10_000
+        finally:
+            browser.close()

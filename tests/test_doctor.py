@@ -1,0 +1,57 @@
+"""fxcourse doctor: a healthy report here, the torchvision mismatch diagnosed with its fix."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+from fxcourse.cli import main
+from fxcourse.doctor import diagnose, diagnose_torchvision_error
+
+
+def test_this_environment_is_healthy(capsys):
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "healthy" in out and "环境正常" in out
+    assert "torchvision: 0.28.0" in out
+
+
+def _fake_python(tmp_path, payload: dict):
+    """An executable that answers the doctor's probe as a broken install would."""
+    path = tmp_path / "python"
+    path.write_text(f"#!{sys.executable}\nprint({json.dumps(json.dumps(payload))})\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_torchvision_nms_mismatch_is_diagnosed_with_the_fix(tmp_path):
+    fake = _fake_python(tmp_path, {
+        "torch": "2.13.0+cpu",
+        "torchvision_error": "RuntimeError: operator torchvision::nms does not exist"})
+    report = diagnose(python=fake)
+    assert not report.healthy
+    (tv,) = [f for f in report.findings if f.name == "torchvision"]
+    assert not tv.ok and "does not match torch 2.13.0+cpu" in tv.en and "不匹配" in tv.zh
+    assert "!=2.13.0+cpu" in tv.fix
+    text = report.to_text()
+    assert "FAIL torchvision" in text and "fix / 修复" in text and "problem(s) found" in text
+
+
+def test_broken_torch_and_wrong_version_are_problems(tmp_path):
+    report = diagnose(python=_fake_python(tmp_path, {"torch_error": "ImportError: libtorch.so missing"}))
+    assert [f.name for f in report.findings if not f.ok] == ["torch"]
+    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.9.1", "torchvision": "0.24.1"}))
+    assert {f.name for f in report.findings if not f.ok} == {"torch", "torchvision"}
+
+
+def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no g++ / c++ / clang++ here
+    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    (cxx,) = [f for f in report.findings if f.name == "C++ compiler"]
+    assert not cxx.ok and "apt-get install g++" in cxx.fix
+
+
+def test_other_torchvision_errors_keep_their_message():
+    f = diagnose_torchvision_error("ImportError: no module named 'PIL'", "2.13.0", "0.28.0")
+    assert not f.ok and "no module named 'PIL'" in f.en
