@@ -17,14 +17,21 @@ from .errors import FxCourseError
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it. Implementation modules have private names so that
+# importing one never replaces the function of the same name on the package.
 _LAZY = {
-    "graph_table": "graph_table",
-    "graph_diff": "graph_diff",
-    "bytecode": "bytecode",
-    "capture": "capture",
+    "graph_table": "_graph_table",
+    "GraphTable": "_graph_table",
+    "graph_diff": "_graph_diff",
+    "GraphDiff": "_graph_diff",
+    "bytecode": "_bytecode",
+    "Bytecode": "_bytecode",
+    "capture": "_capture",
+    "Capture": "_capture",
     "compare_capture": "compare",
+    "Comparison": "compare",
     "check": "checks",
+    "CheckResult": "checks",
     "zoo": None,  # a module
 }
 

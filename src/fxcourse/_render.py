@@ -8,11 +8,31 @@ from __future__ import annotations
 import html
 import shutil
 from dataclasses import dataclass, field
-from typing import Sequence
 
-__all__ = ["Table", "elide", "esc", "terminal_width"]
+__all__ = ["HTML_MAX_ROWS", "Table", "elide", "esc", "terminal_width"]
 
 ELLIPSIS = "…"
+HTML_MAX_ROWS = 200  # viewers fold the middle of longer tables into a <details> element
+
+
+class Viewable:
+    """Display plumbing shared by every result object: ``str()`` and IPython's text/plain
+    show ``to_text()``, JupyterLab's rich display shows ``to_html()``."""
+
+    def to_text(self) -> str:  # pragma: no cover - each viewer defines it
+        raise NotImplementedError
+
+    def to_html(self) -> str:  # pragma: no cover - each viewer defines it
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
 
 
 def esc(text: object) -> str:
@@ -77,61 +97,83 @@ class Table:
     def to_text(self, width: int | None = None, max_rows: int | None = None) -> str:
         """Aligned columns; each cell is elided so the table fits ``width`` characters."""
         width = width or terminal_width()
-        cells = self._cells()
-        cells, hidden_at, hidden = _window(cells, max_rows)
-        widths = [len(c) for c in self.columns]
-        for row in cells:
-            for i, cell in enumerate(row):
-                widths[i] = max(widths[i], len(cell))
-        widths = _fit(widths, width, gap=2)
-        lines = [_line(self.columns, widths), "  ".join("-" * w for w in widths)]
-        for i, row in enumerate(cells):
-            if i == hidden_at:
-                lines.append(f"{ELLIPSIS} {hidden} more rows {ELLIPSIS}")
-            lines.append(_line(row, widths))
-        text = "\n".join(line.rstrip() for line in lines)
+        cells, hidden_at, hidden = _window(self._cells(), max_rows)
+        columns = [[*map(str, col)] for col in zip(*cells)] or [[] for _ in self.columns]
+        natural = [max(len(name), *map(len, col)) if col else len(name)
+                   for name, col in zip(self.columns, columns)]
+        widths = _fit(natural, width, gap=2)
+        for i, (col, w) in enumerate(zip(columns, widths)):
+            if natural[i] > w:  # only columns that were cut need eliding
+                columns[i] = [elide(c, w) for c in col]
+        line = "  ".join(f"{{:<{w}}}" for w in widths).format  # one C-level call per row
+        rule = "  ".join(("-" if name else " ") * w for name, w in zip(self.columns, widths))
+        header = [elide(name, w) for name, w in zip(self.columns, widths)]
+        lines = [line(*header).rstrip(), rule.rstrip()]
+        lines += [line(*row).rstrip() for row in zip(*columns)]
+        if hidden_at >= 0:
+            lines.insert(2 + hidden_at, f"{ELLIPSIS} {_more(hidden)} {ELLIPSIS}")
+        text = "\n".join(lines)
         return f"{self.caption}\n{text}" if self.caption else text
 
     def to_html(self, max_rows: int | None = None, style: str = "") -> str:
         """An HTML ``<table>``; with ``max_rows``, the middle rows collapse into a
-        ``<details>`` element that says how many rows it holds."""
-        classes = self.row_classes or [""] * len(self.rows)
-        depth = self.indent or [0] * len(self.rows)
-        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        ``<details>`` element that says how many rows it holds.
+
+        >>> Table(["target"], [["<built-in function add>"]]).to_html()
+        '<div class="fxcourse-table"><table><thead><tr><th>target</th></tr></thead><tbody><tr><td>&lt;built-in function add&gt;</td></tr></tbody></table></div>'
+        """
+        n = len(self.rows)
+        classes = self.row_classes or [""] * n
+        depth = self.indent or [0] * n
+        cells = _escape_rows(self.rows)
+        class_attr = {c: f' class="{esc(c)}"' if c else "" for c in set(classes)}
 
         def tr(i: int) -> str:
-            cls = f' class="{esc(classes[i])}"' if classes[i] else ""
-            tds = []
-            for j, cell in enumerate(self.rows[i]):
-                pad = f' style="padding-left:{0.4 + 1.2 * depth[i]:.1f}em"' if j == 0 and depth[i] else ""
-                tds.append(f"<td{pad}>{esc(cell)}</td>")
-            return f"<tr{cls}>{''.join(tds)}</tr>"
+            row = cells[i]
+            pad = f' style="padding-left:{0.4 + 1.2 * depth[i]:.1f}em"' if depth[i] else ""
+            body = "</td><td>".join(row[1:])
+            rest = f"<td>{body}</td>" if len(row) > 1 else ""
+            return f"<tr{class_attr[classes[i]]}><td{pad}>{row[0] if row else ''}</td>{rest}</tr>"
 
-        n = len(self.rows)
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
         parts = [f'<div class="{esc(self.css_class)}">']
         if style:
             parts.append(f"<style>{style}</style>")
         if self.caption:
             parts.append(f"<div><b>{esc(self.caption)}</b></div>")
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
         if max_rows is None or n <= max_rows:
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
             parts.extend(tr(i) for i in range(n))
-            parts.append("</tbody></table>")
         else:
             top = max_rows // 2
-            bottom = max_rows - top
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
+            bottom = n - (max_rows - top)
             parts.extend(tr(i) for i in range(top))
             parts.append("</tbody></table>")
-            parts.append(f"<details><summary>{n - top - bottom} more rows</summary>")
-            parts.append(f"<table><tbody>")
-            parts.extend(tr(i) for i in range(top, n - bottom))
-            parts.append("</tbody></table></details>")
-            parts.append(f"<table><tbody>")
-            parts.extend(tr(i) for i in range(n - bottom, n))
-            parts.append("</tbody></table>")
-        parts.append("</div>")
+            parts.append(f"<details><summary>{_more(bottom - top)}</summary><table><tbody>")
+            parts.extend(tr(i) for i in range(top, bottom))
+            parts.append("</tbody></table></details><table><tbody>")
+            parts.extend(tr(i) for i in range(bottom, n))
+        parts.append("</tbody></table></div>")
         return "".join(parts)
+
+
+def _more(count: int) -> str:
+    return f"{count} more row" if count == 1 else f"{count} more rows"
+
+
+def _escape_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Every cell HTML-escaped, in one pass over the whole table (much faster than one
+    escape per cell); cells holding the separator characters take the slow path."""
+    if not rows:
+        return []
+    try:
+        blob = "\x01".join(["\x00".join(row) for row in rows])
+    except TypeError:  # a cell that is not a string
+        return [[esc(cell) for cell in row] for row in rows]
+    if (blob.count("\x01") != len(rows) - 1
+            or blob.count("\x00") != sum(len(row) - 1 for row in rows)):
+        return [[esc(cell) for cell in row] for row in rows]
+    return [line.split("\x00") for line in esc(blob).split("\x01")]
 
 
 def _window(cells: list[list[str]], max_rows: int | None) -> tuple[list[list[str]], int, int]:
@@ -144,17 +186,32 @@ def _window(cells: list[list[str]], max_rows: int | None) -> tuple[list[list[str
     return cells[:top] + cells[len(cells) - bottom :], top, hidden
 
 
-def _fit(widths: list[int], total: int, gap: int) -> list[int]:
-    """Shrink the widest columns until the row fits ``total`` characters (min 6 each)."""
-    widths = list(widths)
+def _fit(widths: list[int], total: int, gap: int, least: int = 6) -> list[int]:
+    """Cap the widest columns at one common width so the row fits ``total`` characters.
+
+    Narrow columns keep their width; no column is cut below ``least`` characters.
+
+    >>> _fit([4, 30, 29], 40, gap=2)
+    [4, 16, 16]
+    >>> _fit([4, 5], 40, gap=2)
+    [4, 5]
+    """
     budget = total - gap * (len(widths) - 1)
-    while sum(widths) > budget:
-        i = max(range(len(widths)), key=widths.__getitem__)
-        if widths[i] <= 6:
+    if sum(widths) <= budget:
+        return list(widths)
+    low, high = least, max(widths)
+    while low < high:  # the widest cap that still fits
+        mid = (low + high + 1) // 2
+        if sum(min(w, mid) for w in widths) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    fitted = [min(w, low) for w in widths]
+    spare = budget - sum(fitted)
+    for i, w in enumerate(widths):  # hand what is left to the capped columns, left first
+        if spare <= 0:
             break
-        widths[i] = max(6, widths[i] - max(1, (sum(widths) - budget)))
-    return widths
-
-
-def _line(row: Sequence[str], widths: list[int]) -> str:
-    return "  ".join(elide(str(c), w).ljust(w) for c, w in zip(row, widths))
+        extra = min(spare, w - fitted[i])
+        fitted[i] += extra
+        spare -= extra
+    return fitted

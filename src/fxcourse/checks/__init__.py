@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .._render import esc
+from .._render import Viewable, esc
 
 __all__ = ["check", "CheckResult", "Wrong", "task", "task_ids"]
 
@@ -100,7 +100,7 @@ def _clean(text: str, limit: int = 300) -> str:
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CheckResult(Viewable):
     """What :func:`check` found. ``bool(result)`` is True only when the task passed."""
 
     task: str
@@ -148,17 +148,8 @@ class CheckResult:
             f'<div lang="zh"><b>{esc(head_zh)}</b>：{esc(self.zh)}</div>{table}</div>'
         )
 
-    def __str__(self) -> str:
-        return self.to_text()
-
     def __repr__(self) -> str:
         return f"CheckResult(task={self.task!r}, status={self.status!r})"
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
-
-    def _repr_pretty_(self, printer: object, cycle: bool) -> None:  # IPython's text/plain
-        printer.text(self.to_text())  # type: ignore[attr-defined]
 
 
 def _short_exception(exc: BaseException) -> str:

@@ -1,0 +1,147 @@
+"""Dynamo's cache, read through one door: cache entries, resume functions and guards.
+
+Everything here leans on internals that move between PyTorch releases
+(``_debug_get_cache_entry_list``, the C++ guard manager tree, the ``__resume_at_*``
+globals Dynamo plants next to a function). Each is wrapped in one function with a
+fallback, so a change in PyTorch degrades a section of output instead of raising.
+"""
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ._dynamo_text import one_line_error, scrub
+from .errors import FxCourseError, describe
+
+__all__ = ["Frame", "cache_entries", "guard_lines", "target_function", "walk"]
+
+
+def target_function(obj: Any, where: str) -> types.FunctionType:
+    """The Python function whose frames Dynamo compiles for ``obj``.
+
+    Unwraps what ``torch.compile`` returns (``_torchdynamo_orig_callable``,
+    ``OptimizedModule._orig_mod``, ``__wrapped__``), bound methods, and ``nn.Module``
+    (its ``forward``).
+    """
+    import torch
+
+    seen = 0
+    while seen < 20:  # wrappers of wrappers; stop on cycles
+        seen += 1
+        if isinstance(obj, torch.nn.Module):
+            inner_mod = getattr(obj, "_orig_mod", None)
+            obj = inner_mod if inner_mod is not None else obj.forward
+            continue
+        inner = getattr(obj, "_torchdynamo_orig_callable", None) or getattr(obj, "__wrapped__", None)
+        if inner is not None and inner is not obj:
+            obj = inner
+            continue
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+            continue
+        break
+    if isinstance(obj, types.FunctionType):
+        return obj
+    raise FxCourseError(
+        got=describe(obj),
+        accepted="a Python function, a method, an nn.Module, or what torch.compile returned for one",
+        fix="pass the function itself (not its result or a builtin), e.g. bytecode(f) or bytecode(model)",
+        where=where,
+    )
+
+
+def cache_entries(code: types.CodeType) -> list[Any]:
+    """Dynamo's cache entries for ``code`` (empty when Dynamo has not compiled it)."""
+    try:
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+    except ImportError:  # moved in a later release: show the function as uncompiled
+        return []
+    try:
+        return list(_debug_get_cache_entry_list(code))
+    except Exception:
+        return []
+
+
+def guard_lines(guard_manager: Any) -> list[str]:
+    """One readable line per guard: ``KIND: check``, ids and paths removed."""
+    try:
+        return _walk_guards(guard_manager)
+    except Exception as exc:  # the C++ tree API changed: fall back to its printable form
+        try:
+            text = re.sub(r", tag_safe=\([^)]*\)", "", str(guard_manager))
+            return [scrub(line, ids=True) for line in text.splitlines() if line.strip()]
+        except Exception:
+            return [f"(guards unavailable: {one_line_error(exc)})"]
+
+
+def _walk_guards(guard_manager: Any) -> list[str]:
+    lines: list[str] = []
+    seen: list[Any] = []  # relational guards are shared between managers: print once
+
+    def leaf(guard: Any) -> None:
+        if any(g is guard for g in seen):
+            return
+        seen.append(guard)
+        kind = type(guard).__name__
+        for part in guard.verbose_code_parts():
+            code = part.split("  # ")[0].split(" # ")[0].rstrip()
+            lines.append(f"{kind}: {scrub(code, ids=True)}")
+
+    def visit(mgr: Any) -> None:
+        for guard in mgr.get_leaf_guards():
+            leaf(guard)
+        pairs = getattr(mgr, "get_key_value_managers", None)
+        if pairs is not None:
+            for _, (key_mgr, value_mgr) in sorted(pairs().items()):
+                for sub in (key_mgr, value_mgr):
+                    if sub is not None:
+                        visit(sub)
+        for child in mgr.get_child_managers():
+            visit(child)
+
+    root = guard_manager.root
+    visit(root)
+    for guard in getattr(root, "get_epilogue_lambda_guards", lambda: [])():
+        leaf(guard)
+    return lines
+
+
+@dataclass
+class Frame:
+    """A code object Dynamo may have compiled: the user's function or a resume function."""
+
+    name: str  # the function's name (for a resume function, the generated name)
+    code: types.CodeType
+    global_name: str = ""  # how the transformed code refers to it (``__resume_at_40_3``)
+    entries: list[Any] = field(default_factory=list)
+
+
+def walk(fn: types.FunctionType) -> list[Frame]:
+    """``fn``'s frame, then every resume function reachable from its cache entries."""
+    frames: list[Frame] = []
+    pending: list[tuple[str, types.CodeType, str]] = [(fn.__qualname__, fn.__code__, "")]
+    seen: set[int] = set()
+    namespace: dict[str, Any] = fn.__globals__
+    while pending:
+        name, code, global_name = pending.pop(0)
+        if id(code) in seen:
+            continue
+        seen.add(id(code))
+        frame = Frame(name, code, global_name, cache_entries(code))
+        frames.append(frame)
+        for entry in frame.entries:
+            for resume_name, resume in _resume_functions(entry.code, namespace):
+                pending.append((resume.__code__.co_name, resume.__code__, resume_name))
+    return frames
+
+
+def _resume_functions(code: types.CodeType, namespace: dict[str, Any]) -> list[tuple[str, Callable[..., Any]]]:
+    """The ``__resume_at_*`` functions a transformed code object calls."""
+    found = []
+    for name in code.co_names:
+        value = namespace.get(name)
+        if name.startswith("__resume") and isinstance(value, types.FunctionType):
+            found.append((name, value))
+    return found

@@ -1,0 +1,161 @@
+"""Text hygiene for the Dynamo viewers: deterministic names, no paths, no stray output.
+
+Dynamo's output carries things that change from run to run or machine to machine:
+addresses, object ids, absolute paths, uuids and process-wide counters in generated names
+(``__compiled_fn_15_<uuid>``, ``__resume_at_40_16``). The functions here remove them, so
+that ``bytecode``, ``capture`` and ``compare_capture`` render the same bytes every time.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import re
+import warnings
+from typing import Iterator
+
+__all__ = ["Renumber", "first_line", "one_line_error", "quiet", "scrub"]
+
+_UUID = r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
+_CODE_REPR = re.compile(r"<code object (\S+) at 0x[0-9a-fA-F]+, file \"[^\"]*?([^/\"]+)\", line (\d+)>")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_HEX = re.compile(r"0x[0-9a-fA-F]{6,}")
+_OBJ_ID = re.compile(r"\b\d{9,}\b")
+_PATH = re.compile(r"(?:[\w.\-~<>]*/)+([\w.\-]+\.(?:py|pyi|cpp|h))\b")
+_GLOBAL_STATE = re.compile(r"(___check_global_state\(\) against )\{.*\}")
+
+
+def scrub(text: str, *, ids: bool = False) -> str:
+    """Remove addresses and directory parts of file paths (and, with ``ids``, object ids).
+
+    >>> scrub('<code object f at 0x7f00deadbeef, file "/home/u/a.py", line 3>')
+    '<code object f, file "a.py", line 3>'
+    >>> scrub("# y = self.linear(x)  # src/fxcourse/zoo.py:48 in forward")
+    '# y = self.linear(x)  # zoo.py:48 in forward'
+    >>> scrub("___check_obj_id(G['torch'], 140254651029104)", ids=True)
+    "___check_obj_id(G['torch'], <id>)"
+    """
+    text = _CODE_REPR.sub(r'<code object \1, file "\2", line \3>', text)
+    text = _ADDRESS.sub("", text)
+    text = _HEX.sub("0x…", text)
+    if ids:
+        text = _OBJ_ID.sub("<id>", text)
+        text = _GLOBAL_STATE.sub(r"\1{…}", text)
+    return _PATH.sub(r"\1", text)
+
+
+class Renumber:
+    """Give Dynamo's generated names small numbers in order of first appearance.
+
+    One instance is shared by everything one viewer renders, so the same generated name
+    gets the same new name everywhere in its output.
+
+    >>> r = Renumber()
+    >>> r("__compiled_fn_15_4226d1dd_b628_4c97_9125_ac5a824b48b7(x); __resume_at_40_16(y)")
+    '__compiled_fn_0(x); __resume_at_40_0(y)'
+    >>> r("__compiled_fn_15_4226d1dd_b628_4c97_9125_ac5a824b48b7; __compiled_fn_20")
+    '__compiled_fn_0; __compiled_fn_1'
+    """
+
+    _FAMILIES = (
+        ("compiled", re.compile(rf"(__compiled_fn_)(\d+)(?:_{_UUID})?")),
+        ("resume", re.compile(r"(__resume_at_\d+_)(\d+)")),
+        ("builtins", re.compile(r"(__builtins_dict___)(\d+)")),
+        ("temp", re.compile(r"(__temp_)(\d+)")),
+    )
+
+    def __init__(self) -> None:
+        self._seen: dict[str, dict[str, int]] = {name: {} for name, _ in self._FAMILIES}
+
+    def __call__(self, text: str) -> str:
+        for family, pattern in self._FAMILIES:
+            seen = self._seen[family]
+
+            def repl(m: re.Match[str], seen: dict[str, int] = seen) -> str:
+                number = seen.setdefault(m.group(0), len(seen))
+                return f"{m.group(1)}{number}"
+
+            text = pattern.sub(repl, text)
+        return text
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first non-blank line of ``text``, scrubbed, whitespace collapsed, cut to ``limit``.
+
+    >>> first_line("\\n  Data-dependent   branching\\n  Explanation: ...")
+    'Data-dependent branching'
+    """
+    for line in str(text).splitlines():
+        if line.strip():
+            line = " ".join(scrub(line).split())
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def one_line_error(exc: BaseException, limit: int = 160) -> str:
+    """``Type: first line of the message``, free of addresses and paths.
+
+    >>> one_line_error(ValueError("bad value at 0x7f00deadbeef\\nmore"))
+    'ValueError: bad value'
+    """
+    message = first_line(str(exc), limit)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+class _Catch(logging.Filter):
+    """A handler filter that keeps each record once and lets none through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not any(r is record for r in self.records):
+            self.records.append(record)
+        return False
+
+
+def _to_console(handler: logging.Handler) -> bool:
+    """Handlers that print to the terminal or notebook (not files, not trace collectors)."""
+    if handler is logging.lastResort:
+        return True
+    if not isinstance(handler, logging.StreamHandler) or isinstance(handler, logging.FileHandler):
+        return False
+    stream = handler.stream
+    name = getattr(stream, "name", None)
+    return stream is not None and not (isinstance(name, str) and os.sep in name)  # not a file on disk
+
+
+@contextlib.contextmanager
+def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
+    """Record warnings and log records instead of letting them reach the notebook.
+
+    Yields a list that is filled, when the block ends, with one line per distinct warning
+    or log record. Every warning is recorded, even one Python would show only once or one
+    a ``-W error`` filter would raise. With ``stderr=True`` anything written to
+    ``sys.stderr`` is dropped as well.
+    """
+    notes: list[str] = []
+    catch = _Catch()
+    loggers = [logging.getLogger()] + [
+        obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)
+    ]
+    handlers = [h for h in {id(h): h for lg in loggers for h in [*lg.handlers, logging.lastResort] if h}.values()
+                if _to_console(h)]
+    for handler in handlers:
+        handler.addFilter(catch)
+    sink = io.StringIO()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with contextlib.redirect_stderr(sink) if stderr else contextlib.nullcontext():
+                yield notes
+    finally:
+        for handler in handlers:
+            handler.removeFilter(catch)
+        lines = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
+        for record in catch.records:
+            with contextlib.suppress(Exception):
+                lines.append(f"log {record.levelname}: {first_line(record.getMessage())}")
+        notes.extend(dict.fromkeys(lines))

@@ -1,0 +1,94 @@
+"""Where the graph is inside whatever a learner passes to a viewer.
+
+``graph_table`` and ``graph_diff`` accept the same kinds of object; this module finds the
+fx or TorchScript graph in each, or says in an FxCourseError what to pass instead.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+from torch import fx
+
+from .errors import FxCourseError, describe
+
+__all__ = ["Resolved", "describe_input", "resolve"]
+
+_ACCEPTED = ("a torch.fx.GraphModule, a torch.fx.Graph, a TorchScript module, function or "
+             "graph, a torch.export.ExportedProgram, or a captured graph (an object with .gm)")
+
+
+class Resolved(NamedTuple):
+    """What an accepted object holds: an fx graph or a TorchScript graph, and a label."""
+
+    label: str
+    fx_graph: fx.Graph | None = None
+    ts_graph: Any = None
+    input_kinds: dict[str, str] | None = None  # ExportedProgram placeholders
+
+
+def resolve(obj: Any, where: str) -> Resolved:
+    """Find the graph inside ``obj``, or raise FxCourseError saying what to pass instead."""
+    if isinstance(obj, fx.GraphModule):
+        return Resolved("fx.GraphModule", obj.graph)
+    if isinstance(obj, fx.Graph):
+        return Resolved("fx.Graph", obj)
+    if isinstance(obj, torch.export.ExportedProgram):
+        return Resolved("ExportedProgram", obj.graph_module.graph, None, _input_kinds(obj))
+    if isinstance(obj, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+        try:
+            return Resolved(f"TorchScript {type(obj).__name__}", None, obj.graph)
+        except Exception:  # a ScriptModule without forward has no .graph
+            raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, where=where,
+                                fix="script a module that has a forward method") from None
+    if isinstance(obj, torch._C.Graph):
+        return Resolved("TorchScript graph", None, obj)
+    gm = _gm_attribute(obj)
+    if isinstance(gm, fx.GraphModule):
+        return Resolved(f"{type(obj).__name__}.gm", gm.graph)
+    raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, fix=_fix_for(obj, gm),
+                        where=where)
+
+
+def describe_input(obj: Any) -> str:
+    """``describe(obj)``, but one line for modules (their repr spans many lines)."""
+    if isinstance(obj, torch.jit.ScriptModule):
+        return f"TorchScript {type(obj).__name__}"
+    if isinstance(obj, torch.nn.Module):
+        return f"{type(obj).__name__} (an nn.Module, not a graph)"
+    return describe(obj)
+
+
+def _gm_attribute(obj: Any) -> Any:
+    try:
+        return getattr(obj, "gm", None)
+    except Exception:  # a property that fails is not a captured graph
+        return None
+
+
+def _fix_for(obj: Any, gm: Any) -> str:
+    if gm is not None:
+        return f"its .gm is {describe(gm)}; pass an object whose .gm is a torch.fx.GraphModule"
+    if isinstance(obj, torch.nn.Module):
+        return "trace the module first: torch.fx.symbolic_trace(m)"
+    if isinstance(obj, str):
+        return "pass the graph object itself, not its printed text"
+    if callable(obj):
+        return "trace the function first: torch.fx.symbolic_trace(fn)"
+    return "pass a traced graph, for example torch.fx.symbolic_trace(model)"
+
+
+_INPUT_KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "constant",
+                "USER_INPUT": "user input", "CUSTOM_OBJ": "custom object", "TOKEN": "token"}
+
+
+def _input_kinds(ep: Any) -> dict[str, str]:
+    """Placeholder name -> ``parameter fc1.weight`` / ``buffer …`` / ``user input``."""
+    kinds = {}
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        kind = _INPUT_KINDS.get(spec.kind.name, spec.kind.name.lower().replace("_", " "))
+        kinds[name] = f"{kind} {spec.target}" if spec.target else kind
+    return kinds

@@ -1,0 +1,166 @@
+"""``graph_table``: a graph as a table you can print, test, restyle and show as HTML.
+
+It replaces ``Graph.print_tabular``, which prints and returns None. The table is built from
+what the graph already holds; nothing runs the model.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from torch import fx
+
+from ._graph_source import resolve
+from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
+from ._render import HTML_MAX_ROWS, Table, Viewable
+from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
+from .errors import FxCourseError
+
+__all__ = ["GraphTable", "graph_table"]
+
+FX_DEFAULT = ("opcode", "name", "target", "args", "kwargs")
+FX_COLUMNS = (*FX_DEFAULT, "shape", "dtype", "users", "source")
+
+_STYLE = "".join(f".fxcourse-graph-table {rule}" for rule in (
+    "table{border-collapse:collapse;font-family:monospace;font-size:12px}",
+    "th{text-align:left;border-bottom:1px solid #888}",
+    "td{padding:1px 8px;vertical-align:top;max-width:40em;overflow-wrap:anywhere}",
+    "summary{cursor:pointer;color:#555;padding:2px 8px}",
+    ".op-placeholder,.fxcourse-graph-table .ts-param{background:#e8f1fb}",
+    ".op-get_attr{background:#f3ecfa}",
+    ".op-call_method{background:#fdf6e3}",
+    ".op-call_module{background:#eaf7ea}",
+    ".op-output,.fxcourse-graph-table .ts-return{background:#fbe9e7}",
+    ".ts-control{background:#fff3cd;font-weight:bold}",
+    ".ts-block{color:#777}",
+    ".ts-prim{color:#555}",
+))
+
+
+class GraphTable(Viewable):
+    """One row per graph node; ``to_text()``, ``to_html()``, ``.rows``, ``.columns``.
+
+    Introduced in course/03_fx_tracing_ir.ipynb.
+
+    >>> import torch
+    >>> t = graph_table(torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1))
+    >>> len(t), t.columns
+    (4, ('opcode', 'name', 'target', 'args', 'kwargs'))
+    >>> t.rows[1]
+    ('call_function', 'relu', 'torch.relu', '(x,)', '{}')
+    """
+
+    def __init__(self, table: Table, source: str, max_rows: int | None = None) -> None:
+        self._table = table
+        self.source = source
+        self.max_rows = max_rows
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self._table.columns)
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        return [tuple(row) for row in self._table.rows]
+
+    def __len__(self) -> int:
+        return len(self._table.rows)
+
+    def to_text(self, width: int | None = None, max_rows: int | None = None) -> str:
+        """Aligned columns fitted to ``width`` (default: the terminal's), long cells cut
+        with ``…``; beyond ``max_rows`` rows only the first and last are shown."""
+        return self._table.to_text(width=width, max_rows=max_rows or self.max_rows)
+
+    def to_html(self, max_rows: int | None = None) -> str:
+        """An HTML table, rows coloured by opcode; beyond ``max_rows`` (default 200) the
+        middle rows fold into a ``<details>`` element that says how many it holds."""
+        limit = max_rows or self.max_rows or HTML_MAX_ROWS
+        return self._table.to_html(max_rows=limit, style=_STYLE)
+
+    def __repr__(self) -> str:
+        return f"<GraphTable of {self.source}: {len(self)} rows × {len(self.columns)} columns>"
+
+
+def graph_table(obj: Any, columns: Sequence[str] | str | None = None,
+                max_rows: int | None = None) -> GraphTable:
+    """Tabulate a graph: fx (GraphModule, Graph, ExportedProgram, captured) or TorchScript.
+
+    ``columns`` chooses what to show. ``None`` gives the defaults (fx: opcode, name,
+    target, args, kwargs, plus input_kind for an ExportedProgram; TorchScript: kind,
+    outputs, inputs, attributes). Names prefixed with ``+`` are added to the defaults
+    (``["+shape", "+dtype"]``); plain names replace them (``["name", "shape"]``).
+    Optional fx columns: shape, dtype (from ``node.meta``), users, source (innermost
+    frame of ``node.meta["stack_trace"]``); optional TorchScript columns: types, source.
+
+    Introduced in course/03_fx_tracing_ir.ipynb.
+
+    >>> import torch
+    >>> gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    >>> print(graph_table(gm, columns=["+users"]).to_text(width=80))
+    fx.GraphModule, 4 nodes
+    opcode         name    target        args       kwargs  users
+    -------------  ------  ------------  ---------  ------  -----
+    placeholder    x       x             ()         {}      1
+    call_function  relu    torch.relu    (x,)       {}      1
+    call_function  add     operator.add  (relu, 1)  {}      1
+    output         output  output        (add,)     {}      0
+    """
+    resolved = resolve(obj, "graph_table")
+    if resolved.fx_graph is None:
+        names = _choose(columns, TS_DEFAULT, TS_COLUMNS, resolved.label)
+        rows = torchscript_rows(resolved.ts_graph, names)
+        table = Table(list(names), [r[0] for r in rows], [r[1] for r in rows],
+                      [r[2] for r in rows])
+    else:
+        default, accepted = FX_DEFAULT, FX_COLUMNS
+        if resolved.input_kinds is not None:  # an ExportedProgram says what each input is
+            default = ("opcode", "name", "input_kind", "target", "args", "kwargs")
+            accepted = (*FX_COLUMNS, "input_kind")
+        names = _choose(columns, default, accepted, resolved.label)
+        table = _fx_table(resolved.fx_graph, names, resolved.input_kinds or {})
+    count = sum(1 for c in table.row_classes if c != "ts-block")
+    table.css_class = "fxcourse-graph-table"
+    table.caption = f"{resolved.label}, {count} nodes"
+    return GraphTable(table, resolved.label, max_rows)
+
+
+def _choose(columns: Sequence[str] | str | None, default: tuple[str, ...],
+            accepted: tuple[str, ...], label: str) -> tuple[str, ...]:
+    """The column names to show: defaults, defaults plus ``+name``s, or exactly ``names``."""
+    if columns is None:
+        return default
+    names = columns.replace(",", " ").split() if isinstance(columns, str) else list(columns)
+    added = [n[1:] for n in names if isinstance(n, str) and n.startswith("+")]
+    if added and len(added) != len(names):
+        raise FxCourseError(got=f"columns={names!r}", where="graph_table",
+                            accepted="either all names prefixed with '+' or none",
+                            fix="write ['+shape'] to add to the defaults, ['name', 'shape'] "
+                                "to replace them")
+    chosen = [*default, *(n for n in added if n not in default)] if added else names
+    bad = [n for n in chosen if n not in accepted]
+    if bad or not chosen:
+        raise FxCourseError(got=f"column {bad[0]!r}" if bad else "no columns",
+                            where="graph_table",
+                            accepted=f"columns for a {label}: {', '.join(accepted)}",
+                            fix="pick column names from that list")
+    return tuple(chosen)
+
+
+def _fx_table(graph: fx.Graph, names: Sequence[str], input_kinds: dict[str, str]) -> Table:
+    """One row per node, built a column at a time (each column one pass over the nodes)."""
+    nodes = list(graph.nodes)
+    cache: dict[int, str] = {}
+    columns: dict[str, Callable[[], list[str]]] = {
+        "opcode": lambda: [n.op for n in nodes],
+        "name": lambda: [n.name for n in nodes],
+        "target": lambda: [target_text(n.target, cache) for n in nodes],
+        "args": lambda: [arg_text(n.args) for n in nodes],
+        "kwargs": lambda: [arg_text(n.kwargs) if n.kwargs else "{}" for n in nodes],
+        "shape": lambda: [shape_text(meta_value(n.meta)) for n in nodes],
+        "dtype": lambda: [dtype_text(meta_value(n.meta)) for n in nodes],
+        "users": lambda: [str(len(n.users)) for n in nodes],
+        "source": lambda: [source_text(n.meta.get("stack_trace")) for n in nodes],
+        "input_kind": lambda: [input_kinds.get(n.name, "") for n in nodes],
+    }
+    cells = [columns[name]() for name in names]
+    rows = [list(row) for row in zip(*cells)]
+    return Table(list(names), rows, ["op-" + n.op for n in nodes])
