@@ -92,6 +92,11 @@ else:
         out["torchvision"] = torchvision.__version__
     except Exception as e:
         out["torchvision_error"] = f"{type(e).__name__}: {e}"
+        try:
+            from importlib.metadata import version
+            out["torchvision_dist"] = version("torchvision")
+        except Exception:
+            pass
 print(json.dumps(out))
 """
 
@@ -121,7 +126,7 @@ def diagnose(python: str = sys.executable) -> Report:
         found = json.loads(probe.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
         found = {"torch_error": (probe.stderr.strip().splitlines() or ["no output"])[-1]}
-    tv_dist = _version("torchvision") or "?"
+    tv_dist = found.get("torchvision_dist", "?")
     if "torch_error" in found:
         add(Finding("torch", False, f"import failed: {found['torch_error']}",
                     f"导入失败：{found['torch_error']}", REINSTALL))

@@ -15,6 +15,11 @@ def describe(value: object, limit: int = 80) -> str:
     'None'
     >>> describe([1, 2])
     'list [1, 2]'
+    >>> class Layer:
+    ...     def __repr__(self):
+    ...         return "Layer(\\n  in=4\\n)"
+    >>> describe(Layer())
+    'Layer Layer( in=4 )'
     >>> describe(len)
     'builtin_function_or_method len'
     """
@@ -28,7 +33,7 @@ def describe(value: object, limit: int = 80) -> str:
         shown = repr(value)
         if " at 0x" in shown:  # default object repr: drop the address
             shown = f"<{kind} object>"
-        text = f"{kind} {shown}"
+        text = f"{kind} {' '.join(shown.split())}"  # one line, even for an nn.Module
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

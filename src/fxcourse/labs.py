@@ -35,7 +35,7 @@ def strip_solutions(solution: nbformat.NotebookNode, name: str = "solution") -> 
 
     >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
     ...     "def f(x):\\n    ### BEGIN SOLUTION\\n    return x + 1\\n    ### END SOLUTION\\n")])
-    >>> print(strip_solutions(nb).cells[0].source)
+    >>> print(strip_solutions(nb).cells[0].source, end="")
     def f(x):
         raise NotImplementedError("replace this line with your code / 把这一行换成你的代码")
     """

@@ -7,6 +7,7 @@ metadata is not recorded, so re-running an unchanged notebook changes no bytes t
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, *, name: str = "notebook", tim
         )
         client.execute()
     except CellExecutionError as exc:
-        first = str(exc).strip().splitlines()
+        first = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()
         raise FxCourseError(
             got=f"an error while running {name}: {first[-1] if first else type(exc).__name__}",
             accepted="a notebook whose cells all run (deliberate failures tagged raises-exception)",
