@@ -70,7 +70,7 @@ def jupyterlab(tmp_path_factory):
                 server.kill()
                 pytest.fail("JupyterLab did not start:\n" + (home / "server.log").read_text()[-3000:])
             time.sleep(0.5)
-    yield base, token
+    yield base, token, root
     server.terminate()
     try:
         server.wait(timeout=20)
@@ -84,27 +84,37 @@ def _menu(page, menu: str, item: str) -> None:
     page.locator(".lm-Menu-item:visible", has_text=item).first.click()
 
 
+def _browser(p):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Debian's chromium is not installed: run `bash scripts/setup.sh --test`"
+    return p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+
+
+def _open(page, base: str, token: str, notebook: str) -> None:
+    """Open ``notebook`` in a fresh workspace (no tabs restored) and wait for an idle kernel."""
+    workspace = notebook.split("/")[0]
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").wait_for(timeout=90_000)
+
+
 @pytest.mark.parametrize("notebook, status, marker", [
     ("labs/lab00_warmup.ipynb", "not_implemented", "尚未完成"),
     ("solutions/lab00_warmup.ipynb", "passed", "通过"),
 ])
 def test_run_all_shows_the_checkers_feedback(jupyterlab, notebook, status, marker):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is not installed: run `bash scripts/setup.sh --test`"
     from playwright.sync_api import sync_playwright
 
-    base, token = jupyterlab
+    base, token, _ = jupyterlab
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = _browser(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            workspace = notebook.split("/")[0]  # a fresh workspace per notebook: no tabs restored
-            page.goto(f"{base}/lab/workspaces/{workspace}/tree/{notebook}?reset&token={token}")
+            _open(page, base, token, notebook)
             checks = page.locator(".jp-OutputArea-output .fxcourse-check")
-            # the stored outputs render, and the kernel has started
+            # the stored outputs render
             page.wait_for_function("document.querySelectorAll('.fxcourse-check').length === 3", timeout=90_000)
-            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").wait_for(timeout=90_000)
             _menu(page, "Edit", "Clear Outputs of All Cells")
             page.wait_for_function("document.querySelectorAll('.fxcourse-check').length === 0", timeout=30_000)
             _menu(page, "Run", "Run All Cells")
@@ -116,5 +126,40 @@ def test_run_all_shows_the_checkers_feedback(jupyterlab, notebook, status, marke
             name = notebook.replace("/", "_").replace(".ipynb", ".png")
             page.screenshot(path=str(OUTPUT / name))
             assert (OUTPUT / name).stat().st_size > 10_000
+        finally:
+            browser.close()
+
+
+def test_resnet18_graph_table_renders_styled_in_jupyterlab(jupyterlab):
+    """graph_table's HTML survives JupyterLab's sanitiser: every node a row, rows coloured by opcode."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+    from playwright.sync_api import sync_playwright
+
+    base, token, root = jupyterlab
+    (root / "views").mkdir(exist_ok=True)
+    source = ("import torch\nfrom fxcourse import graph_table, zoo\n"
+              "model, _ = zoo.example('resnet18')\ngm = torch.fx.symbolic_trace(model)\n"
+              "print(len(gm.graph.nodes), 'nodes')\ngraph_table(gm, columns=['+users'])")
+    nbformat.write(new_notebook(cells=[new_code_cell(source)], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}),
+        root / "views" / "resnet18_table.ipynb")
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            _open(page, base, token, "views/resnet18_table.ipynb")
+            _menu(page, "Run", "Run All Cells")
+            table = page.locator(".jp-OutputArea-output .fxcourse-graph-table")
+            table.wait_for(timeout=120_000)
+            nodes = int(page.locator(".jp-OutputArea-output pre").first.inner_text().split()[0])
+            assert table.locator("tbody tr").count() == nodes
+            assert "layer1.0.conv1" in table.inner_text() and "users" in table.inner_text()
+            colour = table.locator("tr.op-call_module").first.evaluate("r => getComputedStyle(r).backgroundColor")
+            assert colour == "rgb(234, 247, 234)", colour  # the inline <style> was applied
+            align = table.locator("td").first.evaluate("c => getComputedStyle(c).textAlign")
+            assert align == "left", align
+            page.screenshot(path=str(OUTPUT / "resnet18_graph_table.png"))
         finally:
             browser.close()

@@ -23,7 +23,7 @@ from torch import fx
 
 from ._node_text import arg_text, target_text
 from ._graph_source import describe_input, resolve
-from ._render import HTML_MAX_ROWS, Table, esc, Viewable
+from ._render import HTML_MAX_ROWS, Table, Viewable, esc, table_style
 from .errors import FxCourseError
 
 __all__ = ["Change", "GraphDiff", "graph_diff"]
@@ -31,17 +31,13 @@ __all__ = ["Change", "GraphDiff", "graph_diff"]
 COLUMNS = ("", "name", "opcode", "target", "args", "kwargs")
 ARROW = " → "
 _KINDS = ("retargeted", "rewired", "renamed")
-_STYLE = "".join(f".fxcourse-graph-diff {rule}" for rule in (
-    "table{border-collapse:collapse;font-family:monospace;font-size:12px}",
-    "th{text-align:left;border-bottom:1px solid #888}",
-    "td{padding:1px 8px;vertical-align:top;max-width:40em;overflow-wrap:anywhere}",
-    "summary{cursor:pointer;color:#555;padding:2px 8px}",
-    ".diff-add{background:#e6ffec}",
-    ".diff-remove{background:#ffebe9;text-decoration:line-through}",
-    ".diff-change{background:#fff8c5}",
-    ".diff-same{color:#666}",
-    ".diff-skip{color:#999}",
-))
+_STYLE = table_style("fxcourse-graph-diff", {
+    "diff-add": "background:#e6ffec",
+    "diff-remove": "background:#ffebe9;text-decoration:line-through",
+    "diff-change": "background:#fff8c5",
+    "diff-same": "color:#666",
+    "diff-skip": "color:#999",
+})
 _CSS = {"+": "diff-add", "-": "diff-remove", "~": "diff-change", " ": "diff-same",
         "⋮": "diff-skip"}
 

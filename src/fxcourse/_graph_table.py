@@ -11,7 +11,7 @@ from torch import fx
 
 from ._graph_source import resolve
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
-from ._render import HTML_MAX_ROWS, Table, Viewable
+from ._render import HTML_MAX_ROWS, Table, Viewable, table_style
 from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
 from .errors import FxCourseError
 
@@ -20,20 +20,16 @@ __all__ = ["GraphTable", "graph_table"]
 FX_DEFAULT = ("opcode", "name", "target", "args", "kwargs")
 FX_COLUMNS = (*FX_DEFAULT, "shape", "dtype", "users", "source")
 
-_STYLE = "".join(f".fxcourse-graph-table {rule}" for rule in (
-    "table{border-collapse:collapse;font-family:monospace;font-size:12px}",
-    "th{text-align:left;border-bottom:1px solid #888}",
-    "td{padding:1px 8px;vertical-align:top;max-width:40em;overflow-wrap:anywhere}",
-    "summary{cursor:pointer;color:#555;padding:2px 8px}",
-    ".op-placeholder,.fxcourse-graph-table .ts-param{background:#e8f1fb}",
-    ".op-get_attr{background:#f3ecfa}",
-    ".op-call_method{background:#fdf6e3}",
-    ".op-call_module{background:#eaf7ea}",
-    ".op-output,.fxcourse-graph-table .ts-return{background:#fbe9e7}",
-    ".ts-control{background:#fff3cd;font-weight:bold}",
-    ".ts-block{color:#777}",
-    ".ts-prim{color:#555}",
-))
+_STYLE = table_style("fxcourse-graph-table", {
+    "op-placeholder,ts-param": "background:#e8f1fb",
+    "op-get_attr": "background:#f3ecfa",
+    "op-call_method": "background:#fdf6e3",
+    "op-call_module": "background:#eaf7ea",
+    "op-output,ts-return": "background:#fbe9e7",
+    "ts-control": "background:#fff3cd;font-weight:bold",
+    "ts-block": "color:#777",
+    "ts-prim": "color:#555",
+})
 
 
 class GraphTable(Viewable):
