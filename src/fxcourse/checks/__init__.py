@@ -16,6 +16,7 @@ Introduced in labs/lab00_warmup.ipynb.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 import traceback
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from .._render import Viewable, esc
 __all__ = ["check", "CheckResult", "Wrong", "task", "task_ids"]
 
 STATUSES = ("passed", "not_implemented", "wrong", "raised", "unknown_task")
-_LAB_MODULES = ("lab00",)
 
 
 class Wrong(Exception):
@@ -60,8 +60,10 @@ def task(task_id: str, title_en: str, title_zh: str) -> Callable[[Callable[[Any]
 
 
 def _load_all() -> None:
-    for name in _LAB_MODULES:
-        importlib.import_module(f"{__name__}.{name}")
+    """Import every ``checks/labNN.py`` module; each registers its tasks on import."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("lab"):
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 def task_ids() -> list[str]:
