@@ -23,7 +23,7 @@ from torch import fx
 
 from ._node_text import arg_text, target_text
 from ._graph_source import describe_input, resolve
-from ._render import HTML_MAX_ROWS, Table, Viewable, esc, table_style
+from ._render import HTML_MAX_ROWS, Table, TableView, esc, table_style
 from .errors import FxCourseError
 
 __all__ = ["Change", "GraphDiff", "graph_diff"]
@@ -73,7 +73,7 @@ class _Node:
         return f"{self.op} {self.target} {self.args}{kwargs}"
 
 
-class GraphDiff(Viewable):
+class GraphDiff(TableView):
     """The changes between two graphs; ``to_text()``, ``to_html()``, ``.added``,
     ``.removed``, ``.changed``, ``.summary``; ``len()`` counts the changes.
 
@@ -93,14 +93,6 @@ class GraphDiff(Viewable):
         self.added = added
         self.removed = removed
         self.changed = changed
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(self._table.columns)
-
-    @property
-    def rows(self) -> list[tuple[str, ...]]:
-        return [tuple(row) for row in self._table.rows]
 
     def __len__(self) -> int:
         return len(self.added) + len(self.removed) + len(self.changed)

@@ -11,7 +11,7 @@ from torch import fx
 
 from ._graph_source import resolve
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
-from ._render import HTML_MAX_ROWS, Table, Viewable, table_style
+from ._render import HTML_MAX_ROWS, Table, TableView, table_style
 from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
 from .errors import FxCourseError
 
@@ -32,7 +32,7 @@ _STYLE = table_style("fxcourse-graph-table", {
 })
 
 
-class GraphTable(Viewable):
+class GraphTable(TableView):
     """One row per graph node; ``to_text()``, ``to_html()``, ``.rows``, ``.columns``.
 
     Introduced in course/03_fx_tracing_ir.ipynb.
@@ -49,14 +49,6 @@ class GraphTable(Viewable):
         self._table = table
         self.source = source
         self.max_rows = max_rows
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(self._table.columns)
-
-    @property
-    def rows(self) -> list[tuple[str, ...]]:
-        return [tuple(row) for row in self._table.rows]
 
     def __len__(self) -> int:
         return len(self._table.rows)

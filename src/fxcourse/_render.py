@@ -35,6 +35,20 @@ class Viewable:
         printer.text(self.to_text())
 
 
+class TableView(Viewable):
+    """A viewer whose content is one :class:`Table`: exposes its columns and rows as data."""
+
+    _table: "Table"
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self._table.columns)
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        return [tuple(row) for row in self._table.rows]
+
+
 def table_style(css_class: str, rows: dict[str, str]) -> str:
     """The inline CSS of a viewer's table: shared layout plus one rule per row class.
 
