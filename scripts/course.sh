@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-args=(--ServerApp.ip=127.0.0.1 --port="${PORT:-8888}")
+# Serve the whole project (course/, labs/, solutions/) and open lecture 00 first.
+args=(--ServerApp.ip=127.0.0.1 --port="${PORT:-8888}" --ServerApp.root_dir="$(pwd)"
+      --LabApp.default_url=/lab/tree/course/00_overview.ipynb)
 [ "$(id -u)" = 0 ] && args+=(--allow-root)
 # No token given: JupyterLab makes a random one and prints the URL that carries it.
-exec .venv/bin/jupyter lab "${args[@]}" "$@" course/00_overview.ipynb
+exec .venv/bin/jupyter lab "${args[@]}" "$@"
