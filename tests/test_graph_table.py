@@ -324,3 +324,18 @@ def test_random_graphs_render_one_row_per_node(n_inputs, steps):
 def test_tables_built_directly_still_render():
     t = Table(["a"], [["x"]], caption="c")
     assert t.to_text(width=20) == "c\na\n-\nx"
+
+
+def test_shape_column_reads_dynamo_example_values():
+    """Dynamo stores what it knows in node.meta['example_value'], not 'val'."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda x: torch.relu(x) + 1, backend=backend)(torch.randn(2, 3))
+    torch._dynamo.reset()
+    table = graph_table(graphs[0], columns=["name", "shape", "dtype"])
+    assert ("relu", "[2, 3]", "float32") in table.rows

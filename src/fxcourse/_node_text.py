@@ -152,9 +152,12 @@ def dtype_text(val: object) -> str:
 
 
 def meta_value(meta: dict) -> object:
-    """What a tracer recorded about a node's result: ``val``, else ``tensor_meta``."""
-    val = meta.get("val")
-    return meta.get("tensor_meta") if val is None else val
+    """What a tracer recorded about a node's result: ``val`` (make_fx, export, AOTAutograd),
+    else ``example_value`` (the graphs Dynamo hands a backend), else ``tensor_meta`` (ShapeProp)."""
+    for key in ("val", "example_value", "tensor_meta"):
+        if meta.get(key) is not None:
+            return meta[key]
+    return None
 
 
 def source_text(stack_trace: object) -> str:
