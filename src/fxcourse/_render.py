@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import shutil
+import sys
 from dataclasses import dataclass, field
 
 __all__ = ["HTML_MAX_ROWS", "Table", "elide", "esc", "terminal_width"]
@@ -33,6 +34,14 @@ class Viewable:
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(self.to_text())
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # IPython's text/plain uses the first class in the MRO that defines _repr_pretty_
+        # or __repr__; a viewer's short __repr__ would win over the inherited method, so
+        # every subclass gets its own reference to it.
+        super().__init_subclass__(**kwargs)
+        if "_repr_pretty_" not in cls.__dict__:
+            cls._repr_pretty_ = Viewable._repr_pretty_  # type: ignore[method-assign]
 
 
 class TableView(Viewable):
@@ -99,8 +108,19 @@ def elide(text: str, width: int) -> str:
 
 
 def terminal_width(default: int = 120) -> int:
-    """The terminal's width, or ``default`` where there is no terminal (notebooks, CI)."""
+    """The terminal's width; ``default`` inside a Jupyter kernel, so that a notebook's text
+    output is the same whichever process launched the kernel (nbval, nbclient, JupyterLab)."""
+    if _in_kernel():
+        return default
     return shutil.get_terminal_size((default, 24)).columns
+
+
+def _in_kernel() -> bool:
+    """True when this code runs in a Jupyter kernel's shell (not merely a process that
+    imported IPython or ipykernel)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 @dataclass
