@@ -37,19 +37,6 @@ def lab_pass() -> Callable[[fx.GraphModule], fx.GraphModule]:
     return namespace["fuse_conv_bn"]
 
 
-def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                c = m.num_features
-                m.running_mean.copy_(0.5 * torch.randn(c, generator=gen))
-                m.running_var.copy_(0.5 + torch.rand(c, generator=gen))
-                m.weight.copy_(0.5 + torch.rand(c, generator=gen))
-                m.bias.copy_(0.5 * torch.randn(c, generator=gen))
-    return model
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=224, help="image height and width")
@@ -62,7 +49,7 @@ def main() -> None:
     logging.disable(logging.NOTSET)
 
     model, _ = zoo.example("resnet18")
-    pretend_trained(model)
+    zoo.pretend_trained(model)
     img = torch.randn(1, 3, args.size, args.size)
     versions = {"eager": model, "torch fuse": fuse(model),
                 "lab04 fuse_conv_bn": lab_pass()(fx.symbolic_trace(model))}

@@ -21,7 +21,7 @@ from .errors import FxCourseError
 
 __all__ = [
     "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv",
-    "example", "names", "resnet18",
+    "example", "names", "pretend_trained", "resnet18",
 ]
 
 
@@ -122,6 +122,27 @@ class WrappedSplit(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         x = self.wrapped(self.layer1(x))
         return self.dropout(x).split(1, dim=-1)
+
+
+def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Give every ``BatchNorm2d`` running statistics and affine weights like a trained
+    model's (a fresh BN is an identity in eval mode, which would hide fusion bugs).
+    Changes ``model`` in place and returns it. Introduced in course/04_fx_transforms.ipynb.
+
+    >>> model, _ = example("conv_bn_relu")
+    >>> float(pretend_trained(model).bn.running_var.min()) >= 0.5
+    True
+    """
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_(0.5 * torch.randn(c, generator=gen))
+                m.running_var.copy_(0.5 + torch.rand(c, generator=gen))
+                m.weight.copy_(0.5 + torch.rand(c, generator=gen))
+                m.bias.copy_(0.5 * torch.randn(c, generator=gen))
+    return model
 
 
 def resnet18() -> nn.Module:

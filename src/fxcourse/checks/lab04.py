@@ -24,20 +24,6 @@ RTOL, ATOL = 1e-4, 1e-5
 # ----------------------------------------------------------------------------- helpers
 
 
-def _pretend_trained(model: nn.Module, seed: int) -> nn.Module:
-    """Give every BatchNorm2d running statistics and affine weights like a trained model's."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                c = m.num_features
-                m.running_mean.copy_(0.5 * torch.randn(c, generator=gen))
-                m.running_var.copy_(0.5 + torch.rand(c, generator=gen))
-                m.weight.copy_(0.5 + torch.rand(c, generator=gen))
-                m.bias.copy_(0.5 * torch.randn(c, generator=gen))
-    return model
-
-
 def _snapshot(gm: fx.GraphModule) -> tuple[Any, ...]:
     """What must not change when a pass promises to leave its input alone."""
     nodes = tuple((n.name, n.op, str(n.target), str(n.args), str(n.kwargs)) for n in gm.graph.nodes)
@@ -142,16 +128,16 @@ def _fusion_cases() -> list[tuple[str, nn.Module, tuple[torch.Tensor, ...], list
     cases = []
     for bias, seed in ((False, 1), (True, 2)):
         torch.manual_seed(seed)
-        model = _pretend_trained(_Stack(bias).eval(), seed)
+        model = zoo.pretend_trained(_Stack(bias).eval(), seed)
         cases.append((f"a conv/BN stack with Conv2d(bias={bias})", model, (torch.randn(2, 3, 9, 9),),
                       ["post_bn"]))
     shared, _ = zoo.example("shared_conv", seed=3)
     torch.manual_seed(3)
-    cases.append(("zoo.SharedConv (its conv output feeds bn and add)", _pretend_trained(shared, 3),
+    cases.append(("zoo.SharedConv (its conv output feeds bn and add)", zoo.pretend_trained(shared, 3),
                   (torch.randn(2, 4, 5, 5),), ["bn"]))
     resnet, _ = zoo.example("resnet18", seed=4)
     torch.manual_seed(4)
-    cases.append(("torchvision resnet18", _pretend_trained(resnet, 4), (torch.randn(1, 3, 32, 32),), []))
+    cases.append(("torchvision resnet18", zoo.pretend_trained(resnet, 4), (torch.randn(1, 3, 32, 32),), []))
     return cases
 
 
@@ -360,7 +346,7 @@ def _probe_cases() -> list[tuple[str, nn.Module, list[str], list[torch.Tensor]]]
     branchy = _Branchy().eval()
     resnet, _ = zoo.example("resnet18", seed=7)
     torch.manual_seed(7)
-    _pretend_trained(resnet, 7)
+    zoo.pretend_trained(resnet, 7)
     return [
         ("a small model, names ['silu', 'inner_1', 'head']", branchy, ["silu", "inner_1", "head"],
          [torch.randn(2, 5), torch.randn(2, 5)]),

@@ -57,6 +57,23 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
+_FAILS = ("the traced module fails on a new input.", "追踪得到的模块在新输入上运行失败。")
+_DIFFERS = ("on a new input the result differs from the eager model.", "在新输入上结果与 eager 模型不一致。")
+
+
+def _matches_eager(gm: Any, model: Any, cases: list[tuple[str, tuple[Any, ...]]],
+                   fails: tuple[str, str] = _FAILS, differs: tuple[str, str] = _DIFFERS) -> None:
+    """Run ``gm`` and the eager ``model`` on each ``(label, args)`` case and compare."""
+    for label, args in cases:
+        with torch.no_grad():
+            want = model(*args)
+            try:
+                out = gm(*args)
+            except Exception as exc:
+                raise Wrong(*fails, tried=label, got=_first_line(exc)) from None
+        _compare(label, out, want, differs)
+
+
 def _root_before_trace(exc: AttributeError, tried: str) -> Wrong:
     """``fx.GraphModule(tracer.root, tracer.trace(m))`` reads ``root`` before ``trace`` sets it."""
     return Wrong("tracer.root exists only after tracer.trace(...) has run, and Python evaluates "
@@ -157,21 +174,14 @@ def _concrete_mode(answer: Any) -> None:
                             "trace_for_mode, not a fixed string.",
                             "计算图被特化成了另一个 mode：请使用 trace_for_mode 的 `mode` 参数，而不是写死的字符串。",
                             tried=tried, expected=f"specialised to {mode!r}", got=f"specialised to {fixed!r}")
-            for batch in (2, 5):
-                x = make_input(batch)
-                with torch.no_grad():
-                    want = model(x, mode)
-                    try:
-                        out = gm(x, mode)
-                    except Exception as exc:
-                        raise Wrong("the traced module fails when called as gm(x, mode).",
-                                    "以 gm(x, mode) 调用追踪得到的模块时失败。",
-                                    tried=f"{tried}(x of shape {tuple(x.shape)}, {mode!r})",
-                                    got=_first_line(exc)) from None
-                _compare(f"{tried}(x of shape {tuple(x.shape)}, {mode!r})", out, want,
-                         ("on a new input the result differs from the eager model: fix only `mode`, "
-                          "leave x a placeholder.",
-                          "在新输入上结果与 eager 模型不一致：只固定 `mode`，x 要保持为 placeholder。"))
+            inputs = [make_input(batch) for batch in (2, 5)]
+            _matches_eager(
+                gm, model, [(f"{tried}(x of shape {tuple(x.shape)}, {mode!r})", (x, mode)) for x in inputs],
+                fails=("the traced module fails when called as gm(x, mode).",
+                       "以 gm(x, mode) 调用追踪得到的模块时失败。"),
+                differs=("on a new input the result differs from the eager model: fix only `mode`, "
+                         "leave x a placeholder.",
+                         "在新输入上结果与 eager 模型不一致：只固定 `mode`，x 要保持为 placeholder。"))
 
 
 # -- lab05.2: leaf modules -------------------------------------------------------------------
@@ -306,18 +316,8 @@ def _leaf_modules(answer: Any) -> None:
                             "每个属于 leaf_types 的子模块都应当恰好是一个 call_module 节点。",
                             tried=tried, expected=f"1 call_module node for {leaf!r}",
                             got=f"{count} node(s); call_module targets: {', '.join(called)}")
-        for scale in (0.05, 5.0):
-            x = scale * torch.randn(3, 4)
-            with torch.no_grad():
-                want = model(x)
-                try:
-                    out = gm(x)
-                except Exception as exc:
-                    raise Wrong("the traced module fails on a new input.", "追踪得到的模块在新输入上运行失败。",
-                                tried=f"{tried}(x * {scale})", got=_first_line(exc)) from None
-            _compare(f"{tried}(x * {scale})", out, want,
-                     ("on a new input the result differs from the eager model.",
-                      "在新输入上结果与 eager 模型不一致。"))
+        _matches_eager(gm, model, [(f"{tried}(x * {scale})", (scale * torch.randn(3, 4),))
+                                   for scale in (0.05, 5.0)])
 
 
 # -- lab05.3: a helper kept as one call_function ----------------------------------------------
@@ -398,18 +398,8 @@ def _helper_leaf(answer: Any) -> None:
                         "辅助函数的每次调用都应当是一个 call_function 节点，其 target 就是该函数本身。",
                         tried=tried, expected=f"{calls} call_function node(s) for {fn.__name__}",
                         got=f"{count}")
-        for shape in shapes:
-            x = torch.randn(*shape)
-            with torch.no_grad():
-                want = model(x)
-                try:
-                    out = gm(x)
-                except Exception as exc:
-                    raise Wrong("the traced module fails on a new input.", "追踪得到的模块在新输入上运行失败。",
-                                tried=f"{tried}(x of shape {shape})", got=_first_line(exc)) from None
-            _compare(f"{tried}(x of shape {shape})", out, want,
-                     ("on a new input the result differs from the eager model.",
-                      "在新输入上结果与 eager 模型不一致。"))
+        _matches_eager(gm, model, [(f"{tried}(x of shape {shape})", (torch.randn(*shape),))
+                                   for shape in shapes])
 
 
 # -- lab05.4: a value-dependent size that FX can trace ------------------------------------------
