@@ -21,13 +21,16 @@ from typing import Any, Callable
 import torch
 
 from ._dynamo_text import first_line, one_line_error, quiet, scrub
-from ._render import Table, esc, Viewable
+from ._render import Table, Viewable, esc, table_style
 from .errors import FxCourseError, describe
 
 __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 
 _OPS_NOTE = ("ops: call_function nodes, counted as torch._dynamo.explain counts them "
              "(method calls such as y.sum() are call_method nodes)")
+
+
+_STYLE = table_style("fxcourse-capture-table", {})
 
 
 @dataclasses.dataclass
@@ -179,7 +182,7 @@ class Capture(Viewable):
     def _table(self) -> Table:
         rows = [[str(g.index), str(g.call), str(len(g.ops)), " ".join(g.ops) or "-", g.ended_by]
                 for g in self._rec.graphs]
-        return Table(["graph", "call", "ops", "op names", "ends with"], rows)
+        return Table(["graph", "call", "ops", "op names", "ends with"], rows, css_class="fxcourse-capture-table")
 
     def to_text(self, width: int = 100) -> str:
         """Summary, breaks, recompilations, then each graph's code."""
@@ -214,7 +217,7 @@ class Capture(Viewable):
                 for b in self.breaks)
             parts.append(f"<p>graph breaks:</p><ol>{items}</ol>")
         if self._rec.graphs:
-            parts.append(self._table().to_html() + f"<p><small>{esc(_OPS_NOTE)}</small></p>")
+            parts.append(self._table().to_html(style=_STYLE) + f"<p><small>{esc(_OPS_NOTE)}</small></p>")
         if self.recompiles:
             items = "".join(f"<li>call {r.call}: <code>{esc(r.function)}</code>: {esc(r.reason)}</li>"
                             for r in self.recompiles)

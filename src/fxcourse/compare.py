@@ -30,7 +30,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ._dynamo_text import first_line, one_line_error, quiet
-from ._render import Table, esc, Viewable
+from ._render import Table, Viewable, esc, table_style
 from ._capture import _Recorder, _graph_break
 from .errors import FxCourseError, describe
 
@@ -40,6 +40,9 @@ METHODS = ("torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace",
            "dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export")
 _OPS_NOTE = ("ops: operation nodes in each system's own graph "
              "(fx call_* nodes, TorchScript aten:: nodes, ATen calls for export)")
+
+
+_STYLE = table_style("fxcourse-compare-table", {"failed": "color:#b71c1c"})
 
 
 @dataclass
@@ -79,7 +82,8 @@ class Comparison(Viewable):
         for r in self.rows:
             cells = [r.method, _yes(r.worked), _num(r.graphs), _num(r.ops), _yes(r.matches)]
             rows.append(cells + ([f"{r.seconds:.3f}"] if timings else []))
-        return Table(cols, rows, row_classes=["ok" if r.worked else "failed" for r in self.rows])
+        return Table(cols, rows, row_classes=["ok" if r.worked else "failed" for r in self.rows],
+                     css_class="fxcourse-compare-table")
 
     def _headline(self) -> str:
         return f"compare_capture: {self.name} on {self.inputs}; second input: {self.second}"
@@ -99,7 +103,7 @@ class Comparison(Viewable):
                         + (f"<br><small>note: {esc(r.note)}</small>" if r.note else "") + "</li>"
                         for r in self.rows)
         return (f'<div class="fxcourse-compare"><p><b>{esc(self._headline())}</b></p>'
-                f"{self._table(timings).to_html()}<p><small>{esc(_OPS_NOTE)}</small></p>"
+                f"{self._table(timings).to_html(style=_STYLE)}<p><small>{esc(_OPS_NOTE)}</small></p>"
                 f"<ul>{items}</ul></div>")
 
 
