@@ -12,6 +12,8 @@ from torch import nn
 from fxcourse import check
 from fxcourse.labs import STUB
 
+from checking import expect_wrong
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
 
 
@@ -65,34 +67,27 @@ def test_stub_is_not_implemented(task_id):
     assert result.status == "not_implemented", result.to_text()
 
 
-def _wrong(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "wrong", result.to_text()
-    assert result.en and result.zh
-    return result
-
-
 # -- lab01.1 ---------------------------------------------------------------------------------
 def test_top_level_graph_is_told_to_inline():
-    result = _wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.graph.nodes()
+    result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.graph.nodes()
                                                       if n.kind().startswith("aten::"))))
     assert "inlined_graph" in result.en and "inlined_graph" in result.zh
 
 
 def test_counting_prim_nodes_is_named():
-    result = _wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.inlined_graph.nodes())))
+    result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.inlined_graph.nodes())))
     assert "'aten::'" in result.en
 
 
 def test_kind_without_namespace_is_named():
-    result = _wrong("lab01.1", lambda t: dict(Counter(n.kind().split("::")[1] for n in t.inlined_graph.nodes()
+    result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind().split("::")[1] for n in t.inlined_graph.nodes()
                                                       if n.kind().startswith("aten::"))))
     assert "full kind string" in result.en
 
 
 # -- lab01.2 ---------------------------------------------------------------------------------
-def test_always_none_is_wrong():
-    assert "no control flow" in _wrong("lab01.2", lambda m, inputs: None).en
+def test_always_none_isexpect_wrong():
+    assert "no control flow" in expect_wrong("lab01.2", lambda m, inputs: None).en
 
 
 def test_none_on_any_tracer_warning_is_too_strict():
@@ -104,12 +99,12 @@ def test_none_on_any_tracer_warning_is_too_strict():
             return None
         return traced
 
-    result = _wrong("lab01.2", on_warning)
+    result = expect_wrong("lab01.2", on_warning)
     assert "TracerWarning" in result.en and result.got == "None"
 
 
 def test_forgetting_check_inputs_is_named():
-    result = _wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0]))
+    result = expect_wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0]))
     assert "check_inputs=inputs" in result.en and "inputs[2]" in result.en
 
 
@@ -125,17 +120,17 @@ def test_comparing_outputs_only_is_caught_by_the_abs_model():
                 return None
         return traced
 
-    result = _wrong("lab01.2", by_outputs)
+    result = expect_wrong("lab01.2", by_outputs)
     assert "aten::neg" in result.en and "compares the graphs" in result.en
 
 
 def test_uncaught_tracing_check_error_is_named():
-    result = _wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0], check_inputs=inputs))
+    result = expect_wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0], check_inputs=inputs))
     assert "TracingCheckError" in result.en and result.got.startswith("TracingCheckError")
 
 
-def test_returning_the_model_is_wrong():
-    assert "not the model" in _wrong("lab01.2", lambda m, inputs: m).en
+def test_returning_the_model_isexpect_wrong():
+    assert "not the model" in expect_wrong("lab01.2", lambda m, inputs: m).en
 
 
 # -- lab01.3 ---------------------------------------------------------------------------------
@@ -160,27 +155,27 @@ class OffByOneMean(nn.Module):
 
 
 def test_python_loop_is_named_as_unrolled():
-    result = _wrong("lab01.3", LoopMean)
+    result = expect_wrong("lab01.3", LoopMean)
     assert "unrolled" in result.en and "(5, 4)" in result.tried
 
 
 def test_len_is_named_as_baked_in():
-    result = _wrong("lab01.3", LenMean)
+    result = expect_wrong("lab01.3", LenMean)
     assert "baked in" in result.en and "x.shape[0]" in result.en
 
 
 def test_wrong_eager_math_is_caught_before_tracing():
-    result = _wrong("lab01.3", OffByOneMean)
+    result = expect_wrong("lab01.3", OffByOneMean)
     assert "eager mode" in result.en
 
 
 # -- lab01.4 ---------------------------------------------------------------------------------
 def test_returning_the_model_is_not_a_loaded_module():
-    assert "torch.jit.load" in _wrong("lab01.4", lambda m, ex: m).en
+    assert "torch.jit.load" in expect_wrong("lab01.4", lambda m, ex: m).en
 
 
 def test_returning_the_trace_itself_is_named():
-    result = _wrong("lab01.4", lambda m, ex: torch.jit.trace(m, ex))
+    result = expect_wrong("lab01.4", lambda m, ex: torch.jit.trace(m, ex))
     assert "shares its tensors" in result.en
 
 
@@ -191,7 +186,7 @@ def test_saving_the_nn_module_is_told_to_trace_first():
         buffer.seek(0)
         return torch.jit.load(buffer)
 
-    result = _wrong("lab01.4", save_module)
+    result = expect_wrong("lab01.4", save_module)
     assert "trace the model first" in result.en and "save_to_buffer" in result.got
 
 
@@ -201,4 +196,4 @@ def test_forgetting_seek_is_named():
         torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
         return torch.jit.load(buffer)
 
-    assert "seek(0)" in _wrong("lab01.4", no_seek).en
+    assert "seek(0)" in expect_wrong("lab01.4", no_seek).en

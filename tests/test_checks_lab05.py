@@ -8,6 +8,8 @@ from torch import fx
 from fxcourse import check
 from fxcourse.labs import STUB
 
+from checking import expect_wrong
+
 
 def _stub(*args):
     raise NotImplementedError(STUB.split('"')[1])
@@ -55,26 +57,19 @@ def test_stub_is_not_implemented(task_id):
     assert result.status == "not_implemented", result.to_text()
 
 
-def _wrong(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "wrong", result.to_text()
-    assert result.en and result.zh
-    return result
-
-
 # -- lab05.1: concrete_args -----------------------------------------------------------------
 def test_misspelled_concrete_args_key_is_named():
-    result = _wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"modes": mode}))
+    result = expect_wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"modes": mode}))
     assert "spelled exactly" in result.en and result.got.startswith("TraceError")
 
 
 def test_a_hard_coded_mode_is_caught_by_reading_the_guard():
-    result = _wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"mode": "max"}))
+    result = expect_wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"mode": "max"}))
     assert "`mode` argument" in result.en and "specialised to 'max'" in result.got
 
 
 def test_the_eager_model_is_not_a_graph_module():
-    assert "eager model" in _wrong("lab05.1", lambda m, mode: m).en
+    assert "eager model" in expect_wrong("lab05.1", lambda m, mode: m).en
 
 
 def test_a_wrapper_without_the_guard_is_told_to_use_concrete_args():
@@ -96,7 +91,7 @@ def test_a_wrapper_without_the_guard_is_told_to_use_concrete_args():
         graph = tracer.trace(root)
         return fx.GraphModule(root, graph)
 
-    result = _wrong("lab05.1", via_wrapper)
+    result = expect_wrong("lab05.1", via_wrapper)
     assert "no guard" in result.got and "concrete_args" in result.en
 
 
@@ -114,33 +109,33 @@ def _tracer_answer(is_leaf):
 
 
 def test_every_module_a_leaf_is_too_coarse():
-    result = _wrong("lab05.2", _tracer_answer(lambda self, m, name, types: True))
+    result = expect_wrong("lab05.2", _tracer_answer(lambda self, m, name, types: True))
     assert "custom module became a leaf" in result.en and "pre" in result.got
 
 
 def test_forgetting_super_traces_through_torch_nn_layers():
-    result = _wrong("lab05.2", _tracer_answer(lambda self, m, name, types: isinstance(m, types)))
+    result = expect_wrong("lab05.2", _tracer_answer(lambda self, m, name, types: isinstance(m, types)))
     assert "super().is_leaf_module" in result.en
 
 
 def test_choosing_leaves_by_name_fails_on_other_names():
     by_name = _tracer_answer(lambda self, m, name, types: name in {"gate", "clip"}
                              or fx.Tracer.is_leaf_module(self, m, name))
-    result = _wrong("lab05.2", by_name)
+    result = expect_wrong("lab05.2", by_name)
     assert "isinstance" in result.en and result.got.startswith("TraceError")
 
 
 def test_returning_the_graph_is_named():
     def graph_only(model, leaf_types):
         return trace_with_leaves(model, leaf_types).graph
-    assert "fx.GraphModule(tracer.root, graph)" in _wrong("lab05.2", graph_only).en
+    assert "fx.GraphModule(tracer.root, graph)" in expect_wrong("lab05.2", graph_only).en
 
 
 def test_reading_root_before_tracing_is_explained():
     def root_first(model, leaf_types):
         tracer = fx.Tracer()
         return fx.GraphModule(tracer.root, tracer.trace(model))  # noqa: the classic ordering bug
-    result = _wrong("lab05.2", root_first)
+    result = expect_wrong("lab05.2", root_first)
     assert "left to right" in result.en
 
 
@@ -149,12 +144,12 @@ def test_fx_wrap_inside_the_function_is_named():
     def wrap_inside(model, fn):
         fx.wrap(fn)
         return fx.symbolic_trace(model)
-    result = _wrong("lab05.3", wrap_inside)
+    result = expect_wrong("lab05.3", wrap_inside)
     assert "autowrap_functions" in result.en and "top level" in result.got
 
 
 def test_plain_symbolic_trace_points_to_autowrap_functions():
-    result = _wrong("lab05.3", lambda model, fn: fx.symbolic_trace(model))
+    result = expect_wrong("lab05.3", lambda model, fn: fx.symbolic_trace(model))
     assert "another module" in result.en and "autowrap_functions" in result.en
 
 
@@ -163,7 +158,7 @@ def test_int_of_a_proxy_is_named():
     def with_int(lengths):
         pos = torch.arange(int(lengths.max()))
         return torch.where(pos < lengths[:, None], pos, -1)
-    result = _wrong("lab05.4", with_int)
+    result = expect_wrong("lab05.4", with_int)
     assert "int(...)" in result.en and result.got.startswith("TypeError")
 
 
@@ -171,7 +166,7 @@ def test_a_fixed_width_is_caught_on_new_lengths():
     def fixed(lengths):
         pos = torch.arange(8)
         return torch.where(pos < lengths[:, None], pos, -1)
-    result = _wrong("lab05.4", fixed)
+    result = expect_wrong("lab05.4", fixed)
     assert "lengths.max()" in result.en and "(3, 4)" in result.expected
 
 
