@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ._depyf import decompile
 from ._dynamo_cache import guard_lines, target_function, walk
-from ._dynamo_text import Renumber, one_line_error, scrub
+from ._text import Renumber, one_line_error, scrub
 from ._render import Viewable, esc
 
 __all__ = ["Bytecode", "Section", "bytecode"]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from ._dynamo_text import first_line, one_line_error, quiet, scrub
+from ._text import first_line, one_line_error, quiet, scrub
 from ._render import Table, Viewable, esc, table_style
 from .errors import FxCourseError, describe
 

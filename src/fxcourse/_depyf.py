@@ -11,7 +11,7 @@ import io
 import re
 import types
 
-from ._dynamo_text import one_line_error, quiet
+from ._text import one_line_error, quiet
 
 __all__ = ["decompile"]
 

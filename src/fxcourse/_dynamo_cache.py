@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ._dynamo_text import one_line_error, scrub
+from ._text import one_line_error, scrub
 from .errors import FxCourseError, describe
 
 __all__ = ["Frame", "cache_entries", "guard_lines", "target_function", "walk"]

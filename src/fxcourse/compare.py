@@ -29,7 +29,7 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from ._dynamo_text import first_line, one_line_error, quiet
+from ._text import first_line, one_line_error, quiet
 from ._render import Table, Viewable, esc, table_style
 from ._capture import _Recorder, _graph_break
 from .errors import FxCourseError, describe

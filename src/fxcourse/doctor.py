@@ -118,9 +118,9 @@ def diagnose(python: str = sys.executable) -> Report:
     report = Report()
     add = report.findings.append
     py = platform.python_version()
-    add(Finding("python", _matches(py, TESTED["python"]) or sys.version_info[:2] in ((3, 10), (3, 12), (3, 13)),
-                f"{py} (tested: {TESTED['python']})", f"{py}（已测试：{TESTED['python']}）",
-                "" if sys.version_info[:2] >= (3, 10) else "use Python 3.11"))
+    supported = (3, 10) <= sys.version_info[:2] <= (3, 13)  # pyproject's requires-python
+    add(Finding("python", supported, f"{py} (tested: {TESTED['python']})", f"{py}（已测试：{TESTED['python']}）",
+                "" if supported else "use Python 3.11 (3.10–3.13 are supported)"))
     probe = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=300)
     try:
         found = json.loads(probe.stdout.strip().splitlines()[-1])

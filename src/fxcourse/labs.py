@@ -15,6 +15,7 @@ import copy
 import hashlib
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -86,13 +87,13 @@ class LabReport:
         return text
 
 
-def _edited(lab_path: Path) -> bool:
-    """True when the lab on disk no longer matches what was generated (or has no record)."""
+def _lab_hashes(lab_path: Path) -> tuple[str | None, str | None]:
+    """(hash recorded when the lab was generated, hash of its sources now); both None when
+    there is no lab. The two differ when a learner edited the lab (or it has no record)."""
     if not lab_path.exists():
-        return False
+        return None, None
     nb = nbformat.read(lab_path, as_version=4)
-    recorded = nb.metadata.get("fxcourse", {}).get("source_hash")
-    return recorded != source_hash(nb)
+    return nb.metadata.get("fxcourse", {}).get("source_hash"), source_hash(nb)
 
 
 def _backup(lab_path: Path) -> Path:
@@ -108,21 +109,27 @@ def _backup(lab_path: Path) -> Path:
     return target
 
 
-def _generate(solution_path: Path, lab_path: Path, execute: bool) -> tuple[nbformat.NotebookNode, float]:
+def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, *,
+             execute: bool) -> tuple[Path | None, float]:
+    """Execute ``lab`` (already stripped), record its hash, and write it to ``lab_path``,
+    first backing up a lab there that a learner edited. Returns (backup, seconds)."""
     from . import nbrun
 
-    solution = nbformat.read(solution_path, as_version=4)
-    lab = strip_solutions(solution, name=str(solution_path))
     seconds = 0.0
     if execute:
-        import time
-
         start = time.perf_counter()
         nbrun.execute(lab, lab_path.parent.resolve(), name=str(lab_path))
         seconds = time.perf_counter() - start
     lab.metadata["fxcourse"] = {"generated_from": f"solutions/{solution_path.name}",
                                 "source_hash": source_hash(lab)}
-    return lab, seconds
+    recorded, now = _lab_hashes(lab_path)
+    backup = _backup(lab_path) if now is not None and recorded != now else None
+    nbformat.write(lab, lab_path)
+    return backup, seconds
+
+
+def _stripped(solution_path: Path) -> nbformat.NotebookNode:
+    return strip_solutions(nbformat.read(solution_path, as_version=4), name=str(solution_path))
 
 
 def _solutions(root: Path, names: list[str] | None) -> list[Path]:
@@ -151,11 +158,10 @@ def out_of_date(root: str | Path = ".") -> list[str]:
         if not lab_path.exists():
             problems.append(f"labs/{solution_path.name} is missing")
             continue
-        want = strip_solutions(nbformat.read(solution_path, as_version=4), name=str(solution_path))
-        have = nbformat.read(lab_path, as_version=4)
-        if source_hash(want) != source_hash(have):
+        recorded, now = _lab_hashes(lab_path)
+        if now != source_hash(_stripped(solution_path)):
             problems.append(f"labs/{solution_path.name} differs from solutions/{solution_path.name}")
-        elif have.metadata.get("fxcourse", {}).get("source_hash") != source_hash(have):
+        elif recorded != now:
             problems.append(f"labs/{solution_path.name} has no build record (was it edited by hand?)")
     names = {p.name for p in solutions}
     for lab_path in sorted((root / "labs").glob("lab*.ipynb")):
@@ -172,14 +178,12 @@ def build(root: str | Path = ".", names: list[str] | None = None, *, force: bool
     reports = []
     for solution_path in _solutions(root, names):
         lab_path = root / "labs" / solution_path.name
-        want = strip_solutions(nbformat.read(solution_path, as_version=4), name=str(solution_path))
-        if not force and lab_path.exists() and not _edited(lab_path) and \
-                source_hash(nbformat.read(lab_path, as_version=4)) == source_hash(want):
+        lab = _stripped(solution_path)
+        recorded, now = _lab_hashes(lab_path)
+        if not force and recorded == now == source_hash(lab):
             reports.append(LabReport(lab_path.stem, "up to date"))
             continue
-        lab, seconds = _generate(solution_path, lab_path, execute)
-        backup = _backup(lab_path) if _edited(lab_path) else None
-        nbformat.write(lab, lab_path)
+        backup, seconds = _install(lab, solution_path, lab_path, execute=execute)
         reports.append(LabReport(lab_path.stem, "built", backup, seconds))
     return reports
 
@@ -189,7 +193,5 @@ def reset(name: str, root: str | Path = ".") -> LabReport:
     root = Path(root)
     solution_path = _solutions(root, [name])[0]
     lab_path = root / "labs" / solution_path.name
-    lab, seconds = _generate(solution_path, lab_path, execute=True)
-    backup = _backup(lab_path) if lab_path.exists() and _edited(lab_path) else None
-    nbformat.write(lab, lab_path)
+    backup, seconds = _install(_stripped(solution_path), solution_path, lab_path, execute=True)
     return LabReport(lab_path.stem, "reset", backup, seconds)

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .._render import Viewable, esc
+from .._text import one_line_error, scrub
 
 __all__ = ["check", "CheckResult", "Wrong", "task", "task_ids"]
 
@@ -88,16 +88,14 @@ _COLOUR = {"passed": "#2e7d32", "not_implemented": "#1565c0", "wrong": "#c62828"
 _ICON = {"passed": "✅", "not_implemented": "✏️", "wrong": "❌", "raised": "💥", "unknown_task": "❓"}
 
 
-_ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-fA-F]+")
-
-
 def _clean(text: str, limit: int = 300) -> str:
-    """Drop memory addresses and cut long values, so feedback is the same on every run.
+    """Drop memory addresses and directory paths and cut long values, so feedback is the
+    same on every run.
 
-    >>> _clean("<built-in method relu of type object at 0x7f00aa>")
-    '<built-in method relu of type>'
+    >>> _clean("<built-in method relu of type object at 0x7f00aa00aa00>")
+    '<built-in method relu of type object>'
     """
-    text = _ADDRESS.sub("", text)
+    text = scrub(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -156,8 +154,7 @@ class CheckResult(Viewable):
 
 def _short_exception(exc: BaseException) -> str:
     """``TypeError: message (in fn, line N)`` — the learner's own innermost frame if any."""
-    message = _clean(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
-    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    text = one_line_error(exc)
     frames = traceback.extract_tb(exc.__traceback__)
     own = [f for f in frames if "fxcourse" not in f.filename and "site-packages" not in f.filename]
     if own:

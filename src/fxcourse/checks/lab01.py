@@ -6,28 +6,14 @@ the result on new inputs (other batch sizes, other signs). ``torch.jit`` warns o
 """
 from __future__ import annotations
 
-import contextlib
-import warnings
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
 
 from . import Wrong, task
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """No DeprecationWarning or TracerWarning while the learner's code and our traces run."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+from .._text import one_line_error, quiet
 
 
 def _need_callable(answer: Any, name: str) -> None:
@@ -37,7 +23,7 @@ def _need_callable(answer: Any, name: str) -> None:
 
 
 def _trace(model: Any, *example: torch.Tensor) -> Any:
-    with _quiet():
+    with quiet(stderr=False):
         return torch.jit.trace(model, example)
 
 
@@ -96,7 +82,7 @@ def _count_aten(answer: Any) -> None:
     for tried, model, example in cases:
         traced = _trace(model, *example)
         want = dict(_aten_kinds(traced.inlined_graph))
-        with _quiet():
+        with quiet(stderr=False):
             got = answer(traced)
         if not isinstance(got, dict):
             raise Wrong("return a dict from node kind (e.g. 'aten::relu') to count.",
@@ -184,13 +170,13 @@ def _trace_safely(answer: Any) -> None:
     torch.manual_seed(11)
 
     def call(model: nn.Module, inputs: list[tuple[torch.Tensor, ...]], tried: str) -> Any:
-        with _quiet():
+        with quiet(stderr=False):
             try:
                 return answer(model, inputs)
             except torch.jit.TracingCheckError as exc:
                 raise Wrong("torch.jit.trace raised TracingCheckError: catch it and return None.",
                             "torch.jit.trace 抛出了 TracingCheckError：请捕获它并返回 None。",
-                            tried=tried, got=_first_line(exc)) from None
+                            tried=tried, got=one_line_error(exc)) from None
 
     # Valid traces: a traced module must come back, and be right on inputs it was not traced with.
     valid = [
@@ -216,7 +202,7 @@ def _trace_safely(answer: Any) -> None:
                         "请返回 torch.jit.trace 的结果（一个 ScriptModule），而不是模型本身。",
                         tried=tried, expected="torch.jit.ScriptModule", got=type(got).__name__)
         for args in inputs + [(_neg(3, 3),)]:
-            with torch.no_grad(), _quiet():
+            with torch.no_grad(), quiet(stderr=False):
                 want, out = model(*args), got(*args)
             if out.shape != want.shape or not torch.allclose(out, want, atol=1e-5):
                 raise Wrong("the traced module gives another result than the model; trace with the first "
@@ -274,7 +260,7 @@ def _running_mean(answer: Any) -> None:
         model = answer() if isinstance(answer, type) else answer
     except TypeError as exc:
         raise Wrong("pass the class (or an instance) of an nn.Module whose constructor takes no arguments.",
-                    "请传入一个构造函数无需参数的 nn.Module 类（或它的实例）。", got=_first_line(exc)) from None
+                    "请传入一个构造函数无需参数的 nn.Module 类（或它的实例）。", got=one_line_error(exc)) from None
     if not isinstance(model, nn.Module):
         raise Wrong("pass the class TraceableRunningMean (or an instance of it).",
                     "请传入 TraceableRunningMean 类（或它的实例）。", got=type(model).__name__)
@@ -350,20 +336,20 @@ def _roundtrip(answer: Any) -> None:
     model = _Head().eval()
     example = torch.randn(2, 6)
     tried = "roundtrip(Head().eval(), (x of shape (2, 6),))"
-    with _quiet():
+    with quiet(stderr=False):
         try:
             loaded = answer(model, (example,))
         except AttributeError as exc:
             if "save_to_buffer" in str(exc) or "save" in str(exc):
                 raise Wrong("torch.jit.save needs a ScriptModule: trace the model first, then save the trace.",
                             "torch.jit.save 需要 ScriptModule：请先追踪模型，再保存追踪结果。",
-                            tried=tried, got=_first_line(exc)) from None
+                            tried=tried, got=one_line_error(exc)) from None
             raise
         except RuntimeError as exc:
             if "istream" in str(exc) or "PytorchStreamReader" in str(exc):
                 raise Wrong("torch.jit.load read from the end of the buffer: call buffer.seek(0) after saving.",
                             "torch.jit.load 从缓冲区末尾开始读取：保存之后请调用 buffer.seek(0)。",
-                            tried=tried, got=_first_line(exc)) from None
+                            tried=tried, got=one_line_error(exc)) from None
             raise
     if loaded is model or not isinstance(loaded, torch.jit.ScriptModule):
         raise Wrong("return the module that torch.jit.load gave back, not the model.",
@@ -378,13 +364,13 @@ def _roundtrip(answer: Any) -> None:
                     tried=tried, expected="a loaded copy", got=type(loaded).__name__)
     for batch in (2, 5, 1):
         x = torch.randn(batch, 6)
-        with torch.no_grad(), _quiet():
+        with torch.no_grad(), quiet(stderr=False):
             want = model(x)
             try:
                 got = loaded(x)
             except RuntimeError as exc:
                 raise Wrong("the loaded module fails on a new input.", "加载的模块在新输入上运行失败。",
-                            tried=f"loaded(x of shape ({batch}, 6))", got=_first_line(exc)) from None
+                            tried=f"loaded(x of shape ({batch}, 6))", got=one_line_error(exc)) from None
         if got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
             raise Wrong("the loaded module computes something else than the model: trace the model as it is "
                         "given (in eval mode), with the example inputs.",

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 
 from . import Wrong, task
+from .._text import one_line_error
 
 
 def _need_callable(answer: Any, name: str) -> None:
@@ -52,11 +53,6 @@ def _compare(label: str, got: Any, want: torch.Tensor, hint: tuple[str, str]) ->
                     got=f"max abs difference {float(diff):.3g}")
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-
-
 _FAILS = ("the traced module fails on a new input.", "追踪得到的模块在新输入上运行失败。")
 _DIFFERS = ("on a new input the result differs from the eager model.", "在新输入上结果与 eager 模型不一致。")
 
@@ -70,7 +66,7 @@ def _matches_eager(gm: Any, model: Any, cases: list[tuple[str, tuple[Any, ...]]]
             try:
                 out = gm(*args)
             except Exception as exc:
-                raise Wrong(*fails, tried=label, got=_first_line(exc)) from None
+                raise Wrong(*fails, tried=label, got=one_line_error(exc)) from None
         _compare(label, out, want, differs)
 
 
@@ -82,7 +78,7 @@ def _root_before_trace(exc: AttributeError, tried: str) -> Wrong:
                  "tracer.root 只有在 tracer.trace(...) 运行之后才存在，而 Python 从左到右求值 "
                  "fx.GraphModule(tracer.root, tracer.trace(model))。请先追踪：graph = tracer.trace(model)，"
                  "再 fx.GraphModule(tracer.root, graph)。",
-                 tried=tried, got=_first_line(exc))
+                 tried=tried, got=one_line_error(exc))
 
 
 def _is_fx_refusal(exc: BaseException) -> bool:
@@ -158,7 +154,7 @@ def _concrete_mode(answer: Any) -> None:
                             "parameter, or FX silently ignores it.",
                             "symbolic_trace 仍然拿着 Proxy 去判断 `if mode == ...`：请传入 "
                             "concrete_args={'mode': mode}；键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。",
-                            tried=tried, got=_first_line(exc)) from None
+                            tried=tried, got=one_line_error(exc)) from None
             gm = _need_graph_module(got, model, tried)
             fixed = _guard_value(gm)
             if fixed is None:
@@ -288,7 +284,7 @@ def _leaf_modules(answer: Any) -> None:
                         "any name (here also inside an nn.Sequential).",
                         "追踪仍然进入了依赖数据的模块。请按模块的类型判断，即 isinstance(m, leaf_types)，而不是按"
                         "名字：同一个类可以出现在任何位置、叫任何名字（这里还有一个在 nn.Sequential 里面）。",
-                        tried=tried, got=_first_line(exc)) from None
+                        tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
         called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
         leaves, default, custom = _expected_modules(model, leaf_types)
@@ -379,7 +375,7 @@ def _helper_leaf(answer: Any) -> None:
                         "fx.Tracer(autowrap_functions=(fn,)).",
                         "torch.fx.wrap 必须在调用该函数的模块的顶层执行，所以不能在 trace_keeping 内部使用。请把函数"
                         "对象交给追踪器：fx.Tracer(autowrap_functions=(fn,))。",
-                        tried=tried, got=_first_line(exc)) from None
+                        tried=tried, got=one_line_error(exc)) from None
         except (fx.proxy.TraceError, RuntimeError, TypeError) as exc:
             if not _is_fx_refusal(exc):
                 raise
@@ -389,7 +385,7 @@ def _helper_leaf(answer: Any) -> None:
                         "追踪仍然进入了辅助函数内部。写在 notebook 顶层的 torch.fx.wrap 只替换 notebook 所在模块"
                         "中的名字，而这个模型定义在另一个模块里。请把函数交给追踪器："
                         "fx.Tracer(autowrap_functions=(fn,))。",
-                        tried=tried, got=_first_line(exc)) from None
+                        tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
         count = sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is fn)
         if count != calls:
@@ -423,7 +419,7 @@ def _position_ids_fx(answer: Any) -> None:
                     "(lengths[:, None]) instead of len(lengths).",
                     "symbolic_trace 仍然拒绝：int(...) 和 len(...) 都在向 Proxy 要 Python 数字。请把 0 维张量 "
                     "lengths.max() 直接传给 torch.arange，并用广播（lengths[:, None]）代替 len(lengths)。",
-                    tried="fx.symbolic_trace(position_ids_fx)", got=_first_line(exc)) from None
+                    tried="fx.symbolic_trace(position_ids_fx)", got=one_line_error(exc)) from None
     for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7]):
         lengths = torch.tensor(values)
         want = _position_ids(lengths)
@@ -432,7 +428,7 @@ def _position_ids_fx(answer: Any) -> None:
         except Exception as exc:
             raise Wrong("the traced function fails on new lengths.", "追踪得到的函数在新的 lengths 上运行失败。",
                         tried=f"symbolic_trace(position_ids_fx)(tensor({values}))",
-                        got=_first_line(exc)) from None
+                        got=one_line_error(exc)) from None
         _compare(f"symbolic_trace(position_ids_fx)(tensor({values}))", out, want,
                  ("the result differs from position_ids: the width must be this input's lengths.max() "
                   "(not a fixed number, not the batch size), with -1 on padding.",

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from . import Wrong, task
-from .._dynamo_text import first_line, quiet
+from .._text import first_line, quiet
 
 
 @contextlib.contextmanager

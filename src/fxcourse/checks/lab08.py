@@ -12,7 +12,7 @@ import torch
 from torch import fx, nn
 
 from . import Wrong, task
-from .._dynamo_text import quiet
+from .._text import quiet
 
 _OPS = ("call_function", "call_method", "call_module")
 

@@ -1,9 +1,10 @@
-"""Text hygiene for the Dynamo viewers: deterministic names, no paths, no stray output.
+"""Text hygiene shared by the viewers and the lab checkers: deterministic names, no paths,
+no stray output.
 
-Dynamo's output carries things that change from run to run or machine to machine:
-addresses, object ids, absolute paths, uuids and process-wide counters in generated names
-(``__compiled_fn_15_<uuid>``, ``__resume_at_40_16``). The functions here remove them, so
-that ``bytecode``, ``capture`` and ``compare_capture`` render the same bytes every time.
+PyTorch's output carries things that change from run to run or machine to machine:
+addresses, object ids, absolute paths, uuids and process-wide counters in Dynamo's generated
+names (``__compiled_fn_15_<uuid>``, ``__resume_at_40_16``). The functions here remove them, so
+that viewers and checker feedback render the same bytes every time.
 """
 from __future__ import annotations
 
