@@ -1,10 +1,20 @@
-"""Helpers for the checker tests."""
+"""Helpers for the checker tests: the reference answers come from solutions/, and wrong answers
+must be rejected with feedback in both languages."""
 from __future__ import annotations
 
+import functools
+import re
+import warnings
+from pathlib import Path
 from typing import Any
+
+import nbformat
 
 from fxcourse import check
 from fxcourse.checks import CheckResult
+
+ROOT = Path(__file__).resolve().parents[1]
+_CHECK_CALL = re.compile(r"^\s*(check|hint)\(", re.M)
 
 
 def expect_wrong(task_id: str, answer: Any) -> CheckResult:
@@ -13,3 +23,31 @@ def expect_wrong(task_id: str, answer: Any) -> CheckResult:
     assert result.status == "wrong", result.to_text()
     assert result.en and result.zh
     return result
+
+
+def expect_passed(task_id: str, answer: Any) -> CheckResult:
+    """Check ``answer`` and assert it passed."""
+    result = check(task_id, answer)
+    assert result.status == "passed", result.to_text()
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def _solution_namespace(lab: str) -> dict[str, Any]:
+    (path,) = sorted((ROOT / "solutions").glob(f"{lab}_*.ipynb"))
+    nb = nbformat.read(path, as_version=4)
+    namespace: dict[str, Any] = {"__name__": f"solutions_{lab}"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cell in nb.cells:
+            if cell.cell_type != "code" or _CHECK_CALL.search(cell.source):
+                continue
+            source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            exec(compile(source, f"<{path.name}>", "exec"), namespace)  # noqa: S102 - our own notebook
+    return namespace
+
+
+def solution(lab: str, name: str) -> Any:
+    """The object ``name`` defined by ``solutions/<lab>_*.ipynb``, whose cells are run once
+    (cells calling ``check``/``hint`` are left out), e.g. ``solution("lab00", "count_by_opcode")``."""
+    return _solution_namespace(lab)[name]

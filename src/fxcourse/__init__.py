@@ -32,6 +32,7 @@ _LAZY = {
     "Comparison": "compare",
     "check": "checks",
     "CheckResult": "checks",
+    "hint": "checks",
     "zoo": None,  # a module
 }
 

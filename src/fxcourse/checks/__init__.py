@@ -15,18 +15,31 @@ Introduced in labs/lab00_warmup.ipynb.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
+import os
 import pkgutil
+import random
+import signal
+import sys
+import sysconfig
+import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 from .._render import Viewable, esc
 from .._text import one_line_error, scrub
 
-__all__ = ["check", "CheckResult", "Wrong", "task", "task_ids"]
+__all__ = ["check", "hint", "CheckResult", "HintResult", "Wrong", "task", "task_ids"]
 
-STATUSES = ("passed", "not_implemented", "wrong", "raised", "unknown_task")
+#: Seconds an answer may take before :func:`check` reports it as too slow.
+TIME_LIMIT_S = 60.0
+#: Characters of what an answer printed that a result shows.
+PRINTED_LIMIT = 2000
+
+STATUSES = ("passed", "not_implemented", "wrong", "raised", "too_slow", "unknown_task")
 
 
 class Wrong(Exception):
@@ -44,16 +57,24 @@ class Task:
     title_en: str
     title_zh: str
     checker: Callable[[Any], None]
+    hints: tuple[tuple[str, str], ...] = ()
+    time_limit: float | None = None
 
 
 _TASKS: dict[str, Task] = {}
 
 
-def task(task_id: str, title_en: str, title_zh: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Register ``checker`` as the checker of ``task_id``."""
+def task(task_id: str, title_en: str, title_zh: str, *, hints: Sequence[tuple[str, str]] = (),
+         time_limit: float | None = None) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Register ``checker`` as the checker of ``task_id``.
+
+    ``hints`` is the task's hint ladder, (English, 中文) pairs from a nudge to the concept and
+    the lecture section that teaches it, never the code; :func:`hint` hands them out one at a
+    time. ``time_limit`` overrides :data:`TIME_LIMIT_S` for tasks that compile.
+    """
 
     def register(checker: Callable[[Any], None]) -> Callable[[Any], None]:
-        _TASKS[task_id] = Task(task_id, title_en, title_zh, checker)
+        _TASKS[task_id] = Task(task_id, title_en, title_zh, checker, tuple(hints), time_limit)
         return checker
 
     return register
@@ -81,11 +102,13 @@ _HEAD = {
     "not_implemented": ("not yet implemented", "尚未完成"),
     "wrong": ("not right yet", "还不正确"),
     "raised": ("your code raised an exception", "你的代码抛出了异常"),
+    "too_slow": ("too slow", "运行时间过长"),
     "unknown_task": ("unknown task", "未知的练习编号"),
 }
 _COLOUR = {"passed": "#2e7d32", "not_implemented": "#1565c0", "wrong": "#c62828", "raised": "#c62828",
-           "unknown_task": "#6d4c41"}
-_ICON = {"passed": "✅", "not_implemented": "✏️", "wrong": "❌", "raised": "💥", "unknown_task": "❓"}
+           "too_slow": "#c62828", "unknown_task": "#6d4c41"}
+_ICON = {"passed": "✅", "not_implemented": "✏️", "wrong": "❌", "raised": "💥", "too_slow": "⏳",
+         "unknown_task": "❓"}
 
 
 def _clean(text: str, limit: int = 300) -> str:
@@ -112,6 +135,7 @@ class CheckResult(Viewable):
     tried: str = ""
     expected: str = ""
     got: str = ""
+    printed: str = ""
 
     @property
     def passed(self) -> bool:
@@ -130,6 +154,9 @@ class CheckResult(Viewable):
         lines = [f"[{self.task}] {head_en}: {self.en}", f"[{self.task}] {head_zh}：{self.zh}"]
         for en, zh, value in self._details():
             lines.append(f"  {en} / {zh}: {value}")
+        if self.printed:
+            lines.append("  your code printed / 你的代码输出了:")
+            lines.extend("    " + line for line in self.printed.splitlines())
         return "\n".join(lines)
 
     def to_html(self) -> str:
@@ -140,6 +167,9 @@ class CheckResult(Viewable):
             for en, zh, v in self._details()
         )
         table = f'<table class="fxcourse-check-details">{details}</table>' if details else ""
+        if self.printed:
+            table += (f"<div>your code printed / 你的代码输出了:</div>"
+                      f'<pre class="fxcourse-check-printed">{esc(self.printed)}</pre>')
         return (
             f'<div class="fxcourse-check fxcourse-check-{self.status}" data-task="{esc(self.task)}" '
             f'style="border-left:4px solid {_COLOUR[self.status]};padding:4px 10px;margin:2px 0">'
@@ -153,48 +183,254 @@ class CheckResult(Viewable):
 
 
 def _short_exception(exc: BaseException) -> str:
-    """``TypeError: message (in fn, line N)`` — the learner's own innermost frame if any."""
-    text = one_line_error(exc)
-    frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if "fxcourse" not in f.filename and "site-packages" not in f.filename]
+    """``TypeError: message (in fn, line N)`` — the learner's own innermost frame if any.
+
+    An exception whose message itself cannot be turned into text is still described.
+    """
+    try:
+        text = one_line_error(exc)
+    except Exception:
+        text = f"{type(exc).__name__} (its message could not be shown)"
+    own = _own_frames(traceback.extract_tb(exc.__traceback__))
     if own:
         text += f" (in {own[-1].name}, line {own[-1].lineno})"
     return text
 
 
-def check(task_id: str, answer: Any) -> CheckResult:
-    """Check ``answer`` for lab task ``task_id``; never raises.
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PYTHON = sysconfig.get_paths()["stdlib"]
 
-    Returns a :class:`CheckResult` that notebooks display in both languages.
-    """
-    _load_all()
-    spec = _TASKS.get(task_id)
-    if spec is None:
-        known = ", ".join(sorted(_TASKS))
-        return CheckResult(
-            str(task_id), "unknown_task",
-            f"{task_id!r} is not a task id; known ids: {known}. Check the spelling in check(...).",
-            f"{task_id!r} 不是练习编号；已有编号：{known}。请检查 check(...) 中的拼写。",
-        )
-    titles = {"title_en": spec.title_en, "title_zh": spec.title_zh}
+
+def _own_frames(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """Frames of the learner's code: not the course library, Python or an installed package."""
+    return [f for f in frames if not f.filename.startswith((_LIBRARY, _PYTHON)) and "site-packages" not in f.filename]
+
+
+def _is_stub(exc: NotImplementedError) -> bool:
+    """The lab stub (or the learner's own ``raise NotImplementedError``), not one that torch
+    raises for an operation it does not support."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = _own_frames(frames)
+    if not own or frames[-1] is not own[-1]:
+        return False
+    line = (own[-1].line or "").strip()
+    if line:
+        return line.startswith("raise NotImplementedError")
+    message = str(exc)
+    return not message or "replace this line" in message
+
+
+class _TooSlow(BaseException):
+    """Raised into an answer that ran past its time limit (a BaseException, so the answer's own
+    ``except Exception`` cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` (main thread on POSIX only; elsewhere no limit)."""
+    usable = (seconds is not None and seconds > 0 and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        spec.checker(answer)
-    except NotImplementedError:
-        return CheckResult(
-            task_id, "not_implemented",
-            "replace the `raise NotImplementedError(...)` line with your code, then run this cell again.",
-            "把 `raise NotImplementedError(...)` 这一行换成你的代码，然后重新运行本单元。",
-            **titles,
-        )
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Capped(io.StringIO):
+    """Collects what an answer prints, keeping at most ``limit`` characters."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit, self.dropped = limit, 0
+
+    def write(self, text: str) -> int:
+        room = self.limit - self.tell()
+        if room > 0:
+            super().write(text[:room])
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def shown(self) -> str:
+        text = scrub(self.getvalue())
+        if self.dropped:
+            text += f"\n… {self.dropped} more characters not shown / 另有 {self.dropped} 个字符未显示"
+        return text
+
+
+@contextlib.contextmanager
+def _state_kept() -> Iterator[None]:
+    """Leave the learner's process as the check found it: default dtype, grad mode,
+    deterministic-algorithms flags, anomaly mode, thread count and every random-number state
+    (the checkers' own probes must not move the learner's random numbers)."""
+    import torch
+
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    det, det_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    anomaly, threads = torch.is_anomaly_enabled(), torch.get_num_threads()
+    torch_rng, py_rng = torch.get_rng_state(), random.getstate()
+    np_random = sys.modules.get("numpy.random")
+    np_rng = np_random.get_state() if np_random is not None else None
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.use_deterministic_algorithms(det, warn_only=det_warn)
+        torch.set_anomaly_enabled(anomaly)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        torch.set_rng_state(torch_rng)
+        random.setstate(py_rng)
+        if np_rng is not None and np_random is not None:
+            np_random.set_state(np_rng)
+
+
+def _unknown(task_id: Any) -> CheckResult:
+    known = ", ".join(sorted(_TASKS))
+    shown = scrub(repr(task_id))[:80]
+    return CheckResult(
+        shown, "unknown_task",
+        f"{shown} is not a task id; known ids: {known}. Check the spelling in check(...).",
+        f"{shown} 不是练习编号；已有编号：{known}。请检查 check(...) 中的拼写。",
+    )
+
+
+def _lookup(task_id: Any) -> Task | None:
+    _load_all()
+    return _TASKS.get(task_id) if isinstance(task_id, str) else None
+
+
+def check(task_id: str, answer: Any) -> CheckResult:
+    """Check ``answer`` for lab task ``task_id``; never raises (only Ctrl-C gets through).
+
+    Returns a :class:`CheckResult` that notebooks display in both languages. The learner's
+    process is left as it was (default dtype, grad mode, random-number states, …); an answer
+    that runs longer than the task's time limit is stopped and reported as too slow; what the
+    answer printed is shown, cut to :data:`PRINTED_LIMIT` characters.
+    """
+    spec = _lookup(task_id)
+    if spec is None:
+        return _unknown(task_id)
+    titles = {"title_en": spec.title_en, "title_zh": spec.title_zh}
+    limit = spec.time_limit if spec.time_limit is not None else TIME_LIMIT_S
+    printed = _Capped(PRINTED_LIMIT)
+    result: CheckResult
+    try:
+        with _state_kept(), contextlib.redirect_stdout(printed), _time_limit(limit):
+            spec.checker(answer)
+    except KeyboardInterrupt:
+        raise
+    except _TooSlow:
+        result = CheckResult(
+            task_id, "too_slow",
+            f"the check was stopped after {limit:g} s. Look for a loop that never ends or work repeated "
+            "far more often than needed, then run the cell again.",
+            f"检查在 {limit:g} 秒后被停止。请查找永不结束的循环或远超需要的重复计算，然后重新运行本单元。",
+            **titles)
     except Wrong as wrong:
-        return CheckResult(task_id, "wrong", wrong.en, wrong.zh, tried=wrong.tried,
-                           expected=wrong.expected, got=wrong.got, **titles)
-    except Exception as exc:  # the learner's code raised: report it, don't re-raise
-        short = _short_exception(exc)
-        return CheckResult(
+        result = CheckResult(task_id, "wrong", wrong.en, wrong.zh, tried=wrong.tried,
+                             expected=wrong.expected, got=wrong.got, **titles)
+    except NotImplementedError as exc:
+        if _is_stub(exc):
+            result = CheckResult(
+                task_id, "not_implemented",
+                "replace the `raise NotImplementedError(...)` line with your code, then run this cell again.",
+                "把 `raise NotImplementedError(...)` 这一行换成你的代码，然后重新运行本单元。",
+                **titles)
+        else:
+            result = _raised(task_id, exc, titles)
+    except SystemExit as exc:
+        result = CheckResult(
             task_id, "raised",
-            f"{short}. Read the message, fix the code, and run the cell again.",
-            f"{short}。阅读报错信息，修改代码后重新运行本单元。",
-            **titles,
-        )
-    return CheckResult(task_id, "passed", "well done.", "做得好。", **titles)
+            f"your code called exit() / sys.exit({exc.code!r}); in a notebook, return a value instead.",
+            f"你的代码调用了 exit() / sys.exit({exc.code!r})；在笔记本中请改为返回一个值。",
+            **titles)
+    except BaseException as exc:  # the learner's code raised: report it, don't re-raise
+        result = _raised(task_id, exc, titles)
+    else:
+        result = CheckResult(task_id, "passed", "well done.", "做得好。", **titles)
+    if printed.tell() or printed.dropped:
+        result = CheckResult(**{**result.__dict__, "printed": printed.shown()})
+    return result
+
+
+def _raised(task_id: str, exc: BaseException, titles: dict[str, str]) -> CheckResult:
+    short = _short_exception(exc)
+    return CheckResult(
+        task_id, "raised",
+        f"{short}. Read the message, fix the code, and run the cell again.",
+        f"{short}。阅读报错信息，修改代码后重新运行本单元。",
+        **titles,
+    )
+
+
+# -- hints -------------------------------------------------------------------------------------
+
+_HINTS_GIVEN: dict[str, int] = {}
+
+
+@dataclass(frozen=True)
+class HintResult(Viewable):
+    """One step of a task's hint ladder, in both languages."""
+
+    task: str
+    level: int
+    count: int
+    en: str
+    zh: str
+
+    def to_text(self) -> str:
+        if not self.count:
+            return f"[{self.task}] {self.en}\n[{self.task}] {self.zh}"
+        head = f"[{self.task}] hint {self.level}/{self.count} / 提示 {self.level}/{self.count}"
+        return f"{head}\n  {self.en}\n  {self.zh}"
+
+    def to_html(self) -> str:
+        head = (f"hint {self.level}/{self.count} / 提示 {self.level}/{self.count}" if self.count
+                else "no hint / 无提示")
+        return (f'<div class="fxcourse-hint" data-task="{esc(self.task)}" '
+                f'style="border-left:4px solid #f9a825;padding:4px 10px;margin:2px 0">'
+                f"<div><b>💡 {esc(self.task)} — {esc(head)}</b></div>"
+                f'<div lang="en">{esc(self.en)}</div><div lang="zh">{esc(self.zh)}</div></div>')
+
+    def __repr__(self) -> str:
+        return f"HintResult(task={self.task!r}, level={self.level})"
+
+
+def hint(task_id: str, level: int | None = None) -> HintResult:
+    """The next hint for ``task_id`` (or hint number ``level``, counted from 1); never raises.
+
+    Hints go from a nudge to the concept and the lecture section that teaches it; none of
+    them is the code. Each call without ``level`` moves one step up the ladder and stays on
+    the last step.
+
+    >>> from fxcourse import hint
+    >>> print(hint("lab00.1", level=1).to_text().splitlines()[0])
+    [lab00.1] hint 1/3 / 提示 1/3
+    """
+    spec = _lookup(task_id)
+    if spec is None:
+        unknown = _unknown(task_id)
+        return HintResult(unknown.task, 0, 0, unknown.en, unknown.zh)
+    if not spec.hints:
+        return HintResult(task_id, 0, 0, "this task has no hints; reread its lecture section.",
+                          "这道练习没有提示；请重读对应的讲义章节。")
+    count = len(spec.hints)
+    if level is None:
+        level = min(_HINTS_GIVEN.get(task_id, 0) + 1, count)
+    elif not isinstance(level, int) or isinstance(level, bool) or not 1 <= level <= count:
+        return HintResult(task_id, 0, 0, f"level={level!r}: pass a whole number from 1 to {count}, or none "
+                          "for the next hint.", f"level={level!r}：请传入 1 到 {count} 之间的整数，或不传以获得下一条提示。")
+    _HINTS_GIVEN[task_id] = max(_HINTS_GIVEN.get(task_id, 0), level)
+    en, zh = spec.hints[level - 1]
+    return HintResult(task_id, level, count, en, zh)

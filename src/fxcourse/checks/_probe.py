@@ -1,0 +1,228 @@
+"""The shape every checker shares: run the answer on probes, compare the whole result with the
+reference, and name the known mistake when the result matches one.
+
+A task then reads as its data::
+
+    @task("lab09.1", "…", "…", hints=[("nudge", "提示"), ("concept, lecture 09 §2", "概念")])
+    def _task(answer):
+        need_callable(answer, "my_fn")
+        run_probes(answer, reference, probes=[Probe("x with negative entries", (x,)), …],
+                   mistakes=[Mistake("forgot the bias", lambda got, want, p: …, "…", "…")])
+
+Introduced in labs/lab00_warmup.ipynb (the checker of every lab uses it).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+from .._text import scrub
+from . import Wrong
+
+__all__ = ["Mistake", "Probe", "clone_args", "describe", "differs", "need_callable", "run_probes"]
+
+
+def describe(value: Any) -> str:
+    """A short, address-free description of a value: type, and shape/dtype for tensors.
+
+    >>> import torch
+    >>> describe(torch.zeros(2, 3))
+    'tensor of shape (2, 3), torch.float32'
+    >>> describe([1, 2])
+    'list of 2 items'
+    """
+    if isinstance(value, torch.Tensor):
+        return f"tensor of shape {tuple(value.shape)}, {value.dtype}"
+    if isinstance(value, (list, tuple)):
+        return f"{type(value).__name__} of {len(value)} items"
+    if isinstance(value, dict):
+        return f"dict with keys {sorted(map(repr, value))}"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        text = repr(value)
+        return text if len(text) <= 80 else text[:79] + "…"
+    return scrub(type(value).__name__)
+
+
+def _tensor_diff(got: torch.Tensor, want: torch.Tensor, where: str, rtol: float, atol: float) -> str | None:
+    if got.shape != want.shape:
+        return f"{where}: shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"{where}: dtype {got.dtype}, expected {want.dtype}"
+    if got.device != want.device:
+        return f"{where}: on {got.device}, expected {want.device}"
+    if got.layout != want.layout or got.is_quantized or want.is_quantized:
+        return None if torch.equal(got, want) else f"{where}: values differ"
+    g, w = got.detach(), want.detach()
+    if not (g.is_floating_point() or g.is_complex()):
+        if torch.equal(g, w):
+            return None
+        bad = (g != w).nonzero()[0].tolist()
+        return f"{where}: at index {tuple(bad)} got {g[tuple(bad)].item()!r}, expected {w[tuple(bad)].item()!r}"
+    g_nan, w_nan = torch.isnan(g), torch.isnan(w)
+    if not torch.equal(g_nan, w_nan):
+        index = (g_nan != w_nan).nonzero()[0].tolist()
+        return (f"{where}: NaN where a number was expected (or the reverse) at index {tuple(index)}: "
+                f"got {g[tuple(index)].item():.4g}, expected {w[tuple(index)].item():.4g}")
+    ok = torch.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(ok.all()):
+        return None
+    index = (~ok).nonzero()[0].tolist()
+    finite = ~(g_nan | torch.isinf(g) | torch.isinf(w))
+    worst = float((g - w)[finite].abs().max()) if bool(finite.any()) else math.inf
+    return (f"{where}: at index {tuple(index)} got {g[tuple(index)].item():.4g}, expected "
+            f"{w[tuple(index)].item():.4g} (max abs difference {worst:.3g})")
+
+
+def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, where: str = "result") -> str | None:
+    """``None`` when ``got`` equals ``want`` as a whole, else one line saying where and how they differ.
+
+    Compares types (a tuple is not a list, an int is not a float), tensors by shape, dtype,
+    device, NaN positions and values, dicts by keys then values, sequences by length then
+    items, dataclasses field by field.
+
+    >>> import torch
+    >>> differs(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, float("nan")])) is None
+    True
+    >>> differs(torch.tensor([1.0, 2.0]), torch.tensor([1.0, float("nan")]))
+    'result: NaN where a number was expected (or the reverse) at index (1,): got 2, expected nan'
+    >>> differs((torch.ones(1),), [torch.ones(1)])
+    'result: a tuple, expected a list'
+    >>> differs({"a": 1}, {"a": 1, "b": 2})
+    "result: keys ['a'], expected ['a', 'b']"
+    >>> differs(torch.ones(2, dtype=torch.float64), torch.ones(2))
+    'result: dtype torch.float64, expected torch.float32'
+    """
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"{where}: {describe(got)}, expected {describe(want)}"
+        return _tensor_diff(got, want, where, rtol, atol)
+    if isinstance(want, bool) or isinstance(got, bool):
+        if type(got) is not type(want) or got != want:
+            return f"{where}: {got!r}, expected {want!r}"
+        return None
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        if type(got) is not type(want):
+            return f"{where}: a {type(got).__name__} ({describe(got)}), expected a {type(want).__name__}"
+        if isinstance(want, float) and (math.isnan(want) or math.isnan(got)):
+            return None if math.isnan(want) and math.isnan(got) else f"{where}: {got!r}, expected {want!r}"
+        if got == want or (isinstance(want, float) and math.isclose(got, want, rel_tol=rtol, abs_tol=atol)):
+            return None
+        return f"{where}: {got!r}, expected {want!r}"
+    if type(got) is not type(want):
+        return f"{where}: a {type(got).__name__}, expected a {type(want).__name__}"
+    if isinstance(want, dict):
+        if set(got) != set(want):
+            return f"{where}: keys {sorted(map(repr, got)) if not _all_str(got) else sorted(got)}, " \
+                   f"expected {sorted(map(repr, want)) if not _all_str(want) else sorted(want)}"
+        for key in want:
+            diff = differs(got[key], want[key], rtol=rtol, atol=atol, where=f"{where}[{key!r}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, (list, tuple)):
+        if len(got) != len(want):
+            return f"{where}: {len(got)} items, expected {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            diff = differs(g, w, rtol=rtol, atol=atol, where=f"{where}[{i}]")
+            if diff:
+                return diff
+        return None
+    if dataclasses.is_dataclass(want) and not isinstance(want, type):
+        for f in dataclasses.fields(want):
+            diff = differs(getattr(got, f.name), getattr(want, f.name), rtol=rtol, atol=atol,
+                           where=f"{where}.{f.name}")
+            if diff:
+                return diff
+        return None
+    try:
+        same = bool(got == want)
+    except Exception:  # objects whose == is not a truth value
+        same = got is want
+    return None if same else f"{where}: {describe(got)}, expected {describe(want)}"
+
+
+def _all_str(d: dict) -> bool:
+    return all(isinstance(k, str) for k in d)
+
+
+def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
+    """Raise :class:`Wrong` unless ``answer`` is a function (or, with ``classes``, a class)."""
+    if not callable(answer) or (isinstance(answer, type) and not classes):
+        raise Wrong(f"pass the function itself, e.g. check(..., {name}) (without calling it).",
+                    f"请传入函数本身，例如 check(..., {name})（不要调用它）。", got=describe(answer))
+
+
+def clone_args(args: Sequence[Any]) -> tuple[Any, ...]:
+    """Fresh copies of probe arguments, so neither side sees what the other wrote in place."""
+    def one(a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            return a.detach().clone().requires_grad_(a.requires_grad)
+        if isinstance(a, (list, tuple)):
+            return type(a)(one(x) for x in a)
+        if isinstance(a, dict):
+            return {k: one(v) for k, v in a.items()}
+        return a
+    return tuple(one(a) for a in args)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One input the checker tries: a label the learner reads, and the positional arguments."""
+
+    label: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer: ``matches(got, want, probe)`` recognises its result; the messages
+    say what the learner did and which idea to revisit, never the code to paste."""
+
+    name: str
+    matches: Callable[[Any, Any, Probe], bool]
+    en: str
+    zh: str
+
+
+def _matches(mistake: Mistake, got: Any, want: Any, probe: Probe) -> bool:
+    try:
+        return bool(mistake.matches(got, want, probe))
+    except Exception:  # a predicate that cannot read this result does not match it
+        return False
+
+
+def run_probes(answer: Callable[..., Any], reference: Callable[..., Any], probes: Iterable[Probe], *,
+               mistakes: Sequence[Mistake] = (), what: str = "your function",
+               compare: Callable[[Any, Any], str | None] = differs,
+               generic: tuple[str, str] | None = None, no_grad: bool = True) -> None:
+    """Call ``answer`` and ``reference`` on fresh copies of every probe and compare whole results.
+
+    The first probe whose result differs raises :class:`Wrong`, naming the first known
+    mistake the result matches, else ``generic`` (or a plain "differs from the reference").
+    An answer that writes into its input is wrong too when the reference does not.
+    """
+    for probe in probes:
+        ref_args, ans_args = clone_args(probe.args), clone_args(probe.args)
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            want = reference(*ref_args, **probe.kwargs)
+            got = answer(*ans_args, **probe.kwargs)
+        diff = compare(got, want)
+        if diff is None:
+            diff = differs(ans_args, ref_args, where="input after the call")
+            if diff is not None:
+                raise Wrong(f"{what} changed its input in place; leave the input as it was.",
+                            f"{what} 原地修改了输入；请不要改动输入。", tried=probe.label, got=diff)
+            continue
+        for mistake in mistakes:
+            if _matches(mistake, got, want, probe):
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=describe(want), got=diff)
+        en, zh = generic or (f"{what} gives a different result from the reference.",
+                             f"{what} 的结果与参考答案不同。")
+        raise Wrong(en, zh, tried=probe.label, expected=describe(want), got=diff)
+
