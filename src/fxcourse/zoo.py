@@ -20,7 +20,7 @@ from torch import nn
 from .errors import FxCourseError
 
 __all__ = [
-    "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv",
+    "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv", "GraphParts",
     "example", "names", "pretend_trained", "resnet18",
 ]
 
@@ -122,6 +122,23 @@ class WrappedSplit(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         x = self.wrapped(self.layer1(x))
         return self.dropout(x).split(1, dim=-1)
+
+
+class GraphParts(nn.Module):
+    """The parts of a graph built by hand, and no ``forward`` of its own: a Linear ``proj``
+    and a per-feature Parameter ``scale`` (with both signs). Introduced in
+    labs/lab03_fx_ir.ipynb, exercise 4, which builds ``proj(x - y) * scale`` with the
+    ``torch.fx.Graph`` API.
+
+    >>> parts = GraphParts(3)
+    >>> [name for name, _ in parts.named_parameters()]
+    ['scale', 'proj.weight', 'proj.bias']
+    """
+
+    def __init__(self, features: int = 4) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.linspace(-1.0, 2.0, features))
+        self.proj = nn.Linear(features, features)
 
 
 def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
