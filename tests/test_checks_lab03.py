@@ -1,166 +1,345 @@
-"""Checkers of lab03 (walking an FX graph): reference answers pass, stubs are not implemented,
-and the common mistakes get their specific hint."""
+"""Checkers of lab03 (walking an FX graph, building one by hand): the solutions pass, other right
+answers pass, stubs are not implemented, and each plausible wrong answer is rejected by name."""
 from __future__ import annotations
 
+import copy
+import operator
 from collections import Counter
 
 import pytest
 import torch
-from torch import fx
+from torch import fx, nn
 
-from fxcourse import check
+from checking import expect_passed, expect_wrong, solution
+from fxcourse import check, hint, zoo
+from fxcourse.checks import task_ids
 
 
 def _stub(*args):
     raise NotImplementedError("replace this line with your code")
 
 
-def histogram(gm):
-    counts = Counter()
-    for n in gm.graph.nodes:
-        t = n.target
-        counts[(n.op, t if isinstance(t, str) else f"{t.__module__}.{t.__name__}")] += 1
-    return dict(counts)
+# ------------------------------------------------------------------ the solutions pass
 
 
-def find_modules(gm, module_type):
-    return [n.target for n in gm.graph.nodes
-            if n.op == "call_module" and isinstance(gm.get_submodule(n.target), module_type)]
+@pytest.mark.parametrize("task_id, name", [
+    ("lab03.1", "op_histogram"), ("lab03.2", "find_modules"), ("lab03.3", "ShapeRecorder"),
+    ("lab03.4", "build_graph"),
+])
+def test_solution_passes(task_id, name):
+    expect_passed(task_id, solution("lab03", name))
 
 
-class ShapeRecorder(fx.Interpreter):
-    def __init__(self, gm):
-        super().__init__(gm)
-        self.shapes = {}
-
-    def run_node(self, n):
-        value = super().run_node(n)
-        if isinstance(value, torch.Tensor):
-            self.shapes[n.name] = tuple(value.shape)
-        return value
-
-
-class StubRecorder(ShapeRecorder):
+class StubRecorder(fx.Interpreter):
     def run_node(self, n):
         raise NotImplementedError("replace this line with your code")
 
 
 @pytest.mark.parametrize("task_id, answer", [
-    ("lab03.1", histogram),
-    ("lab03.2", find_modules),
-    ("lab03.3", ShapeRecorder),
-])
-def test_reference_answers_pass(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "passed", result.to_text()
-
-
-@pytest.mark.parametrize("task_id, answer", [
-    ("lab03.1", _stub), ("lab03.2", _stub), ("lab03.3", StubRecorder),
+    ("lab03.1", _stub), ("lab03.2", _stub), ("lab03.3", StubRecorder), ("lab03.4", _stub),
 ])
 def test_stubs_are_not_implemented(task_id, answer):
     assert check(task_id, answer).status == "not_implemented"
 
 
-def test_histogram_accepts_other_spellings_of_function_targets():
+@pytest.mark.parametrize("task_id", ["lab03.1", "lab03.2", "lab03.3", "lab03.4"])
+def test_every_task_has_a_hint_ladder_without_code(task_id):
+    assert task_id in task_ids()
+    steps = [hint(task_id, level=k) for k in (1, 2)]
+    assert all(step.level for step in steps)
+    assert any("lecture" in step.en.lower() for step in steps)
+    for step in steps:
+        assert "=" not in step.en and "def " not in step.en
+
+
+# ------------------------------------------------------------------ lab03.1
+
+
+def _histogram_by(name):
+    def answer(gm):
+        return Counter((n.op, n.target if isinstance(n.target, str) else name(n.target)) for n in gm.graph.nodes)
+    return answer
+
+
+def test_lab03_1_accepts_a_counter_and_other_spellings_of_function_targets():
     from torch.fx.node import _get_qualified_name
 
     from fxcourse._node_text import qualified_name
 
-    for name in (_get_qualified_name, qualified_name):
-        def answer(gm, name=name):
-            return Counter((n.op, n.target if isinstance(n.target, str) else name(n.target))
-                           for n in gm.graph.nodes)
-        assert check("lab03.1", answer).status == "passed"
+    expect_passed("lab03.1", _histogram_by(_get_qualified_name))
+    expect_passed("lab03.1", _histogram_by(qualified_name))
 
 
-@pytest.mark.parametrize("answer, hint", [
-    (lambda gm: Counter((n.op, str(n.target)) for n in gm.graph.nodes), "<built-in function add>"),
-    (lambda gm: Counter((n.op, getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes),
-     "ambiguous"),
-    (lambda gm: Counter((n.op, n.name) for n in gm.graph.nodes), "node.name"),
-    (lambda gm: Counter((n.op, n.target) for n in gm.graph.nodes), "must be a string"),
-    (lambda gm: {k: v for k, v in histogram(gm).items() if k[0] not in ("placeholder", "output")},
-     "placeholder and output"),
-    (lambda gm: Counter(n.op for n in gm.graph.nodes), "each key is a pair"),
-])
-def test_histogram_mistakes_get_their_hint(answer, hint):
-    result = check("lab03.1", answer)
-    assert result.status == "wrong"
-    assert hint in result.en, result.en
-    assert result.tried and result.expected and result.zh
+def test_lab03_1_rejects_str_of_a_function():
+    result = expect_wrong("lab03.1", _histogram_by(str))
+    assert "<built-in function add>" in result.en and "repr" in result.zh
+    assert result.tried and result.expected
 
 
-@pytest.mark.parametrize("answer, hint", [
-    (lambda gm, k: [name for name, m in gm.named_modules() if isinstance(m, k)], "no node calls"),
-    (lambda gm, k: list(dict.fromkeys(find_modules(gm, k))), "called twice must appear twice"),
-    (lambda gm, k: [n.name for n in gm.graph.nodes
-                    if n.op == "call_module" and isinstance(gm.get_submodule(n.target), k)], "node names"),
-    (lambda gm, k: [n.target for n in gm.graph.nodes
-                    if n.op == "call_module" and type(gm.get_submodule(n.target)) is k], "isinstance"),
-    (lambda gm, k: sorted(find_modules(gm, k)), "graph order"),
-])
-def test_find_modules_mistakes_get_their_hint(answer, hint):
-    result = check("lab03.2", answer)
-    assert result.status == "wrong"
-    assert hint in result.en, result.en
+def test_lab03_1_rejects_bare_function_names():
+    result = expect_wrong("lab03.1", _histogram_by(lambda t: t.__name__))
+    assert "ambiguous" in result.en and "歧义" in result.zh
 
 
-class CallsOnly(ShapeRecorder):
+def test_lab03_1_rejects_node_names():
+    result = expect_wrong("lab03.1", lambda gm: Counter((n.op, n.name) for n in gm.graph.nodes))
+    assert "node.name" in result.en and "node.name" in result.zh
+
+
+def test_lab03_1_rejects_function_objects():
+    result = expect_wrong("lab03.1", lambda gm: Counter((n.op, n.target) for n in gm.graph.nodes))
+    assert "function object" in result.en and "函数对象" in result.zh
+
+
+def test_lab03_1_rejects_leaving_out_placeholder_and_output():
+    def calls_only(gm):
+        full = solution("lab03", "op_histogram")(gm)
+        return {k: v for k, v in full.items() if k[0] not in ("placeholder", "output")}
+    result = expect_wrong("lab03.1", calls_only)
+    assert "placeholder and output" in result.en and "placeholder 和 output" in result.zh
+
+
+def test_lab03_1_rejects_counting_by_opcode_only():
+    result = expect_wrong("lab03.1", lambda gm: Counter(n.op for n in gm.graph.nodes))
+    assert "pair" in result.en and "二元组" in result.zh
+
+
+def test_lab03_1_rejects_counting_each_target_once():
+    result = expect_wrong("lab03.1", lambda gm: {k: 1 for k in solution("lab03", "op_histogram")(gm)})
+    assert "compare your counts" in result.en and "计数" in result.zh
+    assert "fc" in result.expected
+
+
+# ------------------------------------------------------------------ lab03.2
+
+
+def _calls(gm, kind):
+    return [n.target for n in gm.graph.nodes
+            if n.op == "call_module" and isinstance(gm.get_submodule(n.target), kind)]
+
+
+def test_lab03_2_accepts_a_tuple():
+    expect_passed("lab03.2", lambda gm, kind: tuple(_calls(gm, kind)))
+
+
+def test_lab03_2_rejects_named_modules():
+    result = expect_wrong("lab03.2", lambda gm, k: [name for name, m in gm.named_modules() if name and isinstance(m, k)])
+    assert "no node calls" in result.en and "没有任何节点调用" in result.zh
+
+
+def test_lab03_2_rejects_one_entry_per_module():
+    result = expect_wrong("lab03.2", lambda gm, k: list(dict.fromkeys(_calls(gm, k))))
+    assert "called twice must appear twice" in result.en and "出现两次" in result.zh
+
+
+def test_lab03_2_rejects_node_names():
+    result = expect_wrong("lab03.2", lambda gm, k: [
+        n.name for n in gm.graph.nodes if n.op == "call_module" and isinstance(gm.get_submodule(n.target), k)])
+    assert "node names" in result.en and "节点名" in result.zh
+
+
+def test_lab03_2_rejects_an_exact_type_test():
+    result = expect_wrong("lab03.2", lambda gm, k: [
+        n.target for n in gm.graph.nodes if n.op == "call_module" and type(gm.get_submodule(n.target)) is k])
+    assert "instance of module_type" in result.en and "实例" in result.zh
+
+
+def test_lab03_2_rejects_sorted_targets():
+    result = expect_wrong("lab03.2", lambda gm, k: sorted(_calls(gm, k)))
+    assert "graph order" in result.en and "顺序" in result.zh
+
+
+# ------------------------------------------------------------------ lab03.3
+
+
+class _Recorder(fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.shapes = {}
+
+
+class CallsOnly(_Recorder):
     def run_node(self, n):
-        value = fx.Interpreter.run_node(self, n)
+        value = super().run_node(n)
         if n.op.startswith("call_") and isinstance(value, torch.Tensor):
             self.shapes[n.name] = tuple(value.shape)
         return value
 
 
-class Lists(ShapeRecorder):
+class Lists(_Recorder):
     def run_node(self, n):
-        value = fx.Interpreter.run_node(self, n)
+        value = super().run_node(n)
         if isinstance(value, torch.Tensor):
             self.shapes[n.name] = list(value.shape)
         return value
 
 
-class Sizes(ShapeRecorder):  # torch.Size is accepted
+class Sizes(_Recorder):  # a torch.Size is accepted
     def run_node(self, n):
-        value = fx.Interpreter.run_node(self, n)
+        value = super().run_node(n)
         if isinstance(value, torch.Tensor):
             self.shapes[n.name] = value.shape
         return value
 
 
-class NoReturn(ShapeRecorder):
+class NoReturn(_Recorder):
     def run_node(self, n):
-        value = fx.Interpreter.run_node(self, n)
+        value = super().run_node(n)
         if isinstance(value, torch.Tensor):
             self.shapes[n.name] = tuple(value.shape)
 
 
-class MetaOnly(ShapeRecorder):
+class MetaOnly(_Recorder):
     def run_node(self, n):
-        value = fx.Interpreter.run_node(self, n)
+        value = super().run_node(n)
         if isinstance(value, torch.Tensor):
             n.meta["shape"] = tuple(value.shape)
         return value
 
 
-def test_torch_size_is_accepted():
-    assert check("lab03.3", Sizes).status == "passed"
+class EveryValue(_Recorder):
+    def run_node(self, n):
+        value = super().run_node(n)
+        if isinstance(value, torch.Tensor):
+            self.shapes[n.name] = tuple(value.shape)
+        elif isinstance(value, tuple):
+            self.shapes[n.name] = tuple(tuple(v.shape) for v in value)
+        return value
 
 
-@pytest.mark.parametrize("answer, hint", [
-    (CallsOnly, "placeholder"),
-    (Lists, "not a list"),
-    (NoReturn, "return value"),
-    (MetaOnly, "still empty"),
-])
-def test_shape_recorder_mistakes_get_their_hint(answer, hint):
-    result = check("lab03.3", answer)
-    assert result.status == "wrong"
-    assert hint in result.en, result.en
+class InputShapes(_Recorder):
+    def run_node(self, n):
+        value = super().run_node(n)
+        if isinstance(value, torch.Tensor):
+            args, _ = self.fetch_args_kwargs_from_env(n)
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else value
+            self.shapes[n.name] = tuple(first.shape)  # the node's input, not its result
+        return value
 
 
-def test_shape_recorder_wants_the_class():
-    result = check("lab03.3", ShapeRecorder(fx.symbolic_trace(lambda x: x + 1)))
-    assert result.status == "wrong" and "class" in result.en
+def test_lab03_3_accepts_torch_size():
+    expect_passed("lab03.3", Sizes)
+
+
+def test_lab03_3_rejects_recording_call_nodes_only():
+    result = expect_wrong("lab03.3", CallsOnly)
+    assert "placeholder" in result.en and "placeholder" in result.zh
+
+
+def test_lab03_3_rejects_lists():
+    result = expect_wrong("lab03.3", Lists)
+    assert "not a list" in result.en and "list" in result.zh
+
+
+def test_lab03_3_rejects_a_run_node_that_returns_nothing():
+    result = expect_wrong("lab03.3", NoReturn)
+    assert "returned None" in result.en and "None" in result.zh
+    assert "NoneType" in result.got
+
+
+def test_lab03_3_rejects_writing_node_meta_only():
+    result = expect_wrong("lab03.3", MetaOnly)
+    assert "still empty" in result.en and "node.meta" in result.zh
+
+
+def test_lab03_3_rejects_recording_tuples():
+    result = expect_wrong("lab03.3", EveryValue)
+    assert "not a tensor" in result.en and "不是张量" in result.zh
+
+
+def test_lab03_3_rejects_the_shapes_of_node_inputs():
+    result = expect_wrong("lab03.3", InputShapes)
+    assert "some shapes differ" in result.en and "形状不对" in result.zh
+
+
+def test_lab03_3_wants_the_class():
+    result = expect_wrong("lab03.3", Sizes(fx.symbolic_trace(lambda x: x + 1)))
+    assert "class" in result.en and "类" in result.zh
+
+
+# ------------------------------------------------------------------ lab03.4
+
+
+def _build(*, sub=operator.sub, swap=False, output=True, root_of=lambda root: root, tuple_out=False,
+           method=False):
+    def build_graph(root):
+        graph = fx.Graph()
+        x = graph.placeholder("x")
+        y = graph.placeholder("y")
+        args = (y, x) if swap else (x, y)
+        d = graph.call_method("sub", args) if method else graph.call_function(sub, args)
+        h = graph.call_module("proj", (d,))
+        scale = graph.get_attr("scale")
+        out = graph.call_function(operator.mul, (h, scale))
+        if output:
+            graph.output((out,) if tuple_out else out)
+        return fx.GraphModule(root_of(root), graph)
+    return build_graph
+
+
+def test_lab03_4_accepts_torch_sub_a_method_call_a_dict_root_and_a_copied_root():
+    expect_passed("lab03.4", _build(sub=torch.sub))
+    expect_passed("lab03.4", _build(method=True))
+    expect_passed("lab03.4", _build(root_of=lambda root: {"proj": root.proj, "scale": root.scale}))
+    expect_passed("lab03.4", _build(root_of=copy.deepcopy))
+
+
+def test_lab03_4_rejects_a_graph_without_output():
+    result = expect_wrong("lab03.4", _build(output=False))
+    assert "no output node" in result.en and "output 节点" in result.zh
+
+
+def test_lab03_4_rejects_swapped_operands():
+    result = expect_wrong("lab03.4", _build(swap=True))
+    assert "swapped" in result.en and "交换" in result.zh
+    assert "zero row" in result.tried
+
+
+def test_lab03_4_rejects_placeholders_in_the_wrong_order():
+    def build_graph(root):
+        graph = fx.Graph()
+        y = graph.placeholder("y")
+        x = graph.placeholder("x")
+        h = graph.call_module("proj", (graph.call_function(operator.sub, (x, y)),))
+        graph.output(graph.call_function(operator.mul, (h, graph.get_attr("scale"))))
+        return fx.GraphModule(root, graph)
+    result = expect_wrong("lab03.4", build_graph)
+    assert "placeholders' order" in result.en and "placeholder" in result.zh
+
+
+def test_lab03_4_rejects_an_empty_root():
+    result = expect_wrong("lab03.4", _build(root_of=lambda root: nn.Module()))
+    assert "looked up in the root" in result.en and "root" in result.zh
+    assert "proj" in result.got
+
+
+def test_lab03_4_rejects_a_root_without_scale():
+    result = expect_wrong("lab03.4", _build(root_of=lambda root: {"proj": root.proj}))
+    assert "looked up in the root" in result.en and "scale" in result.got
+
+
+def test_lab03_4_rejects_the_notebooks_own_parts():
+    other = zoo.GraphParts(4)
+    result = expect_wrong("lab03.4", _build(root_of=lambda root: other))
+    assert "another module" in result.en and "别的模块" in result.zh
+
+
+def test_lab03_4_rejects_a_one_tuple_output():
+    result = expect_wrong("lab03.4", _build(tuple_out=True))
+    assert "sequence of one tensor" in result.en and "序列" in result.zh
+
+
+def test_lab03_4_rejects_a_scale_baked_in_as_a_constant():
+    def build_graph(root):
+        graph = fx.Graph()
+        x, y = graph.placeholder("x"), graph.placeholder("y")
+        h = graph.call_module("proj", (graph.call_function(operator.sub, (x, y)),))
+        graph.output(graph.call_function(operator.mul, (h, 2.0)))
+        return fx.GraphModule(root, graph)
+    result = expect_wrong("lab03.4", build_graph)
+    assert "get_attr" in result.en and "get_attr" in result.zh
+
+
+def test_lab03_4_rejects_returning_the_graph():
+    result = expect_wrong("lab03.4", lambda root: _build()(root).graph)
+    assert "Graph cannot run" in result.en and "不能运行" in result.zh

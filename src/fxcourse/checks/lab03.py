@@ -1,8 +1,9 @@
-"""Checkers for labs/lab03_fx_ir.ipynb (lecture course/03_fx_tracing_ir.ipynb).
+"""Checkers for labs/lab03_fx_ir.ipynb (lecture course/03_fx_tracing_ir.ipynb; exercise 3 uses
+the ``Interpreter`` of course/04_fx_transforms.ipynb, section 2).
 
-Each checker traces models the learner has not seen (torchvision's resnet18 and small models
-defined here, built to expose one common mistake each) and compares with an answer computed
-from ``gm.graph.nodes``.
+Each checker works on graphs the learner has not seen (torchvision's resnet18 and small models
+defined here, each built to expose one common mistake), compares the whole answer with one
+computed from ``gm.graph.nodes``, and names the mistake when the answer shows a known one.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from torch import fx, nn
 from . import Wrong, task
 from .. import zoo
 from .._node_text import qualified_name
+from .._text import one_line_error
+from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
 
 # --------------------------------------------------------------------------- models
 
@@ -99,8 +102,10 @@ class _Chain(nn.Module):
 
 
 def _seeded(build: Callable[[], nn.Module], seed: int = 3) -> nn.Module:
-    torch.manual_seed(seed)
-    return build().eval()
+    """Build a model with seeded weights without moving the learner's random numbers."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build().eval()
 
 
 def _shared_stem_gm() -> fx.GraphModule:
@@ -119,11 +124,6 @@ def _resnet() -> nn.Module:
 
 def _resnet_gm() -> fx.GraphModule:
     return fx.symbolic_trace(_resnet())
-
-
-def _not_callable(task_id: str, name: str, answer: Any) -> Wrong:
-    return Wrong(f"pass the function itself, e.g. check('{task_id}', {name}).",
-                 f"请传入函数本身，例如 check('{task_id}', {name})。", got=type(answer).__name__)
 
 
 # --------------------------------------------------------------------------- task 1
@@ -145,97 +145,146 @@ def _target_spellings(target: Any) -> set[str]:
     return names
 
 
-def _histogram_graphs() -> list[tuple[str, fx.GraphModule]]:
-    def norm_gap(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        d = (x - y).abs()
-        return torch.sqrt((d * d).sum(-1)) - d.max(-1).values + operator.mul(d, 2).mean()
+def _canonical(node: fx.Node) -> tuple[str, str]:
+    return node.op, node.target if isinstance(node.target, str) else qualified_name(node.target)
 
+
+def _aliases(nodes: list[fx.Node]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Accepted spelling -> canonical key, without spellings that would name two targets."""
+    alias: dict[tuple[str, str], tuple[str, str]] = {}
+    clash: set[tuple[str, str]] = set()
+    for n in nodes:
+        for spelling in _target_spellings(n.target):
+            key = (n.op, spelling)
+            if alias.get(key, _canonical(n)) != _canonical(n):
+                clash.add(key)
+            alias[key] = _canonical(n)
+    for key in clash:
+        alias.pop(key, None)
+    return alias
+
+
+def _norm_gap(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    d = (x - y).abs()
+    return torch.sqrt((d * d).sum(-1)) - d.max(-1).values + operator.mul(d, 2).mean()
+
+
+def _histogram_probes() -> list[Probe]:
     return [
-        ("symbolic_trace(a model that calls self.fc twice)", fx.symbolic_trace(_seeded(_Twice))),
-        ("symbolic_trace(a function of two inputs)", fx.symbolic_trace(norm_gap)),
-        ("symbolic_trace(torchvision resnet18)", _resnet_gm()),
+        Probe("symbolic_trace(a model that calls self.fc twice)", (fx.symbolic_trace(_seeded(_Twice)),)),
+        Probe("symbolic_trace(a function of two inputs)", (fx.symbolic_trace(_norm_gap),)),
+        Probe("symbolic_trace(a model with a parameter, view, size and split)",
+              (fx.symbolic_trace(_seeded(_SplitHead)),)),
+        Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
     ]
 
 
-@task("lab03.1", "count operations by (opcode, target)", "按 (opcode, target) 统计运算")
-def _op_histogram(answer: Any) -> None:
-    if not callable(answer):
-        raise _not_callable("lab03.1", "op_histogram", answer)
-    for label, gm in _histogram_graphs():
-        nodes = list(gm.graph.nodes)
-        want = Counter((n.op, qualified_name(n.target) if not isinstance(n.target, str) else n.target)
-                       for n in nodes)
-        # spelling -> canonical key, dropping spellings that would name two different targets
-        alias: dict[tuple[str, str], tuple[str, str]] = {}
-        clash: set[tuple[str, str]] = set()
-        for n in nodes:
-            canon = (n.op, n.target if isinstance(n.target, str) else qualified_name(n.target))
-            for spelling in _target_spellings(n.target):
-                key = (n.op, spelling)
-                if alias.get(key, canon) != canon:
-                    clash.add(key)
-                alias[key] = canon
-        for key in clash:
-            alias.pop(key, None)
+def _histogram_of(gm: fx.GraphModule) -> dict[tuple[str, str], int]:
+    return dict(Counter(_canonical(n) for n in gm.graph.nodes))
 
+
+def _keys(got: Any) -> list[Any]:
+    return list(got) if isinstance(got, dict) else []
+
+
+def _unknown_keys(got: Any, gm: fx.GraphModule) -> list[Any]:
+    alias = _aliases(list(gm.graph.nodes))
+    return [k for k in _keys(got) if not (isinstance(k, tuple) and len(k) == 2 and k in alias)]
+
+
+def _short_names(gm: fx.GraphModule) -> set[str]:
+    return {getattr(n.target, "__name__", None) for n in gm.graph.nodes if n.op == "call_function"} - {None}
+
+
+def _uses_node_names(got: Any, gm: fx.GraphModule) -> bool:
+    names = {n.name for n in gm.graph.nodes}
+    targets = {n.target for n in gm.graph.nodes if isinstance(n.target, str)}
+    return any(k[1] in names - _short_names(gm) - targets for k in _unknown_keys(got, gm))
+
+
+_HISTOGRAM_MISTAKES = [
+    Mistake("function objects as targets",
+            lambda got, want, p: any(not isinstance(k[1], str) for k in _unknown_keys(got, p.args[0])),
+            "a key holds the function object itself; the target must be a string: for call_function, "
+            "the function's module, a dot and its name, as the exercise spells it.",
+            "有的键里放的是函数对象本身；target 必须是字符串：对 call_function，写成函数所在模块名、一个点、"
+            "再加函数名，即练习中说明的写法。"),
+    Mistake("str() of a function",
+            lambda got, want, p: any(str(k[1]).startswith("<") for k in _unknown_keys(got, p.args[0])),
+            "str(node.target) of a function is its repr, like '<built-in function add>'; spell a "
+            "call_function target as its module, a dot and its name (e.g. '_operator.add').",
+            "函数的 str(node.target) 是它的 repr，比如 '<built-in function add>'；call_function 的 target "
+            "要写成模块名、一个点、再加函数名（例如 '_operator.add'）。"),
+    Mistake("node names", lambda got, want, p: _uses_node_names(got, p.args[0]),
+            "some keys use node.name (like 'fc_1'); use node.target, so two calls of the same module or "
+            "function count under one key.",
+            "有些键用的是 node.name（比如 'fc_1'）；请用 node.target，这样同一个模块或函数的两次调用会计入同一个键。"),
+    Mistake("bare function names",
+            lambda got, want, p: any(k[0] == "call_function" and k[1] in _short_names(p.args[0])
+                                     for k in _unknown_keys(got, p.args[0])),
+            "a bare function name like 'add' is ambiguous (operator.add or torch.add?); include the "
+            "module the function comes from.",
+            "像 'add' 这样只有函数名是有歧义的（operator.add 还是 torch.add？）；请带上函数所在的模块名。"),
+    Mistake("placeholder and output left out",
+            lambda got, want, p: not _unknown_keys(got, p.args[0])
+            and not any(k[0] in ("placeholder", "output") for k in got),
+            "every node counts, including placeholder and output nodes.",
+            "每个节点都要统计，包括 placeholder 和 output 节点。"),
+]
+
+
+def _show(counts: Any) -> str:
+    if not isinstance(counts, dict):
+        return describe(counts)
+    items = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: repr(kv[0]))
+    return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}"
+
+
+@task("lab03.1", "count operations by (opcode, target)", "按 (opcode, target) 统计运算", hints=[
+    ("Every node adds one to the count under its key. Print node.op and node.target for each node of "
+     "the example graph: which targets are not strings?",
+     "每个节点在自己的键下计 1。把示例计算图中每个节点的 node.op 和 node.target 打印出来：哪些 target 不是字符串？"),
+    ("node.target is a string for five opcodes and the function object for call_function; the exercise "
+     "says how to spell a function as a string. See lecture 03, section 4 (The six opcodes).",
+     "五种 opcode 的 node.target 是字符串，call_function 的则是函数对象；练习里说明了如何把函数写成字符串。"
+     "参见第 03 讲第 4 节（六种 opcode）。"),
+])
+def _op_histogram(answer: Any) -> None:
+    need_callable(answer, "op_histogram")
+    for probe in _histogram_probes():
+        gm = probe.args[0]
+        want = _histogram_of(gm)
         got = answer(gm)
         if not isinstance(got, dict):
             raise Wrong("return a dict from (opcode, target) to count.",
                         "请返回从 (opcode, target) 到数量的 dict。",
-                        tried=label, expected=_show(want), got=type(got).__name__)
-        bad_keys = [k for k in got if not (isinstance(k, tuple) and len(k) == 2)]
-        if bad_keys:
+                        tried=probe.label, expected=_show(want), got=describe(got))
+        bad = [k for k in got if not (isinstance(k, tuple) and len(k) == 2)]
+        if bad:
             raise Wrong("each key is a pair (node.op, target string), e.g. ('call_module', 'fc').",
                         "每个键是一个二元组 (node.op, target 字符串)，例如 ('call_module', 'fc')。",
-                        tried=label, expected=_show(want), got=f"key {bad_keys[0]!r}")
-        translated: Counter[tuple[str, str]] = Counter()
-        unknown = []
+                        tried=probe.label, expected=_show(want), got=f"key {bad[0]!r}")
+        alias = _aliases(list(gm.graph.nodes))
+        translated: dict[tuple[str, str], Any] = {}
         for key, count in got.items():
-            if not count:
-                continue
-            canon = alias.get((str(key[0]), key[1]) if isinstance(key[1], str) else key)
-            if canon is None:
-                unknown.append(key)
-            else:
-                translated[canon] += count
-        if not unknown and translated == want:
+            if isinstance(count, int) and not isinstance(count, bool) and count == 0:
+                continue  # a Counter may keep keys at zero
+            canon = alias.get(key, key)
+            translated[canon] = translated[canon] + count if canon in translated else count
+        diff = differs(translated, want)
+        if diff is None:
             continue
-        raise Wrong(*_histogram_hint(unknown, nodes, translated, want), tried=label,
-                    expected=_show(want), got=_show(got))
-
-
-def _histogram_hint(unknown: list, nodes: list[fx.Node], got: Counter, want: Counter) -> tuple[str, str]:
-    seconds = [k[1] for k in unknown]
-    if any(not isinstance(s, str) for s in seconds):
-        return ("the target must be a string: for call_function write "
-                "f\"{t.__module__}.{t.__name__}\", not the function object.",
-                "target 必须是字符串：对 call_function 请写 f\"{t.__module__}.{t.__name__}\"，而不是函数对象本身。")
-    if any(s.startswith("<") for s in seconds):
-        return ("str(node.target) of a function is its repr, like '<built-in function add>'; "
-                "for call_function use f\"{t.__module__}.{t.__name__}\", e.g. '_operator.add'.",
-                "函数的 str(node.target) 是它的 repr，比如 '<built-in function add>'；"
-                "对 call_function 请用 f\"{t.__module__}.{t.__name__}\"，例如 '_operator.add'。")
-    short = {getattr(n.target, "__name__", None) for n in nodes if n.op == "call_function"}
-    targets = {n.target for n in nodes if isinstance(n.target, str)}
-    if any(k[1] in {n.name for n in nodes} - short - targets for k in unknown):
-        return ("some keys use node.name (like 'fc_1'); use node.target, so two calls of the same "
-                "module or function count under one key.",
-                "有些键用的是 node.name（比如 'fc_1'）；请用 node.target，这样同一个模块或函数的两次调用会计入同一个键。")
-    if any(k[0] == "call_function" and k[1] in short for k in unknown):
-        return ("a bare function name like 'add' is ambiguous (operator.add or torch.add?); "
-                "include the module: f\"{t.__module__}.{t.__name__}\".",
-                "像 'add' 这样只有函数名是有歧义的（operator.add 还是 torch.add？）；"
-                "请带上模块名：f\"{t.__module__}.{t.__name__}\"。")
-    if not unknown and {k for k in want if k[0] in ("placeholder", "output")} - set(got):
-        return ("every node counts, including placeholder and output nodes.",
-                "每个节点都要统计，包括 placeholder 和 output 节点。")
-    return ("each node adds 1 under (node.op, target string); compare your counts with the expected ones.",
-            "每个节点在 (node.op, target 字符串) 下计 1；请把你的计数与期望值对照。")
-
-
-def _show(counts: dict) -> str:
-    items = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: repr(kv[0]))
-    return "{" + ", ".join(f"{k!r}: {v}" for k, v in items) + "}"
+        for mistake in _HISTOGRAM_MISTAKES:
+            try:
+                matched = mistake.matches(got, want, probe)
+            except Exception:  # a predicate that cannot read this answer does not match it
+                matched = False
+            if matched:
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=_show(want), got=_show(got))
+        raise Wrong("each node adds 1 under (node.op, target string); compare your counts with the "
+                    "expected ones.",
+                    "每个节点在 (node.op, target 字符串) 下计 1；请把你的计数与期望值对照。",
+                    tried=probe.label, expected=_show(want), got=f"{_show(got)} ({diff})")
 
 
 # --------------------------------------------------------------------------- task 2
@@ -246,178 +295,318 @@ def _calls_of(gm: fx.GraphModule, kind: type) -> list[str]:
             if n.op == "call_module" and isinstance(gm.get_submodule(str(n.target)), kind)]
 
 
-@task("lab03.2", "find every call of a module type", "找出某种模块类型的每一次调用")
+def _attached(gm: fx.GraphModule, kind: type) -> set[str]:
+    return {name for name, m in gm.named_modules() if name and isinstance(m, kind)}
+
+
+def _find_mistakes(gm: fx.GraphModule, kind: type) -> list[Mistake]:
+    node_names = {n.name for n in gm.graph.nodes}
+    return [
+        Mistake("node names", lambda got, want, p: bool(got) and all(s in node_names for s in got)
+                and bool(set(got) - set(want)),
+                "those are node names (like 'layer1_0_conv1'); return node.target, the module's dotted "
+                "path (like 'layer1.0.conv1').",
+                "这些是节点名（比如 'layer1_0_conv1'）；请返回 node.target，即模块的点分路径（比如 'layer1.0.conv1'）。"),
+        Mistake("attached, not called", lambda got, want, p: bool(set(got) - set(want))
+                and set(got) <= _attached(gm, kind),
+                "your list names a module that no node calls (it is still attached to the GraphModule): "
+                "that is what the modules a GraphModule holds gives you. Walk the graph's nodes instead "
+                "and keep call_module nodes.",
+                "你的列表里有一个没有任何节点调用的模块（它仍挂在 GraphModule 上）：GraphModule 持有的模块列表给出的"
+                "就是这些。请改为遍历计算图的节点，只保留 call_module 节点。"),
+        Mistake("exact type instead of isinstance", lambda got, want, p: not got and bool(want)
+                and kind is nn.Module,
+                "with nn.Module every call_module node matches: a subclass counts, so ask whether the "
+                "module is an instance of module_type, not whether its type is exactly module_type.",
+                "传入 nn.Module 时每个 call_module 节点都应匹配：子类也算，所以要判断模块是否是 module_type 的实例，"
+                "而不是它的类型是否恰好等于 module_type。"),
+        Mistake("one entry per module", lambda got, want, p: set(got) == set(want) and len(got) < len(want),
+                "a module called twice must appear twice, once per call_module node (the modules a "
+                "GraphModule holds list each module only once).",
+                "一个模块被调用两次就要出现两次，每个 call_module 节点一次（GraphModule 持有的模块列表中每个模块只出现一次）。"),
+        Mistake("order", lambda got, want, p: sorted(got) == sorted(want),
+                "right entries, wrong order: list them in graph order (the order of gm.graph.nodes).",
+                "条目对了但顺序不对：请按计算图中的顺序（gm.graph.nodes 的顺序）列出。"),
+    ]
+
+
+@task("lab03.2", "find every call of a module type", "找出某种模块类型的每一次调用", hints=[
+    ("A module called twice is two nodes but one attached module. Which of the two does the exercise "
+     "ask for, and which collection lists it?",
+     "一个被调用两次的模块对应两个节点，却只是一个挂在模块上的子模块。练习要的是哪一种？哪个集合会列出它？"),
+    ("call_module nodes name their module by a dotted target; a GraphModule looks a target up for you. "
+     "See lecture 03, sections 3 (`Graph`, `Node` and `GraphModule`) and 4 (The six opcodes).",
+     "call_module 节点用带点的 target 指明它的模块；GraphModule 可以替你按 target 查到模块。参见第 03 讲第 3 节"
+     "（`Graph`、`Node` 与 `GraphModule`）和第 4 节（六种 opcode）。"),
+])
 def _find_modules(answer: Any) -> None:
-    if not callable(answer):
-        raise _not_callable("lab03.2", "find_modules", answer)
+    need_callable(answer, "find_modules")
     stem = ("symbolic_trace(a model whose conv `shared` is called twice) after dead-code elimination",
             _shared_stem_gm)
     resnet = ("symbolic_trace(torchvision resnet18)", _resnet_gm)
     cases = [(resnet, nn.Conv2d), (stem, nn.Conv2d), (stem, nn.BatchNorm2d), (resnet, nn.Linear),
-             (stem, nn.Module)]
+             (stem, nn.Module), (stem, nn.Linear)]
     for (label, build), kind in cases:
         gm = build()
         want = _calls_of(gm, kind)
-        tried = f"find_modules({label}, {'nn.' + kind.__name__})"
+        probe = Probe(f"find_modules({label}, nn.{kind.__name__})", (gm, kind))
         got = answer(gm, kind)
         if isinstance(got, tuple):
-            got = list(got)
+            got = list(got)  # a tuple of targets is a fine answer too
         if not isinstance(got, list) or not all(isinstance(s, str) for s in got):
             raise Wrong("return a list of strings: node.target of each matching call_module node.",
                         "请返回字符串列表：每个匹配的 call_module 节点的 node.target。",
-                        tried=tried, expected=repr(want), got=repr(got))
-        if got == want:
+                        tried=probe.label, expected=repr(want), got=describe(got))
+        if differs(got, want) is None:
             continue
-        raise Wrong(*_find_hint(gm, kind, got, want), tried=tried, expected=repr(want), got=repr(got))
-
-
-def _find_hint(gm: fx.GraphModule, kind: type, got: list[str], want: list[str]) -> tuple[str, str]:
-    node_names = {n.name for n in gm.graph.nodes}
-    if got and all(s in node_names for s in got) and set(got) - set(want):
-        return ("those are node names (like 'layer1_0_conv1'); return node.target, the module's "
-                "dotted path (like 'layer1.0.conv1').",
-                "这些是节点名（比如 'layer1_0_conv1'）；请返回 node.target，即模块的点分路径（比如 'layer1.0.conv1'）。")
-    called = set(want)
-    attached = {name for name, m in gm.named_modules() if isinstance(m, kind)}
-    if set(got) - called and set(got) <= attached:
-        return ("your list names a module that no node calls (it is still attached to the "
-                "GraphModule). That is what gm.named_modules() lists; walk gm.graph.nodes and keep "
-                "call_module nodes.",
-                "你的列表里有一个没有任何节点调用的模块（它仍挂在 GraphModule 上）。gm.named_modules() 列出的就是这些；"
-                "请遍历 gm.graph.nodes，只保留 call_module 节点。")
-    if not got and want and kind is nn.Module:
-        return ("with nn.Module every call_module node matches: test isinstance(module, module_type), "
-                "not type(module) is module_type.",
-                "传入 nn.Module 时每个 call_module 节点都应匹配：请用 isinstance(module, module_type) 判断，"
-                "而不是 type(module) is module_type。")
-    if set(got) == called and len(got) < len(want):
-        return ("a module called twice must appear twice, once per call_module node "
-                "(gm.named_modules() lists each module only once).",
-                "一个模块被调用两次就要出现两次，每个 call_module 节点一次（gm.named_modules() 只列出每个模块一次）。")
-    if sorted(got) == sorted(want):
-        return ("right entries, wrong order: list them in graph order (the order of gm.graph.nodes).",
-                "条目对了但顺序不对：请按计算图中的顺序（gm.graph.nodes 的顺序）列出。")
-    return ("keep every call_module node whose module (gm.get_submodule(node.target)) is an instance "
-            "of module_type, in graph order.",
-            "保留所有 call_module 节点中、其模块（gm.get_submodule(node.target)）是 module_type 实例的那些，按图中顺序。")
+        for mistake in _find_mistakes(gm, kind):
+            if mistake.matches(got, want, probe):
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=repr(want), got=repr(got))
+        raise Wrong("keep every call_module node whose module is an instance of module_type, once per "
+                    "call, in graph order.",
+                    "保留所有模块是 module_type 实例的 call_module 节点，每次调用一项，按图中顺序。",
+                    tried=probe.label, expected=repr(want), got=repr(got))
 
 
 # --------------------------------------------------------------------------- task 3
 
 
-def _reference_shapes(gm: fx.GraphModule, args: tuple) -> tuple[dict[str, tuple[int, ...]], Any]:
-    shapes: dict[str, tuple[int, ...]] = {}
+class _Reference(fx.Interpreter):
+    def __init__(self, gm: fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.shapes: dict[str, tuple[int, ...]] = {}
 
-    class Recorder(fx.Interpreter):
-        def run_node(self, n: fx.Node) -> Any:
-            value = super().run_node(n)
-            if isinstance(value, torch.Tensor):
-                shapes[n.name] = tuple(value.shape)
-            return value
-
-    with torch.no_grad():
-        out = Recorder(gm).run(*args)
-    return shapes, out
+    def run_node(self, n: fx.Node) -> Any:
+        value = super().run_node(n)
+        if isinstance(value, torch.Tensor):
+            self.shapes[n.name] = tuple(value.shape)
+        return value
 
 
-def _shape_cases() -> list[tuple[str, fx.GraphModule, tuple]]:
+def _shape_probes() -> list[Probe]:
     split = fx.symbolic_trace(_seeded(_SplitHead))
     chain = fx.symbolic_trace(_seeded(_Chain))
-    torch.manual_seed(5)
+    gen = torch.Generator().manual_seed(5)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen)
+
     return [
-        ("symbolic_trace(a model that returns one tensor) on x of shape (2, 3, 9, 9)", chain,
-         (torch.randn(2, 3, 9, 9),)),
-        ("symbolic_trace(a model with a parameter, a size read and a split) on x (3, 8), y (3, 2, 2)",
-         split, (torch.randn(3, 8), torch.randn(3, 2, 2))),
-        ("the same model on x (5, 8), y (5, 2, 2)", split, (torch.randn(5, 8), torch.randn(5, 2, 2))),
-        ("symbolic_trace(torchvision resnet18) on x (1, 3, 32, 32)", _resnet_gm(),
-         (torch.randn(1, 3, 32, 32),)),
+        Probe("symbolic_trace(a model that returns one tensor) on x of shape (2, 3, 9, 9)",
+              (chain, randn(2, 3, 9, 9))),
+        Probe("symbolic_trace(a model with a parameter, a size read and a split) on x (3, 8), y (3, 2, 2)",
+              (split, randn(3, 8), randn(3, 2, 2))),
+        Probe("the same model on x (5, 8), y (5, 2, 2)", (split, randn(5, 8), randn(5, 2, 2))),
+        Probe("symbolic_trace(torchvision resnet18) on x (1, 3, 32, 32)", (_resnet_gm(), randn(1, 3, 32, 32))),
     ]
 
 
-@task("lab03.3", "record every node's shape with an Interpreter", "用 Interpreter 记录每个节点的形状")
+def _missing_ops(got: Any, want: dict, gm: fx.GraphModule) -> set[str]:
+    by_op = {n.name: n.op for n in gm.graph.nodes}
+    return {by_op[name] for name in set(want) - set(got)}
+
+
+def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
+    return [
+        Mistake("lists", lambda got, want, p: any(isinstance(v, list) for v in got.values()),
+                "record each shape as a tuple (a torch.Size is fine too), not a list.",
+                "请把每个形状记录为 tuple（torch.Size 也可以），而不是 list。"),
+        Mistake("call nodes only", lambda got, want, p: bool(_missing_ops(got, want, gm)
+                                                              & {"placeholder", "get_attr", "output"}),
+                "the placeholder, get_attr or output nodes have no shape: record every node whose value is "
+                "a tensor, not only call_* nodes (run_node runs for every node).",
+                "placeholder、get_attr 或 output 节点没有形状：请记录所有值为张量的节点，而不只是 call_* 节点"
+                "（run_node 对每个节点都会运行）。"),
+        Mistake("non-tensor values", lambda got, want, p: bool(set(got) - set(want)),
+                "self.shapes has entries for nodes whose value is not a tensor (an int, a tuple of tensors); "
+                "record tensors only.",
+                "self.shapes 中有值不是张量的节点（int、张量组成的 tuple）；只记录张量。"),
+    ]
+
+
+def _shapes_text(shapes: Any) -> str:
+    if not isinstance(shapes, dict):
+        return describe(shapes)
+    return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in sorted(shapes.items(), key=lambda kv: str(kv[0]))) + "}"
+
+
+@task("lab03.3", "record every node's shape with an Interpreter", "用 Interpreter 记录每个节点的形状", hints=[
+    ("run_node is called once for every node, placeholders and output included, and what it returns is "
+     "what the later nodes receive.",
+     "run_node 对每个节点都会调用一次，包括 placeholder 和 output；它返回的值就是后续节点收到的输入。"),
+    ("Override one method and let the base class do the work, as lecture 04, section 2 (`Interpreter`: "
+     "run a graph one node at a time) does when it records each node's range; store a shape where that "
+     "example stores a range.",
+     "只重写一个方法，让基类去完成实际计算——第 04 讲第 2 节（`Interpreter`：逐个节点地运行计算图）记录每个节点"
+     "取值范围时就是这样做的；在那个例子存放范围的地方，改为存放形状。"),
+])
 def _shape_recorder(answer: Any) -> None:
     if not (isinstance(answer, type) and issubclass(answer, fx.Interpreter)):
         raise Wrong("pass the class ShapeRecorder itself (a subclass of torch.fx.Interpreter).",
                     "请传入 ShapeRecorder 类本身（torch.fx.Interpreter 的子类）。",
-                    got=type(answer).__name__ if not isinstance(answer, type) else answer.__name__)
-    for label, gm, args in _shape_cases():
-        want, want_out = _reference_shapes(gm, args)
+                    got=answer.__name__ if isinstance(answer, type) else describe(answer))
+    for probe in _shape_probes():
+        gm, args = probe.args[0], probe.args[1:]
+        reference = _Reference(gm)
+        with torch.no_grad():
+            want_out = reference.run(*args)
+        want = reference.shapes
         recorder = answer(gm)
         try:
             with torch.no_grad():
                 out = recorder.run(*args)
-        except NotImplementedError:
-            raise
-        except Exception:
-            env = getattr(recorder, "env", None)
-            if isinstance(env, dict) and any(v is None for n, v in env.items()
-                                             if getattr(n, "op", None) == "placeholder"):
-                raise Wrong("run_node returned None, so the next node received None as input: "
-                            "end run_node with `return value` (the result of super().run_node(n)).",
-                            "run_node 返回了 None，于是下一个节点收到的输入是 None：run_node 最后要 "
-                            "`return value`（即 super().run_node(n) 的结果）。", tried=label) from None
-            raise
+        except (TypeError, AttributeError, RuntimeError) as exc:
+            if "NoneType" not in str(exc):
+                raise
+            raise Wrong("run_node returned None, so a later node received None as its input: run_node "
+                        "must return the node's value, as the base class's run_node does.",
+                        "run_node 返回了 None，于是后面的节点收到的输入是 None：run_node 必须像基类的 run_node "
+                        "那样返回节点的值。", tried=probe.label, got=one_line_error(exc)) from None
+        diff = differs(out, want_out)
+        if diff is not None:
+            raise Wrong("run(...) must return what the graph returns: run_node must return the node's "
+                        "value unchanged.",
+                        "run(...) 必须返回计算图的返回值：run_node 要原样返回节点的值。",
+                        tried=probe.label, expected=describe(want_out), got=diff)
         got = getattr(recorder, "shapes", None)
         if not isinstance(got, dict):
-            raise Wrong("store the shapes in self.shapes, a dict {node.name: tuple(shape)}.",
-                        "请把形状存进 self.shapes，一个 {node.name: tuple(shape)} 的 dict。",
-                        tried=label, expected=_show_shapes(want), got=type(got).__name__)
-        if not _same_output(out, want_out):
-            raise Wrong("run(...) must return what the graph returns: return the value of "
-                        "super().run_node(n) from run_node.",
-                        "run(...) 必须返回计算图的返回值：run_node 中要返回 super().run_node(n) 的结果。",
-                        tried=label, expected="the model's output", got=_describe(out))
+            raise Wrong("store the shapes in self.shapes, a dict {node name: shape as a tuple}.",
+                        "请把形状存进 self.shapes，一个 {节点名: 形状元组} 的 dict。",
+                        tried=probe.label, expected=_shapes_text(want), got=describe(got))
         if not got and want:
-            raise Wrong("self.shapes is still empty after run(...): in run_node, store "
-                        "self.shapes[n.name] = tuple(value.shape) for every tensor value.",
-                        "run(...) 之后 self.shapes 仍是空的：请在 run_node 中对每个张量值执行 "
-                        "self.shapes[n.name] = tuple(value.shape)。",
-                        tried=label, expected=_show_shapes(want), got="{}")
-        listed = [k for k, v in got.items() if isinstance(v, list)]
-        if listed:
-            raise Wrong("record tuple(value.shape) (a torch.Size is fine too), not a list.",
-                        "请记录 tuple(value.shape)（torch.Size 也可以），而不是 list。",
-                        tried=label, expected=f"{listed[0]!r}: {want.get(listed[0])!r}",
-                        got=f"{listed[0]!r}: {got[listed[0]]!r}")
-        relevant = {k: v for k, v in got.items() if k in want}
-        if relevant == want:
+            raise Wrong("self.shapes is still empty after run(...): run_node must record the shape of "
+                        "every tensor value into self.shapes (node.meta is not where the checker looks).",
+                        "run(...) 之后 self.shapes 仍是空的：run_node 要把每个张量值的形状记进 self.shapes"
+                        "（检查器不看 node.meta）。",
+                        tried=probe.label, expected=_shapes_text(want), got="{}")
+        comparable = {k: tuple(v) if isinstance(v, torch.Size) else v for k, v in got.items()}
+        diff = differs(comparable, want, where="self.shapes")
+        if diff is None:
             continue
-        missing = set(want) - set(got)
-        by_op = {n.name: n.op for n in gm.graph.nodes}
-        ops = {by_op.get(name) for name in missing}
-        if missing and ops & {"placeholder", "get_attr", "output"}:
-            kinds = ", ".join(sorted(op for op in ops if op))
-            hint = (f"no shape for the {kinds} node(s): record every node whose value is a tensor, "
-                    "not only call_* nodes (run_node runs for every node, placeholders and output "
-                    "included).",
-                    f"{kinds} 节点没有形状：请记录所有值为张量的节点，而不只是 call_* 节点（run_node 对每个节点都会运行，"
-                    "包括 placeholder 和 output）。")
-        elif missing:
-            hint = ("some tensor-valued nodes have no shape; record every node whose value is a tensor.",
-                    "有些值为张量的节点没有记录形状；请记录所有值为张量的节点。")
-        else:
-            hint = ("some shapes differ: record tuple(value.shape) of the value this run computed.",
-                    "有些形状不对：请记录本次运行算出的值的 tuple(value.shape)。")
-        shown = {k: got.get(k, "missing") for k in sorted(want)}
-        raise Wrong(*hint, tried=label, expected=_show_shapes(want),
-                    got="{" + ", ".join(f"{k!r}: {v!r}" for k, v in shown.items()) + "}")
+        for mistake in _shape_mistakes(gm):
+            try:
+                matched = mistake.matches(comparable, want, probe)
+            except Exception:  # a predicate that cannot read this answer does not match it
+                matched = False
+            if matched:
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=_shapes_text(want),
+                            got=_shapes_text(got))
+        raise Wrong("some shapes differ: record the shape of the value this run computed, for every "
+                    "node whose value is a tensor.",
+                    "有些形状不对：请为每个值为张量的节点记录本次运行算出的值的形状。",
+                    tried=probe.label, expected=_shapes_text(want), got=diff)
 
 
-def _same_output(out: Any, want: Any) -> bool:
-    if isinstance(want, torch.Tensor):
-        return isinstance(out, torch.Tensor) and out.shape == want.shape and torch.allclose(out, want)
-    if isinstance(want, (tuple, list)):
-        return (isinstance(out, (tuple, list)) and len(out) == len(want)
-                and all(_same_output(a, b) for a, b in zip(out, want)))
-    return out == want
+# --------------------------------------------------------------------------- task 4
 
 
-def _describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"tensor of shape {tuple(value.shape)}"
-    return type(value).__name__
+def _parts(features: int, seed: int) -> zoo.GraphParts:
+    """A GraphParts whose weights (both signs) come from the checker's own generator."""
+    parts = zoo.GraphParts(features)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in parts.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    return parts
 
 
-def _show_shapes(shapes: dict[str, tuple[int, ...]]) -> str:
-    return "{" + ", ".join(f"{k!r}: {tuple(v)!r}" for k, v in sorted(shapes.items())) + "}"
+def _computes(root: nn.Module) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """What the hand-built graph must compute, straight from the parts."""
+    def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return root.proj(x - y) * root.scale
+    return reference
+
+
+def _inputs(features: int, seed: int) -> list[Probe]:
+    gen = torch.Generator().manual_seed(seed)
+    x, y = torch.randn(3, features, generator=gen), torch.randn(3, features, generator=gen)
+    y[0] = 0.0  # a row where y is zero: x - y and y - x differ only in sign there
+    big = torch.randn(2, 5, features, generator=gen) * 3
+    return [Probe(f"gm(x, y) with x, y of shape (3, {features}), both signs, a zero row in y", (x, y)),
+            Probe(f"gm(x, y) with x, y of shape (2, 5, {features})", (big, -big.flip(0)))]
+
+
+def _root_problem(exc: BaseException) -> bool:
+    text = str(exc)
+    return "not provided in ``root``" in text or (isinstance(exc, AttributeError) and "has no attribute" in text)
+
+
+def _opcodes(gm: fx.GraphModule, op: str) -> list[str]:
+    return [str(n.target) for n in gm.graph.nodes if n.op == op]
+
+
+def _graph_mistakes(root: nn.Module, gm: fx.GraphModule) -> list[Mistake]:
+    return [
+        Mistake("another root", lambda got, want, p: getattr(gm, "proj", None) is not root.proj
+                and getattr(gm, "scale", None) is not root.scale,
+                "the GraphModule does not hold the parts of the root it was given: it took proj and scale "
+                "from another module. Build it on the root passed to build_graph, so the graph uses that "
+                "module's weights.",
+                "这个 GraphModule 持有的不是传入的 root 的部件：它从别的模块取了 proj 和 scale。请用传给 build_graph "
+                "的 root 来构建，这样计算图用的才是这个模块的权重。"),
+        Mistake("operands swapped", lambda got, want, p: differs(got, _computes(root)(p.args[1], p.args[0])) is None,
+                "the result is proj(y - x) * scale: the subtraction's operands are swapped. A node's args are "
+                "passed in the order they are listed, and the placeholders' order is forward's argument "
+                "order (x first, then y).",
+                "结果是 proj(y - x) * scale：减法的两个操作数交换了。节点的 args 按列出的顺序传入，而 placeholder "
+                "的创建顺序就是 forward 参数的顺序（先 x，后 y）。"),
+        Mistake("tuple output", lambda got, want, p: isinstance(got, (tuple, list)) and len(got) == 1
+                and differs(got[0], want) is None,
+                "the graph returns a sequence of one tensor; the output node should return the tensor "
+                "itself.",
+                "计算图返回的是只含一个张量的序列；output 节点应当直接返回这个张量。"),
+    ]
+
+
+@task("lab03.4", "build a graph by hand with the Graph API", "用 Graph API 亲手构建计算图", hints=[
+    ("Create the nodes in the order forward would run them: the two inputs first (their order is the "
+     "order of forward's arguments), then each operation, then the node that returns the result.",
+     "按 forward 的执行顺序创建节点：先是两个输入（它们的顺序就是 forward 参数的顺序），再是每个运算，最后是返回结果的节点。"),
+    ("Lecture 03, the section on building a graph by hand: one Graph method per opcode; call_module and "
+     "get_attr name a target that the GraphModule then looks up in the root it is built on.",
+     "第 03 讲讲解亲手构建计算图的那一节：每种 opcode 对应 Graph 的一个方法；call_module 和 get_attr 给出一个 "
+     "target 名字，GraphModule 会在构建它时传入的 root 中查找这个名字。"),
+    ("x - y is not y - x: a call_function node passes its args to the function in the order you list "
+     "them. And a graph without an output node returns None.",
+     "x - y 不等于 y - x：call_function 节点按你列出的顺序把 args 传给函数。另外，没有 output 节点的计算图返回 None。"),
+])
+def _build_graph(answer: Any) -> None:
+    need_callable(answer, "build_graph")
+    for features, seed in ((4, 11), (6, 12)):
+        root = _parts(features, seed)
+        label = f"build_graph(zoo.GraphParts({features}) with other weights)"
+        try:
+            gm = answer(root)
+        except (AttributeError, RuntimeError) as exc:
+            if not _root_problem(exc):
+                raise
+            raise Wrong("building the GraphModule failed: each call_module and get_attr target is looked up "
+                        "in the root you pass, and that root lacks it. Pass the root build_graph was given, "
+                        "which holds proj and scale.",
+                        "构建 GraphModule 失败：每个 call_module 和 get_attr 的 target 都会在你传入的 root 里查找，"
+                        "而那个 root 里没有它。请传入 build_graph 收到的 root，它持有 proj 和 scale。",
+                        tried=label, got=one_line_error(exc)) from None
+        if not isinstance(gm, fx.GraphModule):
+            hint = (("that is the Graph; a Graph cannot run: wrap it in a GraphModule together with the root.",
+                     "这是 Graph；Graph 本身不能运行：请把它和 root 一起包装成 GraphModule。")
+                    if isinstance(gm, fx.Graph) else
+                    ("return a torch.fx.GraphModule built from your graph and the root.",
+                     "请返回由你的计算图和 root 构建的 torch.fx.GraphModule。"))
+            raise Wrong(*hint, tried=label, got=describe(gm))
+        if not _opcodes(gm, "output"):
+            raise Wrong("the graph has no output node, so its forward returns None: end the graph with "
+                        "the node that returns the result.",
+                        "计算图没有 output 节点，所以它的 forward 返回 None：请用返回结果的节点结束计算图。",
+                        tried=label, expected="a graph ending in an output node", got="no output node")
+        shape = {"placeholder": len(_opcodes(gm, "placeholder")), "call_module": _opcodes(gm, "call_module"),
+                 "get_attr": _opcodes(gm, "get_attr")}
+        want_shape = {"placeholder": 2, "call_module": ["proj"], "get_attr": ["scale"]}
+        diff = differs(shape, want_shape, where="nodes")
+        if diff is not None:
+            raise Wrong("the graph should have two placeholder nodes (x, y), one call_module node for proj "
+                        "and one get_attr node for scale (the parameter is read, not copied into the graph).",
+                        "计算图应有两个 placeholder 节点（x、y）、一个调用 proj 的 call_module 节点，以及一个读取 "
+                        "scale 的 get_attr 节点（参数是读出来的，而不是复制进计算图）。",
+                        tried=label, expected=repr(want_shape), got=diff)
+        run_probes(gm, _computes(root), _inputs(features, seed), mistakes=_graph_mistakes(root, gm),
+                   what="your GraphModule")
