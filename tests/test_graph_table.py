@@ -248,12 +248,47 @@ def chain(n: int) -> fx.Graph:
 def test_large_graphs_fold_in_html_and_render_fast():
     big = graph_table(chain(2_000))
     html = big.to_html()
-    assert "<details><summary>1800 more rows</summary>" in html
-    assert html.count("<tr") == 2_000 + 1  # every row is there, under one header row
+    assert "1800 more rows not shown: graph_table(..., max_rows=None) shows every row" in html
+    assert html.count("<tr") == 200 + 1 + 1  # only the shown rows are sent, plus header and fold rows
+    assert "add_998" in html and "relu_999" not in html and "<details>" not in html
+    text = big.to_text(width=200)
+    assert len(text.splitlines()) == 3 + 200 + 1 and "\n… 1800 more rows …\n" in text
     assert "… 1980 more rows …" in big.to_text(width=100, max_rows=20)
     huge = chain(10_000)
     seconds = min(timeit.repeat(lambda: graph_table(huge).to_text(width=120), number=1, repeat=3))
     assert seconds < 1.0
+
+
+def test_every_row_on_request():
+    """max_rows=None (documented in graph_table's docstring) shows all rows, in both views."""
+    every = graph_table(chain(1_501), max_rows=None)
+    assert every.to_html().count("<tr class=") == 1_501
+    assert len(every.to_text(width=200).splitlines()) == 1_501 + 3
+    folded = graph_table(chain(1_501))
+    assert folded.to_html(max_rows=None).count("<tr class=") == 1_501  # one call can ask too
+    assert folded.to_html(max_rows=10).count("<tr class=") == 10 + 1
+
+
+def test_default_output_of_a_1501_node_graph_stays_small():
+    """What a notebook stores for a displayed table: text/plain plus text/html."""
+    from IPython.core.formatters import PlainTextFormatter
+
+    table = graph_table(chain(1_501), columns="+users")
+    size = len(PlainTextFormatter()(table).encode()) + len(table._repr_html_().encode())
+    assert size < 50_000, size  # 258 KB before the fold left rows out
+    every = graph_table(chain(1_501), columns="+users", max_rows=None)
+    assert len(every._repr_html_().encode()) > 150_000  # so the fold is what keeps it small
+
+
+@pytest.mark.parametrize("bad", [-1, -5, 0, "3", 2.5, True, [3]])
+def test_max_rows_must_be_a_positive_whole_number_or_none(bad):
+    g = chain(30)
+    with pytest.raises(FxCourseError, match=r"graph_table: got max_rows=.*1 or more, or None.* / graph_table："):
+        graph_table(g, max_rows=bad)
+    with pytest.raises(FxCourseError, match="max_rows="):
+        graph_table(g).to_text(max_rows=bad)
+    with pytest.raises(FxCourseError, match="max_rows="):
+        graph_table(g).to_html(max_rows=bad)
 
 
 _SCRIPT = """

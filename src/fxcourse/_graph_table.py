@@ -13,9 +13,14 @@ from ._graph_source import resolve
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
 from ._render import HTML_MAX_ROWS, Table, TableView, table_style
 from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
-from .errors import FxCourseError
+from .errors import FxCourseError, describe
 
 __all__ = ["GraphTable", "graph_table"]
+
+MAX_ROWS = HTML_MAX_ROWS  # rows shown by default; the middle of a longer table is left out
+_FOLD = ("… {n} more rows not shown: graph_table(..., max_rows=None) shows every row"
+         " / 省略 {n} 行：用 graph_table(..., max_rows=None) 显示全部 …")
+_ALL = object()  # to_text/to_html: "use the table's own max_rows"
 
 FX_DEFAULT = ("opcode", "name", "target", "args", "kwargs")
 FX_COLUMNS = (*FX_DEFAULT, "shape", "dtype", "users", "source")
@@ -29,6 +34,7 @@ _STYLE = table_style("fxcourse-graph-table", {
     "ts-control": "background:#fff3cd;font-weight:bold",
     "ts-block": "color:#777",
     "ts-prim": "color:#555",
+    "fold": "color:#555;font-style:italic",
 })
 
 
@@ -45,31 +51,44 @@ class GraphTable(TableView):
     ('call_function', 'relu', 'torch.relu', '(x,)', '{}')
     """
 
-    def __init__(self, table: Table, source: str, max_rows: int | None = None) -> None:
+    def __init__(self, table: Table, source: str, max_rows: int | None = MAX_ROWS) -> None:
         self._table = table
         self.source = source
-        self.max_rows = max_rows
+        self.max_rows = _check_max_rows(max_rows)
 
     def __len__(self) -> int:
         return len(self._table.rows)
 
-    def to_text(self, width: int | None = None, max_rows: int | None = None) -> str:
-        """Aligned columns fitted to ``width`` (default: the terminal's), long cells cut
-        with ``…``; beyond ``max_rows`` rows only the first and last are shown."""
-        return self._table.to_text(width=width, max_rows=max_rows or self.max_rows)
+    def _limit(self, max_rows: Any) -> int | None:
+        return self.max_rows if max_rows is _ALL else _check_max_rows(max_rows)
 
-    def to_html(self, max_rows: int | None = None) -> str:
-        """An HTML table, rows coloured by opcode; beyond ``max_rows`` (default 200) the
-        middle rows fold into a ``<details>`` element that says how many it holds."""
-        limit = max_rows or self.max_rows or HTML_MAX_ROWS
-        return self._table.to_html(max_rows=limit, style=_STYLE)
+    def to_text(self, width: int | None = None, max_rows: Any = _ALL) -> str:
+        """Aligned columns fitted to ``width`` (default: the terminal's), long cells cut
+        with ``…``; beyond ``max_rows`` rows (default: the table's) only the first and last
+        are shown, and one line (``… N more rows …``) says how many were left out."""
+        return self._table.to_text(width=width, max_rows=self._limit(max_rows))
+
+    def to_html(self, max_rows: Any = _ALL) -> str:
+        """An HTML table, rows coloured by opcode; beyond ``max_rows`` rows (default: the
+        table's) only the first and last are sent, and one row says how many were left out."""
+        return self._table.to_html(max_rows=self._limit(max_rows), style=_STYLE, fold_note=_FOLD)
 
     def __repr__(self) -> str:
         return f"<GraphTable of {self.source}: {len(self)} rows × {len(self.columns)} columns>"
 
 
+def _check_max_rows(max_rows: Any) -> int | None:
+    if max_rows is None or (isinstance(max_rows, int) and not isinstance(max_rows, bool) and max_rows >= 1):
+        return max_rows
+    raise FxCourseError(got=f"max_rows={describe(max_rows)}", where="graph_table",
+                        accepted="a whole number of rows, 1 or more, or None for every row",
+                        fix=f"pass max_rows={MAX_ROWS} (the default) or max_rows=None to see every row",
+                        zh=f"graph_table：max_rows 应为不小于 1 的整数，或 None（显示全部行）；"
+                           f"请传 max_rows={MAX_ROWS}（默认值）或 max_rows=None。")
+
+
 def graph_table(obj: Any, columns: Sequence[str] | str | None = None,
-                max_rows: int | None = None) -> GraphTable:
+                max_rows: int | None = MAX_ROWS) -> GraphTable:
     """Tabulate a graph: fx (GraphModule, Graph, ExportedProgram, captured) or TorchScript.
 
     ``columns`` chooses what to show. ``None`` gives the defaults (fx: opcode, name,
@@ -78,6 +97,10 @@ def graph_table(obj: Any, columns: Sequence[str] | str | None = None,
     (``["+shape", "+dtype"]``); plain names replace them (``["name", "shape"]``).
     Optional fx columns: shape, dtype (from ``node.meta``), users, source (innermost
     frame of ``node.meta["stack_trace"]``); optional TorchScript columns: types, source.
+
+    A graph longer than ``max_rows`` (default 200) shows its first and last rows and one
+    line saying how many it left out, so a 1,500-node graph stays a small output;
+    ``max_rows=None`` shows every row.
 
     Introduced in course/03_fx_tracing_ir.ipynb.
 
@@ -92,6 +115,7 @@ def graph_table(obj: Any, columns: Sequence[str] | str | None = None,
     call_function  add     operator.add  (relu, 1)  {}      1
     output         output  output        (add,)     {}      0
     """
+    _check_max_rows(max_rows)
     resolved = resolve(obj, "graph_table")
     if resolved.fx_graph is None:
         names = _choose(columns, TS_DEFAULT, TS_COLUMNS, resolved.label)

@@ -153,8 +153,11 @@ class Table:
             out.append(["  " * depth + row[0], *row[1:]] if row else row)
         return out
 
-    def to_text(self, width: int | None = None, max_rows: int | None = None) -> str:
-        """Aligned columns; each cell is elided so the table fits ``width`` characters."""
+    def to_text(self, width: int | None = None, max_rows: int | None = None,
+                fold_note: str | None = None) -> str:
+        """Aligned columns; each cell is elided so the table fits ``width`` characters.
+        Beyond ``max_rows`` the middle rows are left out and one line says how many
+        (``fold_note``, if given, is that line, with ``{n}`` standing for the count)."""
         width = width or terminal_width()
         cells, hidden_at, hidden = _window(self._cells(), max_rows)
         columns = [[*map(str, col)] for col in zip(*cells)] or [[] for _ in self.columns]
@@ -170,13 +173,16 @@ class Table:
         lines = [line(*header).rstrip(), rule.rstrip()]
         lines += [line(*row).rstrip() for row in zip(*columns)]
         if hidden_at >= 0:
-            lines.insert(2 + hidden_at, f"{ELLIPSIS} {_more(hidden)} {ELLIPSIS}")
+            note = fold_note.format(n=hidden) if fold_note else f"{ELLIPSIS} {_more(hidden)} {ELLIPSIS}"
+            lines.insert(2 + hidden_at, note)
         text = "\n".join(lines)
         return f"{self.caption}\n{text}" if self.caption else text
 
-    def to_html(self, max_rows: int | None = None, style: str = "") -> str:
+    def to_html(self, max_rows: int | None = None, style: str = "", fold_note: str | None = None) -> str:
         """An HTML ``<table>``; with ``max_rows``, the middle rows collapse into a
-        ``<details>`` element that says how many rows it holds.
+        ``<details>`` element that says how many rows it holds. With ``fold_note`` they are
+        left out instead (so a huge table stays small) and one row shows the note, with
+        ``{n}`` standing for the count.
 
         >>> Table(["target"], [["<built-in function add>"]]).to_html()
         '<div class="fxcourse-table"><table><thead><tr><th>target</th></tr></thead><tbody><tr><td>&lt;built-in function add&gt;</td></tr></tbody></table></div>'
@@ -203,6 +209,13 @@ class Table:
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>")
         if max_rows is None or n <= max_rows:
             parts.extend(tr(i) for i in range(n))
+        elif fold_note is not None:
+            top = max_rows // 2
+            bottom = n - (max_rows - top)
+            parts.extend(tr(i) for i in range(top))
+            note = esc(fold_note.format(n=bottom - top))
+            parts.append(f'<tr class="fold"><td colspan="{max(len(self.columns), 1)}">{note}</td></tr>')
+            parts.extend(tr(i) for i in range(bottom, n))
         else:
             top = max_rows // 2
             bottom = n - (max_rows - top)
