@@ -2,6 +2,7 @@
 
 Every message has three parts: what was passed, what is accepted, and how to fix it,
 so that a learner never has to read an internal traceback to know what to do next.
+Like every message of the course it is one line, English first, then `` / `` and 中文.
 """
 from __future__ import annotations
 
@@ -40,16 +41,26 @@ def describe(value: object, limit: int = 80) -> str:
 class FxCourseError(Exception):
     """Raised for anything a learner can pass wrongly.
 
-    >>> err = FxCourseError(got="None", accepted="an fx.GraphModule", fix="pass the traced module")
+    The message is one line: the English sentence, `` / ``, then the 中文 one (``zh``).
+    Without ``zh`` the 中文 half points to the parts of the English sentence (got, expected, Fix).
+
+    >>> err = FxCourseError(got="None", accepted="an fx.GraphModule", fix="pass the traced module",
+    ...                     zh="收到 None；需要 fx.GraphModule。修复：传入符号追踪得到的模块。")
     >>> print(err)
-    got None; expected an fx.GraphModule. Fix: pass the traced module.
+    got None; expected an fx.GraphModule. Fix: pass the traced module. / 收到 None；需要 fx.GraphModule。修复：传入符号追踪得到的模块。
+    >>> print(FxCourseError(got="int 3", accepted="a str", fix="pass a name", where="zoo"))
+    zoo: got int 3; expected a str. Fix: pass a name. / zoo：输入不被接受：收到了什么见 got，可接受什么见 expected，怎样修复见 Fix。
     """
 
-    def __init__(self, got: str, accepted: str, fix: str, *, where: str | None = None) -> None:
+    def __init__(self, got: str, accepted: str, fix: str, *, where: str | None = None,
+                 zh: str | None = None) -> None:
         self.got = got
         self.accepted = accepted
         self.fix = fix
         self.where = where
         prefix = f"{where}: " if where else ""
         fix_text = fix if fix.endswith(".") else fix + "."
-        super().__init__(f"{prefix}got {got}; expected {accepted}. Fix: {fix_text}")
+        self.en = f"{prefix}got {got}; expected {accepted}. Fix: {fix_text}"
+        self.zh = zh if zh else (f"{where}：" if where else "") + (
+            "输入不被接受：收到了什么见 got，可接受什么见 expected，怎样修复见 Fix。")
+        super().__init__(f"{self.en} / {self.zh}")
