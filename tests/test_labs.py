@@ -78,10 +78,13 @@ def test_rebuild_and_reset_back_up_an_edited_lab(tmp_path):
     assert "has no build record" in labs.out_of_date(root)[0] or "differs" in labs.out_of_date(root)[0]
 
     report = labs.reset("lab98", root)
-    assert report.backup is not None and report.backup.parent == root / "labs" / ".backups"
+    # backups/ sits beside labs/: JupyterLab's file browser shows it (it hides dot-folders)
+    assert report.backup is not None and report.backup.parent == root / "backups"
     assert "# my answer" in report.backup.read_text(encoding="utf-8")
     assert "# my answer" not in lab_path.read_text(encoding="utf-8")
-    assert str(report.backup) in str(report)
+    assert f"saved to backups/{report.backup.name}" in str(report)
+    assert "JupyterLab's file browser" in str(report) and "已备份到" in str(report)
+    assert not (root / "labs" / ".backups").exists()
     # resetting a pristine lab makes no backup
     assert labs.reset("lab98_demo", root).backup is None
 
@@ -90,6 +93,64 @@ def test_rebuild_and_reset_back_up_an_edited_lab(tmp_path):
     nbformat.write(lab, lab_path)
     report = labs.build(root, force=True)[0]
     assert report.backup is not None and "# second edit" in report.backup.read_text(encoding="utf-8")
+
+
+def test_old_hidden_backups_are_left_alone(tmp_path):
+    root = _project(tmp_path)
+    labs.build(root)
+    old = root / "labs" / ".backups" / "lab98_demo.20250101-000000.ipynb"
+    old.parent.mkdir()
+    old.write_text("an old backup", encoding="utf-8")
+    lab_path = root / "labs" / "lab98_demo.ipynb"
+    lab = nbformat.read(lab_path, as_version=4)
+    lab.cells[2].source += "\n# edit\n"
+    nbformat.write(lab, lab_path)
+    report = labs.reset("lab98", root)
+    assert report.backup.parent == root / "backups"
+    assert old.read_text(encoding="utf-8") == "an old backup"
+    assert [p.name for p in old.parent.iterdir()] == [old.name]
+
+
+def test_a_broken_lab_is_named_kept_and_restored(tmp_path, monkeypatch, capsys):
+    root = _project(tmp_path)
+    labs.build(root)
+    lab_path = root / "labs" / "lab98_demo.ipynb"
+    broken = lab_path.read_bytes()[:-40]  # a save cut short
+    lab_path.write_bytes(broken)
+    monkeypatch.chdir(root / "labs")  # from inside labs/, the course is found above
+    assert main(["labs", "check"]) == 1
+    out = capsys.readouterr().out
+    assert "labs/lab98_demo.ipynb is not valid JSON (line" in out
+    assert "fxcourse labs reset lab98_demo" in out and "Traceback" not in out
+    assert main(["labs", "reset", "lab98"]) == 0
+    out = capsys.readouterr().out
+    (kept,) = (root / "backups").iterdir()
+    assert kept.read_bytes() == broken and kept.name.endswith(".broken.txt")
+    assert f"kept as backups/{kept.name}" in out and "replaced by a working lab" in out
+    assert nbformat.read(lab_path, as_version=4).cells[3].outputs[0]["text"] == "stub\n"
+    assert main(["labs", "check"]) == 0
+
+
+def test_build_replaces_a_broken_lab_after_keeping_it(tmp_path):
+    root = _project(tmp_path)
+    (root / "labs").mkdir()
+    lab_path = root / "labs" / "lab98_demo.ipynb"
+    lab_path.write_text("", encoding="utf-8")  # an empty file where the lab should be
+    (report,) = labs.build(root, execute=False)
+    assert report.action == "built" and report.broken == "is empty (0 bytes)"
+    assert report.backup.read_bytes() == b"" and labs.out_of_date(root) == []
+
+
+def test_commands_outside_the_course_say_where_it_is_expected(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # an empty folder
+    for argv in (["labs", "check"], ["labs", "build"], ["labs", "reset", "lab00"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"got the folder {tmp_path}, which is not inside the course" in err
+        assert "the course folder (the one holding labs/ and solutions/)" in err and "课程目录" in err
+    assert list(tmp_path.iterdir()) == []  # no labs/ folder was created here
+    with pytest.raises(FxCourseError, match="not inside the course"):
+        labs.out_of_date(tmp_path)
 
 
 def test_reset_unknown_lab_is_a_clear_error(tmp_path):

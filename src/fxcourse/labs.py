@@ -6,8 +6,14 @@ outputs are cleared, and the whole lab is executed so its stored outputs show th
 checker's "not yet implemented" feedback.
 
 A generated lab records the hash of its cell sources in its metadata. Any later command
-that would overwrite a lab whose sources no longer match that hash (the learner edited it)
-first copies it to ``labs/.backups/`` and says where it went.
+that would overwrite a lab whose sources no longer match that hash (the learner edited it),
+or a lab that can no longer be read (its JSON is broken), first copies it to the course's
+``backups/`` folder and says where it went. That folder sits beside ``labs/`` so JupyterLab's
+file browser shows it (it hides dot-folders; older versions wrote to ``labs/.backups/``,
+which is left as it is).
+
+The commands find the course from the current folder or any folder above it (the one
+holding ``solutions/``), so they work from inside ``labs/`` too.
 """
 from __future__ import annotations
 
@@ -24,7 +30,10 @@ import nbformat
 
 from .errors import FxCourseError
 
-__all__ = ["STUB", "strip_solutions", "source_hash", "build", "out_of_date", "reset", "LabReport"]
+__all__ = ["BACKUPS", "STUB", "strip_solutions", "source_hash", "build", "find_root", "out_of_date", "reset",
+           "LabReport"]
+
+BACKUPS = "backups"  # beside labs/, visible in JupyterLab's file browser
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = 'raise NotImplementedError("replace this line with your code / 把这一行换成你的代码")'
@@ -77,63 +86,124 @@ class LabReport:
     action: str  # "built", "up to date", "reset"
     backup: Path | None = None
     seconds: float = 0.0
+    broken: str | None = None  # why the lab that was replaced could not be read
+    broken_zh: str = ""
+    shown: str = ""  # the backup's path relative to the course, as printed
 
     def __str__(self) -> str:
         text = f"{self.name}: {self.action}"
         if self.seconds:
             text += f" ({self.seconds:.1f} s)"
         if self.backup:
-            text += f"; your edited copy was saved to {self.backup} / 你修改过的版本已备份到 {self.backup}"
+            where = self.shown or str(self.backup)
+            if self.broken:
+                text += (f"; labs/{self.name}.ipynb {self.broken}, so it was kept as {where} and replaced "
+                         f"by a working lab (backups/ is in JupyterLab's file browser)"
+                         f" / labs/{self.name}.ipynb {self.broken_zh}，原文件已保存为 {where}，并换成了可用的"
+                         f"实验（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
+            else:
+                text += (f"; your edited copy was saved to {where} (backups/ is in JupyterLab's file browser)"
+                         f" / 你修改过的版本已备份到 {where}（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
         return text
 
 
-def _lab_hashes(lab_path: Path) -> tuple[str | None, str | None]:
-    """(hash recorded when the lab was generated, hash of its sources now); both None when
-    there is no lab. The two differ when a learner edited the lab (or it has no record)."""
+def _lab_state(lab_path: Path) -> tuple[str | None, str | None, FxCourseError | None]:
+    """(hash recorded when the lab was generated, hash of its sources now, read error).
+
+    Hashes are None when there is no lab or it cannot be read (then the error says why).
+    The two hashes differ when a learner edited the lab (or it has no record)."""
+    from . import nbrun
+
     if not lab_path.exists():
-        return None, None
-    nb = nbformat.read(lab_path, as_version=4)
-    return nb.metadata.get("fxcourse", {}).get("source_hash"), source_hash(nb)
+        return None, None, None
+    try:
+        nb = nbrun.read(lab_path, where="labs")
+    except FxCourseError as exc:
+        return None, None, exc
+    return nb.metadata.get("fxcourse", {}).get("source_hash"), source_hash(nb), None
 
 
-def _backup(lab_path: Path) -> Path:
-    folder = lab_path.parent / ".backups"
+def _backup(lab_path: Path, root: Path, *, broken: bool = False) -> Path:
+    """Copy ``lab_path`` into ``root/backups/`` under a new, timestamped name. A broken file
+    is kept as ``.txt`` so that JupyterLab opens it in its text editor."""
+    folder = root / BACKUPS
     folder.mkdir(exist_ok=True)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = folder / f"{lab_path.stem}.{stamp}.ipynb"
+    suffix = ".broken.txt" if broken else ".ipynb"
+    target = folder / f"{lab_path.stem}.{stamp}{suffix}"
     n = 1
     while target.exists():
         n += 1
-        target = folder / f"{lab_path.stem}.{stamp}-{n}.ipynb"
+        target = folder / f"{lab_path.stem}.{stamp}-{n}{suffix}"
     shutil.copy2(lab_path, target)
     return target
 
 
-def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, *,
-             execute: bool) -> tuple[Path | None, float]:
+def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, root: Path, *,
+             execute: bool, action: str) -> LabReport:
     """Execute ``lab`` (already stripped), record its hash, and write it to ``lab_path``,
-    first backing up a lab there that a learner edited. Returns (backup, seconds)."""
+    first backing up a lab there that a learner edited or that cannot be read."""
     from . import nbrun
 
     seconds = 0.0
     if execute:
         start = time.perf_counter()
-        nbrun.execute(lab, lab_path.parent.resolve(), name=str(lab_path))
+        nbrun.execute(lab, lab_path.parent.resolve(), name=f"labs/{lab_path.name}", where="labs")
         seconds = time.perf_counter() - start
     lab.metadata["fxcourse"] = {"generated_from": f"solutions/{solution_path.name}",
                                 "source_hash": source_hash(lab)}
-    recorded, now = _lab_hashes(lab_path)
-    backup = _backup(lab_path) if now is not None and recorded != now else None
-    nbformat.write(lab, lab_path)
-    return backup, seconds
+    recorded, now, error = _lab_state(lab_path)
+    backup = None
+    if error is not None or (now is not None and recorded != now):
+        backup = _backup(lab_path, root, broken=error is not None)
+    nbrun.write(lab, lab_path)
+    report = LabReport(lab_path.stem, action, backup, seconds)
+    if error is not None:
+        report.broken = getattr(error, "reason", "cannot be read")
+        report.broken_zh = getattr(error, "reason_zh", "无法读取")
+    if backup is not None:
+        report.shown = f"{BACKUPS}/{backup.name}"
+    return report
 
 
 def _stripped(solution_path: Path) -> nbformat.NotebookNode:
-    return strip_solutions(nbformat.read(solution_path, as_version=4), name=str(solution_path))
+    from . import nbrun
+
+    solution = nbrun.read(solution_path, where="labs", fix=(
+        "restore it from version control (git checkout -- FILE); labs are generated from it",
+        "请从版本库恢复它（git checkout -- FILE）；实验由它生成"))
+    return strip_solutions(solution, name=str(solution_path))
+
+
+def _not_a_course(start: Path) -> FxCourseError:
+    return FxCourseError(
+        got=f"the folder {start}, which is not inside the course (no solutions/ folder there or above it)",
+        accepted="the course folder (the one holding labs/ and solutions/) or a folder inside it",
+        fix="cd into the course folder first, then run the command again", where="labs",
+        zh=f"labs：{start} 不在课程目录中（它和它的上级目录里都没有 solutions/）；"
+           "请先 cd 到课程目录（包含 labs/ 和 solutions/ 的那个文件夹），再运行命令。")
+
+
+def find_root(start: str | Path = ".") -> Path:
+    """The course folder: ``start`` or the nearest folder above it holding ``solutions/lab*.ipynb``.
+
+    >>> import tempfile
+    >>> find_root(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fxcourse.errors.FxCourseError: labs: got the folder ..., which is not inside the course ...
+    """
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "solutions").is_dir() and any((folder / "solutions").glob("lab*.ipynb")):
+            return folder
+    raise _not_a_course(start)
 
 
 def _solutions(root: Path, names: list[str] | None) -> list[Path]:
     folder = root / "solutions"
+    if not folder.is_dir():
+        raise _not_a_course(root)
     found = sorted(folder.glob("lab*.ipynb"))
     if not names:
         return found
@@ -143,7 +213,8 @@ def _solutions(root: Path, names: list[str] | None) -> list[Path]:
         match = [p for p in found if p.stem == stem or p.stem.startswith(stem + "_")]
         if not match:
             raise FxCourseError(got=repr(name), accepted=f"one of {', '.join(p.stem for p in found) or '(none)'}",
-                                fix="name a lab that has a notebook in solutions/", where="labs")
+                                fix="name a lab that has a notebook in solutions/", where="labs",
+                                zh=f"labs：没有名为 {name!r} 的实验；请从上面列出的实验名中选一个。")
         chosen.extend(match)
     return chosen
 
@@ -158,8 +229,13 @@ def out_of_date(root: str | Path = ".") -> list[str]:
         if not lab_path.exists():
             problems.append(f"labs/{solution_path.name} is missing")
             continue
-        recorded, now = _lab_hashes(lab_path)
-        if now != source_hash(_stripped(solution_path)):
+        recorded, now, error = _lab_state(lab_path)
+        if error is not None:
+            problems.append(f"labs/{solution_path.name} {getattr(error, 'reason', 'cannot be read')}; run "
+                            f"`fxcourse labs reset {lab_path.stem}` to restore it (the broken file is kept "
+                            f"in {BACKUPS}/) / labs/{solution_path.name} {getattr(error, 'reason_zh', '无法读取')}；运行 "
+                            f"`fxcourse labs reset {lab_path.stem}` 恢复（损坏的文件会保存在 {BACKUPS}/）")
+        elif now != source_hash(_stripped(solution_path)):
             problems.append(f"labs/{solution_path.name} differs from solutions/{solution_path.name}")
         elif recorded != now:
             problems.append(f"labs/{solution_path.name} has no build record (was it edited by hand?)")
@@ -172,26 +248,28 @@ def out_of_date(root: str | Path = ".") -> list[str]:
 
 def build(root: str | Path = ".", names: list[str] | None = None, *, force: bool = False,
           execute: bool = True) -> list[LabReport]:
-    """Write ``labs/`` from ``solutions/``, backing up any lab a learner edited."""
+    """Write ``labs/`` from ``solutions/``, backing up any lab a learner edited (or that
+    cannot be read) into ``backups/``."""
     root = Path(root)
+    chosen = _solutions(root, names)
     (root / "labs").mkdir(exist_ok=True)
     reports = []
-    for solution_path in _solutions(root, names):
+    for solution_path in chosen:
         lab_path = root / "labs" / solution_path.name
         lab = _stripped(solution_path)
-        recorded, now = _lab_hashes(lab_path)
-        if not force and recorded == now == source_hash(lab):
+        recorded, now, error = _lab_state(lab_path)
+        if not force and error is None and recorded == now == source_hash(lab):
             reports.append(LabReport(lab_path.stem, "up to date"))
             continue
-        backup, seconds = _install(lab, solution_path, lab_path, execute=execute)
-        reports.append(LabReport(lab_path.stem, "built", backup, seconds))
+        reports.append(_install(lab, solution_path, lab_path, root, execute=execute, action="built"))
     return reports
 
 
 def reset(name: str, root: str | Path = ".") -> LabReport:
-    """Restore a pristine ``labs/<name>``, first backing up the learner's edited copy."""
+    """Restore a pristine ``labs/<name>``, first backing up the learner's edited (or broken)
+    copy into ``backups/``."""
     root = Path(root)
     solution_path = _solutions(root, [name])[0]
     lab_path = root / "labs" / solution_path.name
-    backup, seconds = _install(_stripped(solution_path), solution_path, lab_path, execute=True)
-    return LabReport(lab_path.stem, "reset", backup, seconds)
+    (root / "labs").mkdir(exist_ok=True)
+    return _install(_stripped(solution_path), solution_path, lab_path, root, execute=True, action="reset")
