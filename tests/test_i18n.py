@@ -71,13 +71,44 @@ def test_export_keeps_one_language_with_code_and_outputs(tmp_path):
     nb.cells[2].execution_count = 1
     nbformat.write(nb, path)
     (out,) = i18n.export([path], "zh", tmp_path / "zh")
-    exported = nbformat.read(out, as_version=4)
+    assert out.backup is None
+    exported = nbformat.read(out.path, as_version=4)
     assert [c.source for c in exported.cells if c.cell_type == "markdown"] == ["# 标题", "## 部分\n正文", "## 小结", "## 练习"]
     assert exported.cells[1].outputs[0]["data"]["text/plain"] == "2"
     with pytest.raises(FxCourseError, match="'fr'"):
         i18n.export([path], "fr", tmp_path / "fr")
     with pytest.raises(FxCourseError, match="overwrite"):
         i18n.export([path], "en", tmp_path)
+
+
+def test_export_never_loses_an_edited_copy(tmp_path):
+    path = _lecture(tmp_path, GOOD)
+    out = tmp_path / "build" / "zh"
+    (first,) = i18n.export([path], "zh", out)
+    assert i18n.export([path], "zh", out)[0].backup is None  # the same content: nothing to keep
+    edited = first.path.read_text(encoding="utf-8").replace("正文", "我的笔记")
+    first.path.write_text(edited, encoding="utf-8")
+    (second,) = i18n.export([path], "zh", out)
+    assert second.backup is not None and second.backup.read_text(encoding="utf-8") == edited
+    assert second.backup.parent == out / "backups" / "course"
+    assert "我的笔记" not in second.path.read_text(encoding="utf-8")
+    assert str(second.backup) in str(second)
+
+
+def test_export_into_the_course_own_folders_is_refused(tmp_path):
+    """Writing OUT/labs/<lab> into a course would replace the learner's own lab."""
+    course = tmp_path / "course_root"
+    (course / "solutions").mkdir(parents=True)
+    (course / "labs").mkdir()
+    mine = course / "labs" / "lab00_demo.ipynb"
+    nbformat.write(new_notebook(cells=[en("# Lab"), zh("# 实验"), new_code_cell("answer = 42")]), mine)
+    before = mine.read_bytes()
+    other = tmp_path / "elsewhere" / "labs"
+    other.mkdir(parents=True)
+    nbformat.write(new_notebook(cells=[en("# Lab"), zh("# 实验")]), other / "lab00_demo.ipynb")
+    with pytest.raises(FxCourseError, match="would overwrite .*lab00_demo.ipynb"):
+        i18n.export([other], "zh", course)
+    assert mine.read_bytes() == before
 
 
 def test_cli_exit_status(tmp_path, capsys):
