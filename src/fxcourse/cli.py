@@ -1,43 +1,107 @@
-"""The ``fxcourse`` command: doctor, labs, i18n, nb."""
+"""The ``fxcourse`` command: doctor, labs, i18n, nb.
+
+Every failure a learner can cause ends in one bilingual line on stderr and a non-zero exit
+status (2 for a wrong argument or file, 1 for a check that found problems), never a traceback.
+"""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from .errors import FxCourseError
 
 DEFAULT_NOTEBOOK_DIRS = ["course", "labs", "solutions"]
 
+# argparse's own messages (Python 3.10-3.13), each with its 中文 twin
+_ARGPARSE_ZH = [
+    (r"the following arguments are required: (.*)", "缺少必需的参数：{0}"),
+    (r"argument (\S+): invalid choice: (.*?) \(choose from (.*)\)", "参数 {0} 的值 {1} 无效，可选：{2}"),
+    (r"argument (\S+): expected one argument", "参数 {0} 需要一个值"),
+    (r"unrecognized arguments: (.*)", "无法识别的参数：{0}"),
+    (r"argument (\S+): ignored explicit argument (.*)", "参数 {0} 不接受值 {1}"),
+    (r"ambiguous option: (\S+) could match (.*)", "选项 {0} 有歧义，可能是：{1}"),
+]
+
+
+def _zh(message: str) -> str:
+    """The 中文 twin of one of argparse's error messages.
+
+    >>> _zh("the following arguments are required: out")
+    '缺少必需的参数：out'
+    """
+    for pattern, template in _ARGPARSE_ZH:
+        m = re.fullmatch(pattern, message)
+        if m:
+            return template.format(*m.groups())
+    return "命令行参数有误"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the course's bilingual error line (English / 中文)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message} / 错误：{_zh(message)}\n"
+                     f"run `{self.prog} --help` for help / 运行 `{self.prog} --help` 查看帮助\n")
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,i18n,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
-    labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习")
+    labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习",
+                          description="Run from the course folder or any folder inside it / "
+                                      "在课程目录或其子目录中运行")
     labs_sub = labs.add_subparsers(dest="action", required=True)
-    b = labs_sub.add_parser("build", help="write labs/ from solutions/ (edited labs are backed up)")
-    b.add_argument("names", nargs="*", help="labs to build (default: all)")
-    b.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    labs_sub.add_parser("check", help="fail when labs/ is out of date with solutions/")
-    r = labs_sub.add_parser("reset", help="restore a pristine lab, backing up your edited copy")
-    r.add_argument("name")
+    b = labs_sub.add_parser("build", help="write labs/ from solutions/ (edited labs are backed up to backups/) "
+                                          "/ 从 solutions/ 生成 labs/（改过的实验先备份到 backups/）")
+    b.add_argument("names", nargs="*", help="labs to build (default: all) / 要生成的实验（默认全部）")
+    b.add_argument("--force", action="store_true", help="rebuild even when up to date / 即使已是最新也重新生成")
+    labs_sub.add_parser("check", help="fail when labs/ is out of date with solutions/ / labs/ 过期时报错")
+    r = labs_sub.add_parser("reset", help="restore a pristine lab, backing up your copy to backups/ "
+                                          "/ 恢复原始实验，你的版本先备份到 backups/")
+    r.add_argument("name", help="the lab, e.g. lab00 / 实验名，例如 lab00")
 
     i18n = sub.add_parser("i18n", help="bilingual parity check and single-language export / 双语检查与导出")
     i18n_sub = i18n.add_subparsers(dest="action", required=True)
-    c = i18n_sub.add_parser("check")
+    c = i18n_sub.add_parser("check", help="check English/中文 cell pairs / 检查中英文单元是否成对")
     c.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS)
-    e = i18n_sub.add_parser("export")
+    e = i18n_sub.add_parser("export", help="write single-language copies into OUT / 把单语言版本写到 OUT")
     e.add_argument("--lang", required=True, choices=["en", "zh"])
-    e.add_argument("out")
+    e.add_argument("out", help="output folder, e.g. build/zh / 输出文件夹，例如 build/zh")
     e.add_argument("paths", nargs="*", default=["course", "labs"])
 
     nb = sub.add_parser("nb", help="notebook utilities / 笔记本工具")
     nb_sub = nb.add_subparsers(dest="action", required=True)
-    run = nb_sub.add_parser("run", help="execute notebooks in place, top to bottom, in a fresh kernel")
+    run = nb_sub.add_parser("run", help="execute notebooks in place, top to bottom, in a fresh kernel "
+                                        "/ 在新内核中从头执行笔记本并原地保存")
     run.add_argument("paths", nargs="+")
     return p
+
+
+def _labs(args: argparse.Namespace) -> int:
+    from . import labs
+
+    root = labs.find_root(Path.cwd())
+    if args.action == "build":
+        for report in labs.build(root, args.names, force=args.force):
+            print(report, flush=True)
+        return 0
+    if args.action == "check":
+        problems = labs.out_of_date(root)
+        for line in problems:
+            print(line)
+        if problems:
+            print("run `fxcourse labs build` / 请运行 `fxcourse labs build`")
+            return 1
+        print(f"labs/ is up to date in {root} / {root} 中的 labs/ 与 solutions/ 一致")
+        return 0
+    print(labs.reset(args.name, root))
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -48,26 +112,10 @@ def _run(args: argparse.Namespace) -> int:
         print(report.to_text())
         return 0 if report.healthy else 1
     if args.command == "labs":
-        from . import labs
+        return _labs(args)
+    from . import i18n, nbrun
 
-        if args.action == "build":
-            for report in labs.build(".", args.names, force=args.force):
-                print(report)
-            return 0
-        if args.action == "check":
-            problems = labs.out_of_date(".")
-            for line in problems:
-                print(line)
-            if problems:
-                print("run `fxcourse labs build` / 请运行 `fxcourse labs build`")
-                return 1
-            print("labs/ is up to date / labs/ 与 solutions/ 一致")
-            return 0
-        print(labs.reset(args.name, "."))
-        return 0
     if args.command == "i18n":
-        from . import i18n
-
         if args.action == "check":
             problems = i18n.check_paths(args.paths)
             for problem in problems:
@@ -75,12 +123,13 @@ def _run(args: argparse.Namespace) -> int:
             count = len(i18n.notebooks_in(args.paths))
             print(f"{count} notebooks, {len(problems)} problems / {count} 个笔记本，{len(problems)} 个问题")
             return 1 if problems else 0
-        for path in i18n.export(args.paths, args.lang, args.out):
-            print(path)
+        for exported in i18n.export(args.paths, args.lang, args.out):
+            print(exported)
         return 0
-    from . import i18n, nbrun
-
-    for path in i18n.notebooks_in(args.paths):
+    paths = i18n.notebooks_in(args.paths, where="nb run")
+    for path in paths:  # every notebook checked before the first one runs
+        nbrun.prepare(path)
+    for path in paths:
         print(f"{path}: {nbrun.run(path):.1f} s", flush=True)
     return 0
 
@@ -92,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     except FxCourseError as exc:
         print(f"fxcourse: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a disk or permission problem while writing
+        name = f" {exc.filename}" if exc.filename else ""
+        print(f"fxcourse: could not write or read{name}: {exc.strerror or exc} / 无法读写{name}："
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fxcourse: interrupted / 已中断", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
