@@ -1,22 +1,132 @@
 """Checkers for labs/lab06_dynamo_bytecode.ipynb (lecture course/06_dynamo_bytecode.ipynb).
 
 The functions the lab asks about (``f1`` … ``f6``, ``scale``) live here, so the lab prints
-their source from this module and the checker captures exactly what the learner read.
+their source from this module and the checker compiles exactly what the learner read.
+
+Graph and break counts come from torch itself: a counting backend sees every graph, and the
+``graph_breaks`` logging artifact (what ``TORCH_LOGS=graph_breaks`` prints) reports every break
+Dynamo takes, including one with no tensor operation before it. Whether a call recompiles is
+read the same way, from a counting backend and the ``recompiles`` artifact.
 """
 from __future__ import annotations
 
 import contextlib
 import io
-from typing import Any, Callable
+import logging
+import re
+from typing import Any, Callable, Iterator
 
 import torch
 
 from . import Wrong, task
-from .._capture import capture
 from .._dynamo_cache import cache_entries, walk
-from ..errors import FxCourseError
+from .._text import first_line, quiet
+from ._probe import describe, need_callable
 
-__all__ = ["PUZZLES", "scale_args", "puzzle_input", "scale"]
+__all__ = ["PUZZLES", "dynamo_log", "graphs_and_breaks", "puzzle_input", "scale", "scale_args"]
+
+
+# -- torch's own signals -----------------------------------------------------------------
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.messages.append(record.getMessage())
+        except Exception:  # a record that cannot be formatted is not one we count
+            pass
+
+
+@contextlib.contextmanager
+def dynamo_log(artifact: str) -> Iterator[list[str]]:
+    """Collect the messages of one of torch's logging artifacts (``"graph_breaks"``,
+    ``"recompiles"``) while the block runs, without printing them.
+
+    The learner's own logging settings (``set_logs``, ``TORCH_LOGS``) are left as they were.
+
+    >>> import torch
+    >>> def f(x):
+    ...     y = x + 1
+    ...     torch._dynamo.graph_break()
+    ...     return y * 2
+    >>> torch._dynamo.reset()
+    >>> with dynamo_log("graph_breaks") as messages:
+    ...     _ = torch.compile(f, backend="eager")(torch.ones(2))
+    >>> sum(m.startswith("Graph break") for m in messages)
+    1
+    >>> torch._dynamo.reset()
+    """
+    import torch._dynamo  # noqa: F401 - registers Dynamo's artifact loggers
+    from torch._logging import _internal
+
+    state = _internal._get_log_state()
+    added = not state.is_artifact_enabled(artifact)
+    state.enable_artifact(artifact)
+    loggers = [logging.getLogger(name) for name in sorted(_internal.log_registry.get_artifact_log_qnames())
+               if name.endswith(f".__{artifact}")]
+    saved = [(lg, lg.level, lg.propagate) for lg in loggers]
+    handler = _Collect()
+    for lg in loggers:
+        lg.setLevel(logging.DEBUG)
+        lg.propagate = False
+        lg.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        for lg, level, propagate in saved:
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+            lg.propagate = propagate
+        if added:
+            state.artifact_names.discard(artifact)
+
+
+def _break_records(messages: list[str]) -> list[tuple[str, str]]:
+    """(source line, reason) of each graph break in the ``graph_breaks`` messages."""
+    out = []
+    for message in messages:
+        if not message.startswith("Graph break"):
+            continue
+        lines = [line.rstrip() for line in message.splitlines()]
+        reason = ""
+        for i, line in enumerate(lines):
+            if line.startswith("Graph Break Reason:"):
+                reason = line.split(":", 1)[1].strip()
+                if reason.startswith("Encountered graph break when attempting"):
+                    reason = next((rest.strip() for rest in lines[i + 1:] if rest.strip()), reason)
+                break
+        source = ""
+        frames = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "')]
+        if frames and frames[-1] + 1 < len(lines):
+            source = lines[frames[-1] + 1].strip()
+        out.append((source, reason))
+    return out
+
+
+def graphs_and_breaks(fn: Callable[..., Any], *args: Any) -> tuple[int, int, list[tuple[str, str]]]:
+    """Compile ``fn`` afresh, call it once with ``args`` and return (graphs compiled, graph
+    breaks taken, (source line, reason) of each break), as torch itself reports them.
+
+    >>> graphs_and_breaks(PUZZLES["f1"], puzzle_input())[:2]
+    (1, 0)
+    """
+    graphs: list[Any] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        with quiet(), contextlib.redirect_stdout(io.StringIO()), dynamo_log("graph_breaks") as messages:
+            torch.compile(fn, backend=counting)(*args)
+    finally:
+        torch._dynamo.reset()
+    breaks = _break_records(messages)
+    return len(graphs), len(breaks), breaks
 
 
 # -- exercise 1: predict graphs and breaks ----------------------------------------------
@@ -59,89 +169,110 @@ def f6(x):
 
 PUZZLES: dict[str, Callable[..., Any]] = {f.__name__: f for f in (f1, f2, f3, f4, f5, f6)}
 
-_WHY = {
-    "f1": ("a Python for loop over range() is unrolled: Dynamo runs the loop while tracing and "
-           "records all three iterations in one graph.",
-           "对 range() 的 Python for 循环会被展开：Dynamo 在追踪时执行这个循环，把三次迭代都记录在一张图里。"),
-    "f2": ("print is a builtin Dynamo cannot put in a graph: the graph ends before it, Python runs "
-           "print, and a resume function starts a second graph.",
-           "print 是 Dynamo 无法放进计算图的内置函数：计算图在它之前结束，由 Python 执行 print，"
-           "再由恢复函数开始第二张图。"),
-    "f3": ("x.shape[0] is known while tracing: Dynamo takes the branch, guards on the size and keeps "
-           "one graph.",
-           "追踪时 x.shape[0] 是已知的：Dynamo 直接选定分支，对尺寸加一个守卫，只得到一张图。"),
-    "f4": ("x.sum() > 0 depends on tensor values: the graph ends at the if, Python decides, and the "
-           "branch taken becomes a second graph.",
-           "x.sum() > 0 取决于张量的数值：计算图在 if 处结束，由 Python 做判断，走到的分支成为第二张图。"),
-    "f5": ("the print comes before any tensor op, so nothing is compiled before that break: capture "
-           "(like explain) counts graphs − 1, which is 0 breaks.",
-           "print 出现在任何张量运算之前，这次中断之前没有可编译的内容：capture（与 explain 一样）"
-           "把图中断数记为图的数量减一，即 0。"),
-    "f6": ("two breaks: .item() (capture_scalar_outputs is False by default) and print, so three graphs.",
-           "两次中断：.item()（默认 capture_scalar_outputs 为 False）和 print，因此有三张图。"),
+#: What to rethink when a prediction is off: the idea, never the numbers.
+_NUDGE = {
+    "f1": ("Dynamo runs a Python for loop over range() while it traces; think about what is left to compile "
+           "after the loop has run.",
+           "Dynamo 在追踪时执行对 range() 的 Python for 循环；想一想循环执行完之后还剩下什么需要编译。"),
+    "f2": ("print is a builtin Dynamo cannot put in a graph: count what is compiled on each side of it.",
+           "print 是 Dynamo 无法放进计算图的内置函数：数一数它前后各编译了什么。"),
+    "f3": ("x.shape[0] is known while tracing, so Dynamo can decide this if by itself and guard on the size.",
+           "追踪时 x.shape[0] 是已知的，所以 Dynamo 可以自己决定这个 if，并对尺寸加一个守卫。"),
+    "f4": ("x.sum() > 0 depends on tensor values, which Dynamo does not have while tracing.",
+           "x.sum() > 0 取决于张量的数值，而 Dynamo 在追踪时并不知道这些数值。"),
+    "f5": ("a break is still a break when no tensor operation comes before it: it leaves no graph behind, but "
+           "Dynamo takes it (and logs it).",
+           "即使前面没有任何张量运算，中断仍然是中断：它之前不留下计算图，但 Dynamo 确实发生了这次中断（并记录了它）。"),
+    "f6": ("look for every line Dynamo cannot put in a graph; with Dynamo's default settings "
+           "(capture_scalar_outputs=False) .item() is one of them.",
+           "找出 Dynamo 无法放进计算图的每一行；在 Dynamo 的默认设置下（capture_scalar_outputs=False），"
+           ".item() 就是其中之一。"),
 }
 
 
 def puzzle_input() -> torch.Tensor:
-    """The input every puzzle is captured with."""
+    """The input every puzzle is compiled with."""
     generator = torch.Generator().manual_seed(6)
     return torch.randn(4, 3, generator=generator)
 
 
-_FACTS: dict[str, tuple[int, int, list[str]]] = {}
+_FACTS: dict[str, tuple[int, int]] = {}
 
 
-def _facts(name: str) -> tuple[int, int, list[str]]:
-    """(graphs, breaks, break reasons) that capture sees for puzzle ``name``; computed once."""
+def _facts(name: str) -> tuple[int, int]:
+    """(graphs, breaks) torch reports for puzzle ``name``; computed once."""
     if name not in _FACTS:
-        with contextlib.redirect_stdout(io.StringIO()):
-            cap = capture(PUZZLES[name], puzzle_input())
-        _FACTS[name] = (cap.graph_count, cap.break_count,
-                        [f"line '{b.line}': {b.reason}" for b in cap.breaks])
+        graphs, breaks, _ = graphs_and_breaks(PUZZLES[name], puzzle_input())
+        _FACTS[name] = (graphs, breaks)
     return _FACTS[name]
 
 
 def _pair(value: Any) -> tuple[int, int] | None:
-    try:
-        graphs, breaks = value
-        if isinstance(graphs, bool) or isinstance(breaks, bool):
-            return None
-        return int(graphs), int(breaks)
-    except (TypeError, ValueError):
+    """A prediction as (graphs, breaks), or None when it is not a pair of two ints."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
         return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None
+    return value[0], value[1]
 
 
-@task("lab06.1", "predict graphs and graph breaks", "预测计算图与图中断的数量")
+def _direction(said: int, truth: int, what_en: str, what_zh: str) -> tuple[str, str] | None:
+    if said == truth:
+        return None
+    if said > truth:
+        return f"{what_en} too high", f"{what_zh}偏多"
+    return f"{what_en} too low", f"{what_zh}偏少"
+
+
+@task("lab06.1", "predict graphs and graph breaks", "预测计算图与图中断的数量", hints=[
+    ("Go through each function line by line and ask two questions: can Dynamo put this line in a graph, "
+     "and does Dynamo know this value while it traces?",
+     "逐行阅读每个函数，并问自己两个问题：Dynamo 能把这一行放进计算图吗？Dynamo 在追踪时知道这个值吗？"),
+    ("Lecture 06, section 6 'Graph breaks and resume functions': at a break the current graph ends, Python "
+     "runs the line Dynamo cannot trace, and a resume function traces the rest. Shapes and Python constants "
+     "are known while tracing; tensor values are not.",
+     "第 06 讲第 6 节“图中断与恢复函数”：遇到中断时当前计算图结束，由 Python 执行 Dynamo 无法追踪的那一行，"
+     "再由恢复函数追踪剩下的部分。追踪时形状和 Python 常量是已知的，张量的数值则不是。"),
+    ("Count graphs and breaks separately: a break before any tensor operation leaves no graph behind, yet "
+     "Dynamo still takes it. The cell after the exercise compares your predictions with what torch reports.",
+     "把计算图和中断分开数：出现在任何张量运算之前的中断不会留下计算图，但 Dynamo 仍然发生了这次中断。"
+     "练习后面的单元会把你的预测与 torch 报告的结果进行比较。"),
+])
 def _predict(answer: Any) -> None:
-    predictions = answer() if callable(answer) else answer
+    need_callable(answer, "predict")
+    predictions = answer()
     if not isinstance(predictions, dict):
-        raise Wrong("predict() should return a dict such as {'f1': (1, 0), 'f2': (2, 1), …}.",
-                    "predict() 应返回一个 dict，例如 {'f1': (1, 0), 'f2': (2, 1), …}。",
-                    got=type(predictions).__name__)
+        raise Wrong("predict() should return a dict from each function's name to a pair (graphs, breaks).",
+                    "predict() 应返回一个 dict：键是函数名，值是 (graphs, breaks) 二元组。",
+                    got=describe(predictions))
     missing = [name for name in PUZZLES if name not in predictions]
-    if missing:
-        raise Wrong(f"give a prediction for every function; missing: {', '.join(missing)}.",
-                    f"请为每个函数给出预测；缺少：{', '.join(missing)}。",
+    extra = sorted(str(k) for k in predictions if k not in PUZZLES)
+    if missing or extra:
+        raise Wrong(f"give exactly one prediction per function, keyed by its name ({', '.join(PUZZLES)}); "
+                    f"missing: {', '.join(missing) or 'none'}; not a puzzle: {', '.join(extra) or 'none'}.",
+                    f"请为每个函数恰好给出一个预测，键为函数名（{', '.join(PUZZLES)}）；"
+                    f"缺少：{', '.join(missing) or '无'}；不是题目中的函数：{', '.join(extra) or '无'}。",
                     expected=", ".join(PUZZLES), got=", ".join(map(str, predictions)))
-    wrong_en, wrong_zh, expected, got = [], [], [], []
+    off_en, off_zh, got = [], [], []
     for name in PUZZLES:
         pair = _pair(predictions[name])
         if pair is None:
-            raise Wrong(f"each prediction is a pair (graphs, breaks) of two ints; {name} is not.",
-                        f"每个预测都应是由两个整数组成的 (graphs, breaks)；{name} 不是。",
+            raise Wrong(f"each prediction is a pair (graphs, breaks) of two ints; {name}'s is not.",
+                        f"每个预测都应是由两个整数组成的 (graphs, breaks)；{name} 的预测不是。",
                         tried=name, got=repr(predictions[name]))
-        graphs, breaks, reasons = _facts(name)
-        if pair != (graphs, breaks):
-            en, zh = _WHY[name]
-            seen = f"; capture saw {'; '.join(reasons)}" if reasons else ""
-            wrong_en.append(f"{name}: {en}{seen}")
-            wrong_zh.append(f"{name}：{zh}")
-            expected.append(f"{name}: ({graphs}, {breaks})")
+        truth = _facts(name)
+        parts = [d for d in (_direction(pair[0], truth[0], "graphs", "计算图数量"),
+                             _direction(pair[1], truth[1], "breaks", "中断数量")) if d]
+        if parts:
+            en, zh = _NUDGE[name]
+            off_en.append(f"{name} ({', '.join(p[0] for p in parts)}): {en}")
+            off_zh.append(f"{name}（{'，'.join(p[1] for p in parts)}）：{zh}")
             got.append(f"{name}: {pair}")
-    if wrong_en:
-        raise Wrong(f"{len(wrong_en)} of {len(PUZZLES)} predictions are off. " + " | ".join(wrong_en),
-                    f"{len(PUZZLES)} 个预测中有 {len(wrong_en)} 个不对。" + " | ".join(wrong_zh),
-                    tried="capture(f, x) on each function", expected="; ".join(expected),
+    if off_en:
+        raise Wrong(f"{len(off_en)} of {len(PUZZLES)} predictions are off. " + " | ".join(off_en),
+                    f"{len(PUZZLES)} 个预测中有 {len(off_en)} 个不对。" + " | ".join(off_zh),
+                    tried="torch.compile(f) called once on x, for each function",
+                    expected="the graphs Dynamo compiles and the graph breaks it takes",
                     got="; ".join(got))
 
 
@@ -158,90 +289,166 @@ def scale_args() -> tuple[torch.Tensor, int, str]:
     return torch.ones(2, 3), 3, "double"
 
 
+_ARGS = ("x", "factor", "mode")
 _KEYS = {"fails_on_x": "x", "fails_on_factor": "factor", "fails_on_mode": "mode"}
 
 
-def _guard_names(reason: str) -> list[str]:
-    """Which of scale's arguments a recompile reason is about."""
-    found = []
-    if "'x'" in reason or "L['x']" in reason:
-        found.append("x")
-    if "factor" in reason:
-        found.append("factor")
-    if "mode" in reason:
-        found.append("mode")
-    return found
+def _guard_failures(message: str) -> list[str]:
+    """The failed guards a ``recompiles`` message names, one per cache entry."""
+    out = []
+    for line in message.splitlines():
+        line = line.strip()
+        match = re.match(r"- \d+/\d+: (.*)", line)
+        if match:
+            out.append(match.group(1).split("  #")[0].strip())
+    return out
 
 
-def _call_again(key: str, args: Any) -> list[str]:
-    """Recompile reasons after calling scale once as compiled, then with ``args``."""
-    if not isinstance(args, tuple) or len(args) != 3:
-        raise Wrong(f"{key} should be a tuple of scale's three arguments (x, factor, mode).",
-                    f"{key} 应是 scale 的三个参数组成的 tuple：(x, factor, mode)。",
-                    tried=key, got=repr(args) if not isinstance(args, tuple) else f"a tuple of {len(args)}")
-    cap = capture(scale, *scale_args())
+
+def _recompiles(key: str, args: tuple[Any, ...]) -> tuple[bool, list[str]]:
+    """Compile ``scale`` afresh with :func:`scale_args`, then call it with ``args``:
+    (whether it compiled again, the failed guards torch reports)."""
+    graphs: list[Any] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            cap.call_again(*args)
-    except FxCourseError as exc:
-        raise Wrong(f"scale raised an error on your {key} input. A guard that fails is not an error: "
-                    "choose arguments scale can still run with.",
-                    f"scale 在你的 {key} 输入上报错了。守卫失败并不是报错：请选择 scale 仍然能运行的参数。",
-                    tried=key, got=str(exc.__cause__ or exc).splitlines()[0]) from None
-    return [r.reason for r in cap.recompiles]
+        compiled = torch.compile(scale, backend=counting)
+        with quiet():
+            compiled(*scale_args())
+            before = len(graphs)
+            with dynamo_log("recompiles") as messages:
+                try:
+                    compiled(*args)
+                except Exception as exc:
+                    raise Wrong(f"scale raised an error on your {key} arguments. A guard that fails is not an "
+                                "error: choose arguments scale can still run with.",
+                                f"scale 在你的 {key} 参数上报错了。守卫失败并不是报错：请选择 scale 仍然能运行的参数。",
+                                tried=f"{key}: scale{_show(args)}", got=first_line(str(exc))) from None
+    finally:
+        torch._dynamo.reset()
+    return len(graphs) > before, [r for m in messages for r in _guard_failures(m)]
 
 
-@task("lab06.2", "inputs that fail, and pass, the guards", "让守卫失败与通过的输入")
+def _show(args: tuple[Any, ...]) -> str:
+    def one(a: Any) -> str:
+        if isinstance(a, torch.Tensor):
+            grad = ", requires_grad=True" if a.requires_grad else ""
+            return f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} stride {a.stride()}{grad}>"
+        return repr(a)
+    return "(" + ", ".join(one(a) for a in args) + ")"
+
+
+def _alone(args: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """scale_args() with only argument ``name`` taken from ``args``."""
+    base = list(scale_args())
+    base[_ARGS.index(name)] = args[_ARGS.index(name)]
+    return tuple(base)
+
+
+#: Why the named argument, changed on its own, still passed its guard: the idea to revisit.
+_STILL_PASSES = {
+    "x": ("the TENSOR_MATCH guard on x checks dtype, device, requires_grad, size and stride, not the values.",
+          "x 的 TENSOR_MATCH 守卫检查 dtype、device、requires_grad、尺寸和步长，不检查数值。"),
+    "factor": ("the guard on factor compares it with the value it was compiled with (EQUALS_MATCH).",
+               "factor 的守卫把它与编译时的值进行比较（EQUALS_MATCH）。"),
+    "mode": ("the guard on mode compares it with the string it was compiled with (EQUALS_MATCH).",
+             "mode 的守卫把它与编译时的字符串进行比较（EQUALS_MATCH）。"),
+}
+
+#: Why another argument failed its guard too (or made "passes" recompile).
+_ALSO_FAILS = {
+    "x": ("TENSOR_MATCH fixes x's dtype, device, requires_grad, size [2, 3] and stride.",
+          "TENSOR_MATCH 固定了 x 的 dtype、device、requires_grad、尺寸 [2, 3] 和步长。"),
+    "factor": ("Python ints are specialized: a factor other than the one compiled for fails its guard.",
+               "Python 整数会被特化：与编译时不同的 factor 会让它的守卫失败。"),
+    "mode": ("a string argument is compared by value: any other mode fails its guard.",
+             "字符串参数按值比较：任何其他 mode 都会让它的守卫失败。"),
+}
+
+
+def _shared_in_place(inputs: dict[str, Any], key: str) -> bool:
+    """``key``'s x is a tensor that another tuple also holds and that requires grad: the
+    sign of an in-place ``requires_grad_()`` on a shared tensor."""
+    x = inputs[key][0]
+    return (isinstance(x, torch.Tensor) and x.requires_grad
+            and any(k != key and isinstance(v, tuple) and v and v[0] is x for k, v in inputs.items()))
+
+
+@task("lab06.2", "inputs that fail, and pass, the guards", "让守卫失败与通过的输入", hints=[
+    ("Read the three guards printed above the exercise: each one looks at a single argument. Which property "
+     "of that argument does it compare?",
+     "读一读练习上方打印出的三个守卫：每个守卫只看一个参数。它比较的是该参数的哪一项属性？"),
+    ("Lecture 07, sections 1 'The guards of one compile' and 2 'Failing guards on purpose': TENSOR_MATCH "
+     "compares a tensor's metadata, EQUALS_MATCH compares a Python value; a call recompiles when any guard "
+     "fails, and every argument you change can fail its own guard.",
+     "第 07 讲第 1 节“一次编译产生的守卫”和第 2 节“故意让守卫失败”：TENSOR_MATCH 比较张量的元数据，"
+     "EQUALS_MATCH 比较 Python 值；只要有一个守卫失败就会重新编译，而你改变的每个参数都可能让它自己的守卫失败。"),
+    ("Start each tuple from the arguments of the first call and change one thing only; build a new tensor "
+     "rather than changing one in place, since a tensor shared between tuples changes in all of them.",
+     "每组参数都从第一次调用的参数出发，只改变一处；请构造新的张量而不是原地修改，因为几组参数共用的张量会在所有组里一起改变。"),
+])
 def _guards(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab06.2', guard_inputs).",
-                    "请传入函数本身，例如 check('lab06.2', guard_inputs)。", got=type(answer).__name__)
+    need_callable(answer, "guard_inputs")
     inputs = answer()
+    want = ", ".join([*_KEYS, "passes"])
     if not isinstance(inputs, dict) or set(inputs) != {*_KEYS, "passes"}:
-        want = ", ".join([*_KEYS, "passes"])
         raise Wrong(f"return a dict with exactly the keys {want}.", f"请返回恰好包含这些键的 dict：{want}。",
                     expected=want, got=", ".join(map(str, inputs)) if isinstance(inputs, dict)
-                    else type(inputs).__name__)
+                    else describe(inputs))
+    for key, args in inputs.items():
+        if not isinstance(args, tuple) or len(args) != 3:
+            raise Wrong(f"{key} should be a tuple of scale's three arguments (x, factor, mode).",
+                        f"{key} 应是 scale 的三个参数组成的 tuple：(x, factor, mode)。",
+                        tried=key, got=describe(args))
     for key, name in _KEYS.items():
-        reasons = _call_again(key, inputs[key])
-        if not reasons:
-            hint = {
-                "x": ("x passed TENSOR_MATCH: it checks dtype, device, requires_grad, size and stride, "
-                      "not the values. Change one of those.",
-                      "x 通过了 TENSOR_MATCH：它检查 dtype、device、requires_grad、size 和 stride，"
-                      "不检查数值。请改变其中一项。"),
-                "factor": ("EQUALS_MATCH L['factor'] == 3 compares the value: pass a different int.",
-                           "EQUALS_MATCH L['factor'] == 3 比较的是值：请传入另一个整数。"),
-                "mode": ("EQUALS_MATCH L['mode'] == 'double' compares the string: pass another one.",
-                         "EQUALS_MATCH L['mode'] == 'double' 比较的是字符串：请换一个字符串。"),
-            }[name]
-            raise Wrong(f"{key} did not trigger a recompile: " + hint[0],
-                        f"{key} 没有触发重新编译：" + hint[1], tried=key, expected="one recompile",
-                        got="the cache entry was reused")
-        about = _guard_names(reasons[0])
-        if name not in about:
-            raise Wrong(f"{key} failed a guard on {', '.join(about) or 'something else'} first; "
-                        f"keep the other arguments as they were and change only {name}.",
-                        f"{key} 先让关于 {', '.join(about) or '其他对象'} 的守卫失败了；"
-                        f"其他参数保持不变，只改变 {name}。",
-                        tried=key, expected=f"a failed guard on {name}", got=reasons[0])
-    reasons = _call_again("passes", inputs["passes"])
-    if reasons:
-        about = _guard_names(reasons[0])
-        extra = {"factor": (" Python ints are specialized: any other factor fails L['factor'] == 3.",
-                            "Python 整数会被特化：任何其他 factor 都会让 L['factor'] == 3 失败。"),
-                 "x": (" TENSOR_MATCH fixes x's size [2, 3], dtype float32 and stride.",
-                       "TENSOR_MATCH 固定了 x 的尺寸 [2, 3]、dtype float32 和步长。")}.get(
-                     about[0] if about else "", ("", ""))
-        raise Wrong("passes triggered a recompile, so it failed a guard." + extra[0],
-                    "passes 触发了重新编译，说明它让某个守卫失败了。" + extra[1],
-                    tried="passes", expected="no recompile", got=reasons[0])
-    x = inputs["passes"][0]
-    if isinstance(x, torch.Tensor) and x.shape == (2, 3) and torch.equal(x, torch.ones(2, 3)):
-        raise Wrong("passes reuses the cache entry, but x holds the same values as before; give x "
+        args = inputs[key]
+        for other in _ARGS:  # change one argument at a time: only `name` may fail its guard
+            recompiled, reasons = _recompiles(key, _alone(args, other))
+            tried = f"{key}: scale{_show(_alone(args, other))} (only {other} taken from your tuple)"
+            if other == name and not recompiled:
+                en, zh = _STILL_PASSES[name]
+                raise Wrong(f"{key} did not make the call recompile: its {name} still passes the guard. {en}",
+                            f"{key} 没有触发重新编译：它的 {name} 仍然通过了守卫。{zh}",
+                            tried=tried, expected=f"a failed guard on {name}", got="the cache entry was reused")
+            if other != name and recompiled:
+                if other == "x" and _shared_in_place(inputs, key):
+                    en, zh = ("its x is a tensor changed in place with requires_grad_() and shared with another "
+                              "tuple, so it fails x's guard here too.",
+                              "它的 x 是一个被 requires_grad_() 原地修改、并与另一组参数共用的张量，所以在这里也让 x 的守卫失败了。")
+                else:
+                    en, zh = _ALSO_FAILS[other]
+                raise Wrong(f"{key} fails the guard on {other} as well, not only the one on {name}: {en} "
+                            f"Keep {other} exactly as in the first call.",
+                            f"{key} 不只让 {name} 的守卫失败，也让 {other} 的守卫失败了：{zh}"
+                            f"请让 {other} 与第一次调用时完全相同。",
+                            tried=tried, expected=f"no failed guard on {other}",
+                            got="; ".join(reasons) or "a recompile")
+    passes = inputs["passes"]
+    for other in _ARGS:
+        recompiled, reasons = _recompiles("passes", _alone(passes, other))
+        if recompiled:
+            en, zh = (_ALSO_FAILS[other] if not (other == "x" and _shared_in_place(inputs, "passes"))
+                      else ("its x was changed in place with requires_grad_() through another tuple.",
+                            "它的 x 通过另一组参数被 requires_grad_() 原地修改了。"))
+            raise Wrong(f"passes made the call recompile: it fails the guard on {other}. {en}",
+                        f"passes 触发了重新编译：它让 {other} 的守卫失败了。{zh}",
+                        tried=f"passes: scale{_show(_alone(passes, other))} (only {other} taken from your tuple)",
+                        expected="no recompile", got="; ".join(reasons) or "a recompile")
+    recompiled, reasons = _recompiles("passes", passes)
+    if recompiled:
+        raise Wrong("passes made the call recompile.", "passes 触发了重新编译。", tried=f"passes: scale{_show(passes)}",
+                    expected="no recompile", got="; ".join(reasons) or "a recompile")
+    x = passes[0]
+    if isinstance(x, torch.Tensor) and torch.equal(x.detach(), scale_args()[0]):
+        raise Wrong("passes reuses the cache entry, but x holds the same values as in the first call; give x "
                     "new values to show that guards do not look at them.",
-                    "passes 复用了缓存条目，但 x 的数值和原来一样；请给 x 换上新的数值，说明守卫不检查数值。",
-                    tried="passes", expected="x with other values", got="torch.ones(2, 3)")
+                    "passes 复用了缓存条目，但 x 的数值与第一次调用时相同；请给 x 换上新的数值，说明守卫不检查数值。",
+                    tried=f"passes: scale{_show(passes)}", expected="x with other values",
+                    got="x equal to the first call's x")
 
 
 # -- exercise 3: count cache entries -----------------------------------------------------
@@ -256,12 +463,17 @@ def _halves(x):
     return y - 1
 
 
+def _times(x, k):
+    return x * k
+
+
 def _cache_cases() -> list[tuple[str, Callable[..., Any], list[tuple[Any, ...]]]]:
     f32, f64 = torch.float32, torch.float64
     return [
         ("_poly", _poly, [(torch.ones(3),), (torch.ones(3),), (torch.ones(4),), (torch.ones(5),),
                           (torch.ones(5, dtype=f64),)]),
         ("_halves", _halves, [(torch.ones(2, dtype=f32),), (torch.ones(2),), (torch.ones(2, 2),)]),
+        ("_times", _times, [(torch.ones(2), 2), (torch.ones(2), 2), (torch.ones(2), 3), (torch.ones(2, 2), 3)]),
     ]
 
 
@@ -281,10 +493,11 @@ def _reference_sizes(label: str, fn: Callable[..., Any],
 
         compiled = torch.compile(fn, backend=counting)
         sizes, counts = [], []
-        for args in calls:
-            compiled(*args)
-            sizes.append(len(cache_entries(fn.__code__)))
-            counts.append(len(graphs))
+        with quiet():
+            for args in calls:
+                compiled(*args)
+                sizes.append(len(cache_entries(fn.__code__)))
+                counts.append(len(graphs))
         torch._dynamo.reset()
         _SIZES[label] = (sizes, counts)
     return _SIZES[label]
@@ -299,48 +512,62 @@ def _describe_calls(calls: list[tuple[Any, ...]]) -> str:
     return ", ".join("(" + ", ".join(one(a) for a in args) + ")" for args in calls)
 
 
-@task("lab06.3", "count cache entries on the code object", "统计代码对象上的缓存条目")
+#: Known wrong results of lab06.3: predicate(got, want, graph counts), English, 中文.
+_CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int]], bool], str, str]] = [
+    (lambda got, want, graphs: got == graphs,
+     "those are graph counts: count the cache entries of fn's own code object. After a break the resume "
+     "function has a cache of its own, and one cache entry can hold more than one graph's worth of code.",
+     "这些是计算图的数量：应统计 fn 自己的代码对象上的缓存条目。中断之后的恢复函数有自己的缓存，"
+     "而且一个缓存条目并不等于一张计算图。"),
+    (lambda got, want, graphs: all(g == 0 for g in got),
+     "every count is 0: read the cache of the code object Dynamo compiled (fn's own, not the wrapper "
+     "torch.compile returns), after calling the compiled function.",
+     "所有计数都是 0：应在调用编译后的函数之后，读取 Dynamo 编译的那个代码对象（fn 自己的，而不是 "
+     "torch.compile 返回的包装函数的）的缓存。"),
+    (lambda got, want, graphs: got == [0] + want[:-1],
+     "each count is one call late: record the count after each call, not before it.",
+     "每个计数都晚了一次调用：请在每次调用之后记录计数，而不是之前。"),
+    (lambda got, want, graphs: got[0] > want[0] and all(g >= w for g, w in zip(got, want)),
+     "the counts are too high from the first call on: entries left by an earlier compile of fn are still in "
+     "its cache. Start from an empty cache (lecture 06, section 5).",
+     "从第一次调用起计数就偏大：之前编译 fn 留下的条目还在它的缓存里。请从空缓存开始（第 06 讲第 5 节）。"),
+]
+
+
+@task("lab06.3", "count cache entries on the code object", "统计代码对象上的缓存条目", hints=[
+    ("Which object holds Dynamo's cache: the wrapper torch.compile returns, or the code object of the "
+     "function it compiles?",
+     "Dynamo 的缓存挂在哪个对象上：torch.compile 返回的包装函数，还是被编译函数的代码对象？"),
+    ("Lecture 06, section 5 'The cache lives on the code object': each set of guards is one cache entry; a "
+     "new shape, dtype or int value can add one, and a graph break gives the resume function a cache of its own.",
+     "第 06 讲第 5 节“缓存挂在代码对象上”：每组守卫对应一个缓存条目；新的形状、dtype 或整数值都可能新增一个，"
+     "而图中断会让恢复函数拥有自己的缓存。"),
+    ("Earlier experiments leave entries behind: start from an empty cache, then count after each call, in order.",
+     "之前的实验会留下缓存条目：请从空缓存开始，然后按顺序在每次调用之后计数。"),
+])
 def _cache_sizes(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab06.3', cache_sizes).",
-                    "请传入函数本身，例如 check('lab06.3', cache_sizes)。", got=type(answer).__name__)
+    need_callable(answer, "cache_sizes")
     for label, fn, calls in _cache_cases():
         want, graph_counts = _reference_sizes(label, fn, calls)
         # Leave a stale entry behind, as an earlier experiment in a notebook would.
-        torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16))
-        with contextlib.redirect_stdout(io.StringIO()):
+        with quiet():
+            torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
+        with quiet():
             got = answer(fn, [tuple(c) for c in calls])
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
-        if isinstance(got, tuple):
-            got = list(got)
-        if not isinstance(got, list) or len(got) != len(calls):
-            raise Wrong("return one count per call, as a list of ints.", "请为每次调用返回一个计数，组成整数 list。",
-                        tried=tried, expected=repr(want), got=repr(got))
+        if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
+                or len(got) != len(calls):
+            raise Wrong("return a list with one count (an int) per call.", "请返回一个 list，每次调用对应一个计数（整数）。",
+                        tried=tried, expected=f"a list of {len(calls)} ints", got=describe(got))
         if got == want:
             continue
-        if got == graph_counts:
-            hint = ("those are graph counts: count the cache entries of fn's own code object. The resume "
-                    "function after a break has a cache of its own, and a graph is not a cache entry.",
-                    "这些是计算图的数量：应统计 fn 自己的代码对象上的缓存条目。中断之后的恢复函数有自己的缓存，"
-                    "而且一张计算图并不等于一个缓存条目。")
-        elif all(g == 0 for g in got):
-            hint = ("every count is 0: read the cache of fn.__code__ (the function you compiled), not "
-                    "of the wrapper torch.compile returns.",
-                    "所有计数都是 0：应读取 fn.__code__（被编译的函数）的缓存，而不是 torch.compile 返回的包装函数的。")
-        elif got[0] > want[0]:
-            hint = ("the first count is already too high: entries left by an earlier compile are still "
-                    "there. Call torch._dynamo.reset() first.",
-                    "第一个计数就偏大：之前编译留下的缓存条目还在。请先调用 torch._dynamo.reset()。")
-        elif label == "_halves":
-            hint = ("count the entries of fn's own code object only: the resume function after the "
-                    "break has a cache of its own, and a graph is not a cache entry.",
-                    "只统计 fn 自己的代码对象上的条目：中断之后的恢复函数有自己的缓存，而且一张计算图并不等于一个缓存条目。")
-        else:
-            hint = ("call the compiled function once per argument tuple, in order, and count "
-                    "the entries after each call.",
-                    "按顺序对每组参数调用一次编译后的函数，每次调用之后统计条目数。")
-        raise Wrong(*hint, tried=tried, expected=repr(want), got=repr(got))
+        for matches, en, zh in _CACHE_MISTAKES:
+            if matches(got, want, graph_counts):
+                raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
+        raise Wrong("the counts differ from the cache entries on fn's code object after each call.",
+                    "这些计数与每次调用之后 fn 的代码对象上的缓存条目数不一致。",
+                    tried=tried, expected=repr(want), got=repr(got))
 
 
 # -- exercise 4: find the resume functions -----------------------------------------------
@@ -380,48 +607,67 @@ _NAMES: dict[str, list[str]] = {}
 def _reference_names(label: str, fn: Callable[..., Any], x: torch.Tensor) -> list[str]:
     if label not in _NAMES:
         torch._dynamo.reset()
-        torch.compile(fn, backend="eager")(x)
+        with quiet():
+            torch.compile(fn, backend="eager")(x)
         _NAMES[label] = sorted(frame.name for frame in walk(fn)[1:])
         torch._dynamo.reset()
     return _NAMES[label]
 
 
-@task("lab06.4", "find the resume functions", "找出恢复函数")
+#: Known wrong results of lab06.4: predicate(got, want, label), English, 中文.
+_RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, str]] = [
+    (lambda got, want, label: any(n.startswith("__resume_at") for n in got),
+     "those are the global names the transformed code refers to; return each resume function's own code name "
+     "(the name of its code object, which starts with torch_dynamo_resume_in_).",
+     "这些是改写后的字节码引用的全局变量名；请返回每个恢复函数自己的代码名（它的代码对象的名字，以 "
+     "torch_dynamo_resume_in_ 开头）。"),
+    (lambda got, want, label: label == "_branchy" and len(got) < len(want),
+     "Dynamo writes a resume function for each branch of the if, and the transformed code names both, even "
+     "though only one of them has run; the two share one code name: keep both.",
+     "Dynamo 为 if 的每个分支各写一个恢复函数，改写后的字节码两个都会引用，尽管只运行过其中一个；"
+     "这两个恢复函数同名：两个都要保留。"),
+    (lambda got, want, label: sorted(got) == want,
+     "the names are right but not sorted: return them sorted.",
+     "名字都对，但没有排序：请排好序后返回。"),
+    (lambda got, want, label: label == "_two_breaks" and set(got) < set(want),
+     "a function with two breaks has a second resume function, called from the first resume function's "
+     "transformed code: look in the cache entries of every resume function you find, too.",
+     "有两次中断的函数还有第二个恢复函数，它由第一个恢复函数改写后的字节码调用：对找到的每个恢复函数，也要查看它的缓存条目。"),
+]
+
+
+@task("lab06.4", "find the resume functions", "找出恢复函数", hints=[
+    ("Where does the transformed code of a frame mention the function it calls after a break?",
+     "帧改写后的代码是在哪里提到它在中断之后调用的函数的？"),
+    ("Lecture 06, section 6 'Graph breaks and resume functions': the transformed code calls each resume "
+     "function through a global __resume_at_* name, and a resume function is compiled like any other frame, "
+     "with cache entries of its own.",
+     "第 06 讲第 6 节“图中断与恢复函数”：改写后的代码通过全局变量名 __resume_at_* 调用每个恢复函数，"
+     "而恢复函数像其他帧一样被编译，也有自己的缓存条目。"),
+    ("Treat it as a search: keep a list of code objects still to visit, starting from fn's own, and add each "
+     "resume function you find to it.",
+     "把它当作一次搜索：维护一个待访问的代码对象列表，从 fn 自己的代码对象开始，把找到的每个恢复函数都加进去。"),
+])
 def _resume(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab06.4', resume_names).",
-                    "请传入函数本身，例如 check('lab06.4', resume_names)。", got=type(answer).__name__)
+    need_callable(answer, "resume_names")
     x = torch.ones(2, 3)
     for label, fn in _resume_cases():
         want = _reference_names(label, fn, x)
         torch._dynamo.reset()
-        with contextlib.redirect_stdout(io.StringIO()):
-            got = answer(fn, x)
-        torch._dynamo.reset()
+        try:
+            with quiet():
+                got = answer(fn, x)
+        finally:
+            torch._dynamo.reset()
         tried = f"resume_names({label}, torch.ones(2, 3))"
-        if isinstance(got, tuple):
-            got = list(got)
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
             raise Wrong("return a list of names (str).", "请返回由名字（str）组成的 list。",
-                        tried=tried, expected=repr(want), got=repr(got))
-        if sorted(got) == want:
+                        tried=tried, expected=f"a list of {len(want)} str", got=describe(got))
+        if got == want:
             continue
-        if any(n.startswith("__resume_at") for n in got):
-            hint = ("those are the global names the transformed code uses; return each resume "
-                    "function's own name, fn.__code__.co_name (torch_dynamo_resume_in_…).",
-                    "这些是改写后的字节码使用的全局变量名；请返回每个恢复函数自己的名字，"
-                    "即 __code__.co_name（torch_dynamo_resume_in_…）。")
-        elif len(got) < len(want) and label == "_two_breaks":
-            hint = ("the second break's resume function is called from the first resume function's "
-                    "transformed code: look in the cache entries of every resume function you find, too.",
-                    "第二次中断的恢复函数是由第一个恢复函数改写后的字节码调用的：对找到的每个恢复函数，也要查看它的缓存条目。")
-        elif len(got) < len(want) and label == "_branchy":
-            hint = ("Dynamo writes a resume function for each branch of the if, and the transformed "
-                    "code names both, even though only one has run.",
-                    "Dynamo 为 if 的每个分支各写一个恢复函数，改写后的字节码两个都会引用，尽管只运行过其中一个。")
-        else:
-            hint = ("collect the __resume_at_* names in each cache entry's code.co_names, look them up "
-                    "in fn.__globals__, and repeat for the resume functions you find.",
-                    "收集每个缓存条目的 code.co_names 中以 __resume_at_ 开头的名字，在 fn.__globals__ 中查到对应函数，"
-                    "再对找到的恢复函数重复这一过程。")
-        raise Wrong(*hint, tried=tried, expected=repr(want), got=repr(sorted(got)))
+        for matches, en, zh in _RESUME_MISTAKES:
+            if matches(got, want, label):
+                raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
+        raise Wrong("the names differ from the resume functions reachable from fn's cache entries.",
+                    "这些名字与从 fn 的缓存条目出发能找到的恢复函数不一致。",
+                    tried=tried, expected=repr(want), got=repr(got))
