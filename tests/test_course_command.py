@@ -1,4 +1,4 @@
-"""README command 1: `bash scripts/course.sh` serves the course on loopback, behind a token."""
+"""README command 1: `bash scripts/course.sh` serves the course on loopback, behind its own token."""
 from __future__ import annotations
 
 import os
@@ -41,6 +41,15 @@ def _listening_addresses(port: int) -> set[str]:
     return found
 
 
+def _in_group(proc_dir: Path, pgid: int) -> bool:
+    """True when the process in ``proc_dir`` belongs to process group ``pgid``."""
+    try:
+        fields = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return int(fields[2]) == pgid  # after the name: state, ppid, pgrp
+
+
 def test_course_command_serves_lecture_00_on_loopback_with_a_token(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,18 +62,28 @@ def test_course_command_serves_lecture_00_on_loopback_with_a_token(tmp_path):
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        token = None
-        while token is None:
-            match = re.search(rf"http://127\.0\.0\.1:{port}/\S*token=([0-9a-f]+)", log.read_text())
+        printed = rf"open the course at / 在浏览器中打开课程：(http://127\.0\.0\.1:{port}/lab/tree/course/00_overview\.ipynb\?token=([0-9a-f]+))\n"
+        url = token = None
+        while token is None or "Jupyter Server" not in log.read_text():  # the script's line, then the server
+            match = re.search(printed, log.read_text())
             if match:
-                token = match.group(1)
-            elif proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("course.sh did not print a URL:\n" + log.read_text()[-2000:])
-            else:
-                time.sleep(0.5)
+                url, token = match.groups()
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("course.sh did not print its URL and start JupyterLab:\n" + log.read_text()[-2000:])
+            time.sleep(0.5)
+        assert len(token) == 48  # secrets.token_hex(24), made by the script itself
+        assert log.read_text().count(token) == 1  # JupyterLab did not make it (it prints "token=...")
         base = f"http://127.0.0.1:{port}"
+        for _ in range(60):  # the server may still be binding
+            if _status(f"{base}/api/status?token={token}")[0] == 200:
+                break
+            time.sleep(0.5)
         assert _status(f"{base}/api/contents/labs")[0] == 403  # no token, no access
+        assert _status(f"{base}/api/contents/labs?token={'0' * 48}")[0] == 403  # nor with a wrong one
         assert _status(f"{base}/api/contents/labs?token={token}")[0] == 200  # the whole project is served
+        assert _status(url)[0] == 200  # the printed URL opens lecture 00
+        jupyter = [p for p in Path("/proc").glob("[0-9]*") if _in_group(p, proc.pid)]
+        assert jupyter and all(token not in (p / "cmdline").read_text(errors="replace") for p in jupyter)
         code, location = _status(f"{base}/?token={token}")
         assert code == 302 and "/lab/tree/course/00_overview.ipynb" in location
         assert _listening_addresses(port) == {"127.0.0.1"}  # bound to loopback only
