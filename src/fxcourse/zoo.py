@@ -10,6 +10,9 @@ that uses it sees the same numbers.
 >>> "gate" in zoo.names()
 True
 """
+# PEP 563: annotations below are stored as strings, so torch.fx writes a traced zoo model's
+# signature as `x : _torch_Tensor_` (a global bound to the string 'torch.Tensor').
+# Lecture 03, section 7 shows this; the stored outputs of lectures and labs rely on it.
 from __future__ import annotations
 
 from typing import Callable
