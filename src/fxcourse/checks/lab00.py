@@ -1,130 +1,348 @@
-"""Checkers for labs/lab00_warmup.ipynb (lecture course/00_overview.ipynb)."""
+"""Checkers for labs/lab00_warmup.ipynb (lecture course/00_overview.ipynb).
+
+Each task reads as its data: the reference, probes the lab does not show, the known mistakes
+(a predicate and a message each) and a hint ladder. Probe data comes from the checker's own
+``torch.Generator``; probe models are built inside ``torch.random.fork_rng`` so the learner's
+random numbers are never touched.
+"""
 from __future__ import annotations
 
-import warnings
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import fx, nn
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
+from ._probe import Mistake, Probe, describe, need_callable, run_probes
 from .. import zoo
+from .._text import quiet
 
 
-def _hidden_graphs() -> list[tuple[str, fx.GraphModule]]:
-    """Graphs the learner has not seen: zoo models plus a function using methods."""
-
-    def scaled_norm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return (x + y).norm(dim=-1).clamp(min=1e-3)
-
-    out = []
-    for name in ("mlp", "clamp_linear", "conv_bn_relu"):
-        model, _ = zoo.example(name)
-        out.append((f"symbolic_trace(zoo.{name})", fx.symbolic_trace(model)))
-    out.append(("symbolic_trace(scaled_norm)", fx.symbolic_trace(scaled_norm)))
-    return out
+def _built(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
+    """``factory()`` with parameters drawn from ``seed``, in eval mode, without moving the global RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory().eval()
 
 
-@task("lab00.1", "count nodes by opcode", "按 opcode 统计节点数")
+def _close(a: Any, b: torch.Tensor) -> bool:
+    return isinstance(a, torch.Tensor) and a.shape == b.shape and bool(torch.allclose(a, b, atol=1e-5))
+
+
+# -- lab00.1: count nodes by opcode --------------------------------------------------------------
+class _AttrsAndMethods(nn.Module):
+    """get_attr nodes (a Parameter and a buffer used directly) and call_method nodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+        self.register_buffer("offset", torch.randn(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(x, self.weight).add(self.offset).relu().sum(-1)
+
+
+def _scaled_norm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (x + y).norm(dim=-1).clamp(min=1e-3)
+
+
+def _opcode_probes() -> list[Probe]:
+    """Graphs the learner has not seen; together they hold all six opcodes."""
+    probes = [Probe(f"symbolic_trace(zoo.{name})", (fx.symbolic_trace(zoo.example(name)[0]),))
+              for name in ("mlp", "clamp_linear", "conv_bn_relu")]
+    probes.append(Probe("symbolic_trace(<a module using its own Parameter and buffer, and tensor methods>)",
+                        (fx.symbolic_trace(_built(_AttrsAndMethods, 5)),)))
+    probes.append(Probe("symbolic_trace(<a function of two tensors using methods>)", (fx.symbolic_trace(_scaled_norm),)))
+    return probes
+
+
+def _count_reference(gm: fx.GraphModule) -> dict[str, int]:
+    return dict(Counter(node.op for node in gm.graph.nodes))
+
+
+def _as_plain_counts(got: Any) -> Any:
+    """A Counter or any dict is a dict; opcodes counted zero times may be left in or out."""
+    if isinstance(got, dict):
+        return {k: v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
+    return got
+
+
+def _gm(probe: Probe) -> fx.GraphModule:
+    return probe.args[0]
+
+
+_OPCODE_MISTAKES = [
+    Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
+            "return a dict from opcode (a string such as 'placeholder') to the number of nodes.",
+            "请返回从 opcode（如 'placeholder' 这样的字符串）到节点数的 dict。"),
+    Mistake("counted targets or names",
+            lambda got, want, p: bool(set(map(str, got)) - set(want)) and set(map(str, got)) <= {
+                s for n in _gm(p).graph.nodes for s in (str(n.target), n.name)},
+            "the keys are node targets or names; count what kind of operation each node is (its opcode), "
+            "not what it calls or how it is named.",
+            "这些键是节点的 target 或名字；应统计每个节点是哪一类操作（它的 opcode），而不是它调用了什么或叫什么名字。"),
+    Mistake("left out inputs and output",
+            lambda got, want, p: got == {k: v for k, v in want.items() if k not in ("placeholder", "output")},
+            "the inputs (placeholder) and the output are nodes too; every node counts once under its opcode.",
+            "输入（placeholder）和输出（output）也是节点；每个节点都按其 opcode 计一次。"),
+    Mistake("counted modules",
+            lambda got, want, p: sum(got.values()) == len(dict(_gm(p).named_modules()))
+            and sum(got.values()) != sum(want.values()),
+            "that counts the submodules of the GraphModule; walk the nodes of its graph instead.",
+            "这统计的是 GraphModule 的子模块；应遍历它的计算图中的节点。"),
+    Mistake("counted each opcode once",
+            lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
+            "every count is 1: the dict records which opcodes occur, not how many nodes have each one.",
+            "每个计数都是 1：这个 dict 只记录了出现过哪些 opcode，而不是每种 opcode 有多少个节点。"),
+]
+
+
+@task("lab00.1", "count nodes by opcode", "按 opcode 统计节点数", hints=[
+    ("Every node of the graph has exactly one opcode. Count each node once under its opcode, including the "
+     "inputs and the output.",
+     "计算图的每个节点都恰好有一个 opcode。每个节点按其 opcode 计一次，输入和输出也算在内。"),
+    ("The opcode is the kind of operation a node is (placeholder, get_attr, call_function, call_method, "
+     "call_module, output), not the function or module it calls; a graph module's graph yields its nodes in order.",
+     "opcode 表示节点是哪一类操作（placeholder、get_attr、call_function、call_method、call_module、output），"
+     "而不是它调用的函数或模块；GraphModule 的计算图会按顺序给出它的节点。"),
+    ("Lecture course/03_fx_tracing_ir.ipynb, section '4 · The six opcodes', shows a node of each opcode; "
+     "lecture 00, section '3 · torch.fx.symbolic_trace', shows the graph of a traced model.",
+     "讲义 course/03_fx_tracing_ir.ipynb 第「4 · 六种 opcode」节展示了每种 opcode 的节点；"
+     "第 00 讲第「3 · torch.fx.symbolic_trace」节展示了追踪得到的计算图。"),
+])
 def _count_by_opcode(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab00.1', count_by_opcode).",
-                    "请传入函数本身，例如 check('lab00.1', count_by_opcode)。", got=type(answer).__name__)
-    for label, gm in _hidden_graphs():
-        want = dict(Counter(node.op for node in gm.graph.nodes))
-        got = answer(gm)
-        if not isinstance(got, dict):
-            raise Wrong("return a dict from opcode to count.", "请返回从 opcode 到数量的 dict。",
-                        tried=label, expected=repr(want), got=type(got).__name__)
-        got = {k: v for k, v in got.items() if v}
-        if got == want:
-            continue
-        targets = {str(node.target) for node in gm.graph.nodes}
-        if set(map(str, got)) & targets - set(want):
-            hint = ("the keys look like node targets; count node.op (placeholder, call_module, …), "
-                    "not node.target.",
-                    "键看起来是 node.target；应统计 node.op（placeholder、call_module 等）。")
-        elif sum(got.values()) == len(dict(gm.named_modules())):
-            hint = ("that counts modules; walk gm.graph.nodes instead.",
-                    "这统计的是子模块；应遍历 gm.graph.nodes。")
-        else:
-            hint = ("every node counts once under its opcode, including placeholder and output.",
-                    "每个节点按其 opcode 计一次，placeholder 和 output 也要算。")
-        raise Wrong(*hint, tried=label, expected=repr(want), got=repr(got))
+    need_callable(answer, "count_by_opcode")
+    run_probes(lambda gm: _as_plain_counts(answer(gm)), _count_reference, _opcode_probes(),
+               mistakes=_OPCODE_MISTAKES, what="count_by_opcode",
+               generic=("a count is off: every node counts once under its opcode (node.op).",
+                        "有计数不对：每个节点都按其 opcode（node.op）计一次。"))
 
 
-def _gate_inputs(gate: nn.Module) -> list[torch.Tensor]:
-    """One input that takes each branch of zoo.Gate: x along ±(column sums of W)."""
+# -- probes shared by lab00.2 and lab00.3: zoo.Gate on both branches -------------------------------
+def _rows_with_sums(gate: zoo.Gate, gen: torch.Generator, y_sums: list[float], x_sums: list[float]) -> torch.Tensor:
+    """Rows x whose y = gate.linear(x) rows sum to ``y_sums`` and whose own rows sum to ``x_sums``,
+    plus random noise that changes neither sum (so the probes are not symmetric)."""
+    w, b = gate.linear.weight.detach().double(), gate.linear.bias.detach().double()
+    a = torch.stack([w.sum(0), torch.ones(w.shape[1], dtype=torch.float64)])  # 2 × d
+    pinv = torch.linalg.pinv(a)
+    rows = []
+    for ys, xs in zip(y_sums, x_sums):
+        noise = 2.0 * torch.randn(w.shape[1], generator=gen, dtype=torch.float64)
+        noise = noise - pinv @ (a @ noise)
+        rows.append(noise + pinv @ torch.tensor([ys - float(b.sum()), xs], dtype=torch.float64))
+    return torch.stack(rows).float()
+
+
+def _gate_probes(gate: zoo.Gate, seed: int) -> list[Probe]:
+    """Inputs on both branches, in three shapes, with rows of y of both signs. On the first two the
+    sum of x has the sign of the sum of y; on the last two it has the other sign."""
+    gen = torch.Generator().manual_seed(seed)
+    d = gate.linear.in_features
+    up = _rows_with_sums(gate, gen, [3.0, 2.0, -1.5], [1.0, 2.0, -0.5])
+    down = _rows_with_sums(gate, gen, [1.5, -4.0], [-2.0, 1.0])
+    single = _rows_with_sums(gate, gen, [2.5], [-1.0])
+    batched = torch.cat([_rows_with_sums(gate, gen, [1.0, -2.5, 0.5], [1.0, 2.0, -0.5]) for _ in range(2)])
+    return [
+        Probe(f"x of shape (3, {d}): sum of y > 0, one row of y sums below 0", (up,)),
+        Probe(f"x of shape (2, {d}): sum of y <= 0, one row of y sums above 0", (down,)),
+        Probe(f"x of shape (1, {d}): sum of y > 0 while sum of x < 0", (single,)),
+        Probe(f"x of shape (2, 3, {d}): sum of y <= 0 while sum of x > 0", (batched.view(2, 3, d),)),
+    ]
+
+
+def _zero_sum_gate() -> zoo.Gate:
+    """A Gate whose y always sums to exactly 0 (column sums of W and the sum of b are 0, all
+    values exact in binary), so the boundary `y.sum() > 0` versus `>= 0` shows."""
+    gate = zoo.Gate(4).eval()
     with torch.no_grad():
-        direction = gate.linear.weight.sum(0)
-        direction = direction / direction.norm()
-        return [10.0 * direction.expand(2, -1).clone(), -10.0 * direction.expand(2, -1).clone()]
+        gate.linear.weight.copy_(torch.tensor([[1.0, 0, 0.5, 0], [-1.0, 0, 0, 1], [0, 2.0, -0.5, 0], [0, -2.0, 0, -1]]))
+        gate.linear.bias.copy_(torch.tensor([0.5, -0.25, -0.25, 0.0]))
+    return gate
 
 
-def _same_on_both_branches(label: str, fn: Any, gate: nn.Module) -> None:
-    for x, branch in zip(_gate_inputs(gate), ("sum > 0", "sum <= 0")):
+_ZERO_SUM_X = torch.tensor([[1.0, 0.5, 3.0, -2.0], [-0.75, 1.25, 0.0, 1.0]])
+_ZERO_SUM_LABEL = "x of shape (2, 4) for which y.sum() is exactly 0 (another Gate's weights)"
+
+
+def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int) -> list[Mistake]:
+    """What a learner's gate returns when it decides on the wrong thing, for this gate's y.
+
+    Swapped branches and "one branch for every input" give the same numbers on any one input, so
+    those two are told apart by what ``fn`` (the learner's model) does on one input of each branch.
+    """
+    def y_of(x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            want = gate(x)
-            got = fn(x)
-        if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
-            shown = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            raise Wrong(
-                f"on an input where {branch} the result differs from the eager model.",
-                f"在 {branch} 的输入上，结果与 eager 模型不一致。",
-                tried=f"{label} on x with {branch}", expected=f"tensor of shape {tuple(want.shape)}",
-                got=f"{shown}" if not isinstance(got, torch.Tensor) or got.shape != want.shape
-                else f"max abs difference {float((got - want).abs().max()):.3g}",
-            )
+            return gate.linear(x)
+
+    def gated(cond: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.where(cond, torch.relu(y), -y)
+
+    up, down = (p.args[0] for p in _gate_probes(gate, seed)[:2])
+    seen: list[tuple[str, str]] = []
+
+    def behaviour() -> tuple[str, str]:
+        """Which branch fn takes on an input with sum of y > 0, then on one with sum of y <= 0."""
+        if not seen:
+            taken = []
+            for x in (up, down):
+                with torch.no_grad():
+                    out = fn(x.clone())
+                y = y_of(x)
+                taken.append("relu" if _close(out, torch.relu(y)) else "neg" if _close(out, -y) else "other")
+            seen.append((taken[0], taken[1]))
+        return seen[0]
+
+    return [
+        Mistake("decided at the boundary", lambda got, want, p: p.label == _ZERO_SUM_LABEL
+                and _close(got, torch.relu(y_of(p.args[0]))),
+                "when y.sum() is exactly 0, Gate takes the `-y` branch (its test is a strict `> 0`); yours took relu(y).",
+                "当 y.sum() 恰好为 0 时，Gate 走的是 `-y` 分支（它的条件是严格的 `> 0`）；你的结果走了 relu(y)。"),
+        Mistake("branches swapped", lambda got, want, p: behaviour() == ("neg", "relu"),
+                "the two branches are swapped: relu(y) belongs to a positive sum, -y to the rest.",
+                "两个分支对调了：和为正时应返回 relu(y)，其余情况返回 -y。"),
+        Mistake("one branch for every input", lambda got, want, p: behaviour() in (("relu", "relu"), ("neg", "neg")),
+                "the result follows the same branch whatever the input: only one path of the `if` was kept.",
+                "无论输入如何，结果都走同一个分支：`if` 只保留下了一条路径。"),
+        Mistake("decided per row",
+                lambda got, want, p: _close(got, gated(y_of(p.args[0]).sum(-1, keepdim=True) > 0, y_of(p.args[0]))),
+                "the branch is chosen row by row; Gate makes one decision for the whole input, from the sum of "
+                "all of y.",
+                "你按行分别选择了分支；Gate 对整个输入只做一次判断，依据是 y 所有元素之和。"),
+        Mistake("decided on the input", lambda got, want, p: _close(got, gated(p.args[0].sum() > 0, y_of(p.args[0]))),
+                "the branch follows the sign of the sum of x; Gate decides on the sum of y = self.linear(x).",
+                "你的分支跟随的是 x 之和的符号；Gate 依据的是 y = self.linear(x) 之和。"),
+    ]
 
 
-@task("lab00.2", "capture a model so both branches survive", "捕获模型并保留两个分支")
-def _both_branches(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab00.2', capture_gate).",
-                    "请传入函数本身，例如 check('lab00.2', capture_gate)。", got=type(answer).__name__)
-    gate, _ = zoo.example("gate", seed=7)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        captured = answer(gate)
-    if captured is gate or type(captured) is type(gate):
-        raise Wrong("that is the eager model itself; return what a capture API produced.",
-                    "这是 eager 模型本身；请返回捕获 API 生成的对象。", got=type(captured).__name__)
+def _gate_probe_set(gate: zoo.Gate, seed: int, label: str) -> list[Probe]:
+    return [Probe(f"{label} on {p.label}", p.args) for p in _gate_probes(gate, seed)]
+
+
+# -- lab00.2: capture a model so both branches survive --------------------------------------------
+def _is_capture(obj: Any) -> bool:
+    """Something a capture API returned: TorchScript (module, function or method) or torch.compile's
+    wrapper of a module or of a function/method."""
+    script_types = (torch.jit.ScriptModule, torch.jit.ScriptFunction, torch._C.ScriptMethod)
+    return isinstance(obj, script_types) or hasattr(obj, "_torchdynamo_orig_callable")
+
+
+def _capture(answer: Any, gate: zoo.Gate, label: str) -> Any:
+    with quiet():
+        try:
+            captured = answer(gate)
+        except GuardOnDataDependentSymNode as exc:
+            raise Wrong("torch.export needs one whole graph, but the `if` depends on the data; pick an API that "
+                        "keeps control flow (or breaks the graph there).",
+                        "torch.export 需要一整张图，但这个 `if` 依赖数据；请选择能保留控制流（或能在那里产生图中断）的 API。",
+                        tried=f"capture_gate({label})", got=f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        except fx.proxy.TraceError as exc:
+            raise Wrong("torch.fx.symbolic_trace cannot follow an `if` on a tensor's value; pick an API that keeps "
+                        "control flow.", "torch.fx.symbolic_trace 无法处理依赖张量取值的 `if`；请选择能保留控制流的 API。",
+                        tried=f"capture_gate({label})", got=f"TraceError: {str(exc).splitlines()[0]}") from None
+    if captured is gate or type(captured) is type(gate) or getattr(captured, "__self__", None) is gate:
+        raise Wrong("that is the eager model (or its forward) itself; return what a capture API produced.",
+                    "这是 eager 模型本身（或它的 forward）；请返回捕获 API 生成的对象。",
+                    tried=f"capture_gate({label})", got=describe(captured))
     if isinstance(captured, torch.jit.TopLevelTracedModule):
-        raise Wrong("torch.jit.trace recorded only the branch your example input took; "
-                    "use an API that keeps control flow.",
-                    "torch.jit.trace 只记录了示例输入走过的那个分支；请使用能保留控制流的 API。",
-                    got="a traced module (torch.jit.trace)")
-    if not isinstance(captured, (torch.jit.ScriptModule, torch.jit.ScriptFunction)) and not hasattr(
-        captured, "_orig_mod"
-    ):
-        raise Wrong("return a torch.jit.ScriptModule or a torch.compile'd module.",
-                    "请返回 torch.jit.ScriptModule 或经 torch.compile 编译的模块。",
-                    got=type(captured).__name__)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _same_on_both_branches("your captured model", captured, gate)
+        raise Wrong("torch.jit.trace records only the branch its example input took; use an API that keeps "
+                    "control flow.", "torch.jit.trace 只记录示例输入走过的那个分支；请使用能保留控制流的 API。",
+                    tried=f"capture_gate({label})", got="a traced module (torch.jit.trace)")
+    if not _is_capture(captured) or not callable(captured):
+        raise Wrong("return the object a capture API gave you (TorchScript, or torch.compile of the model), "
+                    "called like the model.",
+                    "请返回捕获 API 给出的对象（TorchScript，或对模型调用 torch.compile 的结果），它的调用方式与模型相同。",
+                    tried=f"capture_gate({label})", got=describe(captured))
+    return captured
 
 
-@task("lab00.3", "a Gate that symbolic_trace accepts", "让 symbolic_trace 接受的 Gate")
+def _quietly(fn: Any, label: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        with quiet():
+            try:
+                return fn(*args)
+            except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError) as exc:
+                raise Wrong("torch.compile was asked for one whole graph (fullgraph=True, or torch.export), but a "
+                            "data-dependent `if` needs a graph break; let Dynamo break the graph there.",
+                            "你要求 torch.compile 生成一整张图（fullgraph=True 或 torch.export），但依赖数据的 `if` "
+                            "需要图中断；请允许 Dynamo 在那里中断计算图。",
+                            tried=f"calling {label} on an input", got=f"{type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0]}") from None
+    return call
+
+
+@task("lab00.2", "capture a model so both branches survive", "捕获模型并保留两个分支", time_limit=300, hints=[
+    ("An API that records one run of the model keeps only the path that run took. Which of the capture "
+     "APIs of lecture 00 keep both paths of an `if` that depends on data?",
+     "只记录模型一次运行的 API 只会保留那次运行走过的路径。第 00 讲中的哪些捕获 API 能保留依赖数据的 `if` 的两条路径？"),
+    ("Two do: one compiles the Python source into a typed program with its own `if`; the other reads the "
+     "bytecode and breaks the graph at the `if`, then continues in whichever branch runs. Lecture "
+     "course/00_overview.ipynb, sections '2 · torch.jit.script' and '4 · torch.compile'.",
+     "有两种：一种把 Python 源码编译成带类型、保留 `if` 的程序；另一种读取字节码，在 `if` 处产生图中断，"
+     "再在实际执行的分支中继续。见讲义 course/00_overview.ipynb 第「2 · torch.jit.script」节和第「4 · torch.compile」节。"),
+])
+def _both_branches(answer: Any) -> None:
+    need_callable(answer, "capture_gate")
+    # Dynamo reuses code it compiled earlier in this process for Gate.forward (with another backend
+    # or without fullgraph=True): start from an empty cache so the answer's own settings are what runs.
+    torch._dynamo.reset()
+    gates = [("zoo.Gate()", zoo.example("gate", seed=7)[0]),
+             ("zoo.Gate(d=6)", _built(lambda: zoo.Gate(6), 8))]
+    for i, (label, gate) in enumerate(gates):
+        captured = _capture(answer, gate, label)
+        tried = f"capture_gate({label})"
+        run_probes(_quietly(captured, tried), gate, _gate_probe_set(gate, 20 + i, tried),
+                   mistakes=_gate_mistakes(gate, captured, 20 + i)[1:3], what="your captured model",
+                   generic=("the captured model gives another result than the eager model it was made from "
+                            "(capture the model you were given, with its weights).",
+                            "捕获得到的模型与它所来自的 eager 模型结果不同（请捕获传给你的那个模型，连同它的权重）。"))
+
+
+# -- lab00.3: a Gate that symbolic_trace accepts --------------------------------------------------
+@task("lab00.3", "a Gate that symbolic_trace accepts", "让 symbolic_trace 接受的 Gate", hints=[
+    ("symbolic_trace runs forward once with stand-ins that have no values, so nothing may ask a tensor for "
+     "True or False. Compute both possible results and let a tensor operation pick one.",
+     "symbolic_trace 用没有具体数值的替身运行一次 forward，所以不能向张量要 True 或 False。"
+     "请把两种可能的结果都算出来，再让一个张量运算从中选一个。"),
+    ("The condition is a 0-dimensional boolean tensor made from the sum of all of y (one decision for the "
+     "whole input, strictly greater than 0); an element-wise select broadcasts it over y. Lecture "
+     "course/00_overview.ipynb, section '3 · torch.fx.symbolic_trace'.",
+     "条件是由 y 所有元素之和得到的 0 维布尔张量（对整个输入只判断一次，且是严格大于 0）；逐元素选择运算会把它广播到 y 上。"
+     "见讲义 course/00_overview.ipynb 第「3 · torch.fx.symbolic_trace」节。"),
+])
 def _traceable_gate(answer: Any) -> None:
-    model = answer() if isinstance(answer, type) else answer
-    if not isinstance(model, nn.Module):
-        raise Wrong("pass the class TraceableGate (or an instance of it).",
-                    "请传入 TraceableGate 类（或它的实例）。", got=type(model).__name__)
-    gate, _ = zoo.example("gate", seed=11)
     try:
-        model.load_state_dict(gate.state_dict())
-    except RuntimeError as exc:
-        raise Wrong("keep Gate's parameters (self.linear) so the weights can be compared.",
-                    "请保留 Gate 的参数（self.linear），以便比较权重。",
-                    got=str(exc).splitlines()[0]) from None
-    model.eval()
-    try:
-        gm = fx.symbolic_trace(model)
-    except fx.proxy.TraceError as exc:
-        raise Wrong("symbolic_trace still refuses it: an `if` on a tensor's value cannot be traced; "
-                    "compute both results and choose with torch.where.",
-                    "symbolic_trace 仍然拒绝：无法追踪依赖张量取值的 `if`；请同时计算两个结果并用 torch.where 选择。",
-                    got=f"TraceError: {str(exc).splitlines()[0]}") from None
-    _same_on_both_branches("symbolic_trace(TraceableGate())", gm, gate)
+        model_of: Callable[[], Any] = answer if isinstance(answer, type) else (lambda: answer)
+        model_of()
+    except TypeError as exc:
+        raise Wrong("pass the class TraceableGate; its constructor takes no arguments.",
+                    "请传入 TraceableGate 类；它的构造函数不需要参数。", got=str(exc).splitlines()[0]) from None
+    cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
+             ("another zoo.Gate()", _built(zoo.Gate, 12), None),
+             ("a zoo.Gate whose y sums to 0", _zero_sum_gate(), [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))])]
+    for i, (label, gate, probes) in enumerate(cases):
+        model = model_of()
+        if not isinstance(model, nn.Module):
+            raise Wrong("pass the class TraceableGate (or an instance of it).",
+                        "请传入 TraceableGate 类（或它的实例）。", got=describe(model))
+        try:
+            model.load_state_dict(gate.state_dict())
+        except RuntimeError as exc:
+            raise Wrong("keep Gate's parameters (self.linear) so a Gate's weights can be loaded into your model.",
+                        "请保留 Gate 的参数（self.linear），以便把 Gate 的权重加载到你的模型中。",
+                        got=str(exc).splitlines()[0]) from None
+        model.eval()
+        try:
+            gm = fx.symbolic_trace(model)
+        except fx.proxy.TraceError as exc:
+            raise Wrong("symbolic_trace still refuses it: a Python `if` (or bool()) on a tensor's value cannot be "
+                        "traced; compute both results and choose between them with a tensor operation.",
+                        "symbolic_trace 仍然拒绝：无法追踪依赖张量取值的 Python `if`（或 bool()）；"
+                        "请同时计算两个结果，再用张量运算在二者之间选择。",
+                        tried=f"symbolic_trace(TraceableGate()) with the weights of {label}",
+                        got=f"TraceError: {str(exc).splitlines()[0]}") from None
+        run_probes(gm, gate, probes or _gate_probe_set(gate, 30 + i, f"symbolic_trace(TraceableGate()), {label}"),
+                   mistakes=_gate_mistakes(gate, gm, 30 + i), what="symbolic_trace(TraceableGate())",
+                   generic=("the traced TraceableGate gives another result than Gate.",
+                            "追踪得到的 TraceableGate 与 Gate 的结果不同。"))
