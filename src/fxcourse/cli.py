@@ -127,6 +127,11 @@ def _run(args: argparse.Namespace) -> int:
             print(exported)
         return 0
     paths = i18n.notebooks_in(args.paths, where="nb run")
+    if not paths:
+        raise FxCourseError(got=f"{', '.join(args.paths)}, which holds no notebooks", where="nb run",
+                            accepted="a .ipynb file or a folder holding .ipynb files",
+                            fix="check the path, e.g. fxcourse nb run course/00_overview.ipynb",
+                            zh=f"nb run：{', '.join(args.paths)} 中没有笔记本；请检查路径。")
     for path in paths:  # every notebook checked before the first one runs
         nbrun.prepare(path)
     for path in paths:
