@@ -1,6 +1,9 @@
 """capture(): agreement with torch._dynamo.explain, breaks, guards, recompiles, rendering."""
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import re
 import subprocess
@@ -40,6 +43,29 @@ def no_tensors(a, b):
     return a * b + 1
 
 
+def dynamo_logged_breaks(fn, args):
+    """How many graph breaks Dynamo's own log reports (TORCH_LOGS=graph_breaks) for fn(*args)."""
+    messages = []
+
+    class Listen(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.reset_graph_break_dup_checker()
+    listen = Listen()
+    torch._logging.set_logs(graph_breaks=True)
+    logging.getLogger("torch._dynamo").addHandler(listen)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            torch.compile(fn, backend="eager")(*args)
+    finally:
+        logging.getLogger("torch._dynamo").removeHandler(listen)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+    return sum(1 for m in messages if m.startswith("Graph break"))
+
+
 def _case(name):
     if name in zoo.names():
         return zoo.example(name)
@@ -48,6 +74,7 @@ def _case(name):
             "two_breaks": (two_breaks, (x,)), "no_tensors": (no_tensors, (3, 4))}[name]
 
 
+GATE_IF = f"zoo.py:{zoo.Gate.forward.__code__.co_firstlineno + 2}"  # the data-dependent if
 CASES = ["mlp", "gate", "item_break", "wrapped_split", "conv_bn_relu",
          "print_break", "tensor_if", "two_breaks", "no_tensors"]
 
@@ -60,16 +87,20 @@ def _fresh_dynamo():
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_counts_agree_with_explain(name):
+def test_counts_agree_with_explain_and_dynamos_log(name):
     fn, args = _case(name)
     want = torch._dynamo.explain(fn)(*args)
+    logged = dynamo_logged_breaks(fn, args)
     cap = capture(fn, *args)
     assert cap.graph_count == want.graph_count
     assert cap.op_count == want.op_count
-    # explain says graph_count - 1, which is -1 when Dynamo made no graph at all
-    # (no_tensors); capture reports 0 breaks there instead of a negative count.
-    assert cap.break_count == max(want.graph_break_count, 0)
-    assert len(cap.breaks) == len(want.break_reasons)
+    assert cap.break_count == len(cap.breaks) == logged
+
+
+def test_gate_counts_are_the_lectures_numbers():
+    model, args = zoo.example("gate")
+    cap = capture(model, *args)
+    assert (cap.graph_count, cap.break_count, cap.op_count) == (2, 1, 3)
 
 
 def test_break_points_at_user_line():
@@ -85,7 +116,7 @@ def test_gate_break_is_data_dependent_and_result_is_real():
     model, args = zoo.example("gate")
     cap = capture(model, *args)
     assert cap.breaks[0].reason.startswith("Data-dependent branching")
-    assert cap.breaks[0].location == "zoo.py:49"
+    assert cap.breaks[0].location == GATE_IF
     torch.testing.assert_close(cap.result, model(*args))
     assert [g.index for g in cap.graphs] == [0, 1]
     assert "linear" in cap.graphs[0].code and "relu" in cap.graphs[1].ops

@@ -1,9 +1,15 @@
 """capture: run a function under Dynamo with a recording backend and show what it saw.
 
-The recording backend does what ``torch._dynamo.explain`` does (and costs the same):
-it keeps every fx graph Dynamo hands to the backend, why each graph ended (a graph break
-or the return), and the guards Dynamo exported. It then passes the graph on to the real
-backend (``"eager"`` by default), so the call returns the real result.
+The recording backend keeps every fx graph Dynamo hands to the backend and the guards
+Dynamo exported, then passes the graph on to the real backend (``"eager"`` by default), so
+the call returns the real result. Graph breaks come from Dynamo's own graph-break log
+(the ``graph_breaks`` logging artifact, what ``TORCH_LOGS=graph_breaks`` prints), so a
+break with no tensor op before it (a forward hook, an unsupported first statement, a
+break inside an inlined helper) is counted too; ``torch._dynamo.explain`` misses those.
+
+The caller's objects are left as they were: the function runs on copies of the tensors
+passed in, and a module's parameters, buffers and train/eval flags are put back after
+each call.
 
 >>> from fxcourse import zoo
 >>> model, args = zoo.example("mlp")
@@ -20,17 +26,21 @@ from typing import Any, Callable
 
 import torch
 
-from ._text import first_line, one_line_error, quiet, scrub
+from ._caller_state import fresh, untouched
+from ._dynamo_log import LoggedBreak, Recording, describe_skip, recording
 from ._render import Table, Viewable, esc, table_style
+from ._text import first_line, fold, one_line_error, quiet, scrub
 from .errors import FxCourseError, describe
 
 __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 
 _OPS_NOTE = ("ops: call_function nodes, counted as torch._dynamo.explain counts them "
              "(method calls such as y.sum() are call_method nodes)")
-
-
 _STYLE = table_style("fxcourse-capture-table", {})
+GUARD_LINES = 40  # guards shown by default in HTML; to_html(full=True) shows all
+CODE_LINES = 60  # lines of each graph's code shown by default; full=True shows all
+_FULL = "to_text(full=True) or to_html(full=True) shows all"
+_NO_CHECK = "no check of its own: the GLOBAL_STATE guard covers it"
 
 
 @dataclasses.dataclass
@@ -57,22 +67,29 @@ class CapturedGraph:
 
 @dataclasses.dataclass
 class GraphBreak:
-    """Where and why Dynamo split the function."""
+    """Where and why Dynamo split the function (one entry of Dynamo's graph-break log)."""
 
     reason: str
     location: str  # "file.py:LINE"
     function: str
     line: str  # the user's source line
     explanation: str = ""
+    effect: str = ""  # set when Dynamo could not resume and ran the rest of the frame eagerly
 
 
 @dataclasses.dataclass
 class Recompile:
-    """A guard that failed on a later call, so Dynamo compiled the frame again."""
+    """One recompilation: the call that triggered it and every guard that failed.
+
+    ``failures`` has one line per cache entry Dynamo tried (``"0/1: tensor 'x' size
+    mismatch ..."``); Dynamo stops checking an entry at its first failing guard, so each
+    line names that guard. ``reason`` is all of them, joined with ``"; "``.
+    """
 
     call: int
     function: str
     reason: str
+    failures: list[str] = dataclasses.field(default_factory=list)
 
 
 class _Recorder:
@@ -82,17 +99,15 @@ class _Recorder:
         self.backend = backend
         self.call = 1
         self.graphs: list[CapturedGraph] = []
-        self.reasons: list[Any] = []  # GraphCompileReason of first-call graphs that broke
         self.guards: list[Any] = []  # torch._guards.Guard, first call
         self.failures: list[Recompile] = []
+        self.log = Recording()
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         reason = getattr(gm, "compile_subgraph_reason", None)
         broke = bool(getattr(reason, "graph_break", False))
         self.graphs.append(CapturedGraph(len(self.graphs), gm, example_inputs, self.call,
                                          "graph break" if broke else "return"))
-        if broke and self.call == 1:
-            self.reasons.append(reason)
         return self.backend(gm, example_inputs)
 
     def export_guards(self, guards: Any) -> None:
@@ -100,8 +115,17 @@ class _Recorder:
             self.guards.extend(guards)  # copy now: Dynamo clears the set afterwards
 
     def guard_failed(self, failure: Any) -> None:
-        reason = re.sub(r"^\s*\d+/\d+: ", "", str(failure.reason))  # drop the compile id
-        self.failures.append(Recompile(self.call, failure.orig_code.co_name, first_line(reason)))
+        """Dynamo calls this once per failed cache entry; entries of one recompile are grouped."""
+        text = first_line(str(failure.reason), limit=300)
+        entry = text.split(":", 1)[0]
+        name = failure.orig_code.co_name
+        last = self.failures[-1] if self.failures else None
+        if (last is None or last.call != self.call or last.function != name
+                or any(f.split(":", 1)[0] == entry for f in last.failures)):
+            last = Recompile(self.call, name, "")
+            self.failures.append(last)
+        last.failures.append(text)
+        last.reason = "; ".join(re.sub(r"^\s*\d+/\d+: ", "", f) for f in last.failures)
 
 
 class Capture(Viewable):
@@ -125,18 +149,22 @@ class Capture(Viewable):
 
     @property
     def breaks(self) -> list[GraphBreak]:
-        """The graph breaks of the first call, as ``explain`` lists them."""
-        return [_graph_break(r) for r in self._rec.reasons]
+        """Every graph break Dynamo logged during the first call, in order."""
+        return [_graph_break(b) for b in self._rec.log.breaks if b.call == 1]
 
     @property
     def guards(self) -> list[str]:
-        """The first call's guards, one readable line each (``source: KIND``)."""
+        """The first call's guard requests, one line each (``source: KIND``).
+
+        Requests that install no check of their own (``GRAD_MODE``,
+        ``DETERMINISTIC_ALGORITHMS``: the ``GLOBAL_STATE`` guard checks them) are marked.
+        """
         lines = [_guard_line(g) for g in self._rec.guards]
         return list(dict.fromkeys(lines))
 
     @property
     def recompiles(self) -> list[Recompile]:
-        """Frames compiled again by :meth:`call_again`, with the guard that failed."""
+        """One record per recompilation triggered by :meth:`call_again`."""
         return list(self._rec.failures)
 
     @property
@@ -146,13 +174,21 @@ class Capture(Viewable):
 
     @property
     def break_count(self) -> int:
-        """``graph_count - 1``, as ``explain`` counts breaks (0 when there is no graph)."""
-        return max(self.graph_count - 1, 0)
+        """Graph breaks Dynamo took during the first call (its graph-break log's count)."""
+        return len(self.breaks)
 
     @property
     def op_count(self) -> int:
         """``call_function`` nodes in the first call's graphs (``explain``'s ``op_count``)."""
         return sum(len(g.ops) for g in self._rec.graphs if g.call == 1)
+
+    @property
+    def skip_reason(self) -> str:
+        """Why Dynamo made no graph and took no break ("" when it made one)."""
+        if self.graph_count or self.break_count:
+            return ""
+        code = getattr(getattr(self.fn, "forward", self.fn), "__code__", None)
+        return describe_skip(self._rec.log.skips, code, _name(self.fn))
 
     @property
     def transformed_code(self) -> list[tuple[str, Any]]:
@@ -168,52 +204,73 @@ class Capture(Viewable):
         Returns this capture, with ``.result`` set to the new output.
         """
         self._calls += 1
-        self._rec.call = self._calls
-        self.result = _run(self._compiled, self.fn, args, kwargs, self.notes)
+        self._rec.call = self._rec.log.call = self._calls
+        self.result = _run(self._compiled, self.fn, args, kwargs, self.notes, self._rec, self.backend_name)
         return self
 
     # -- views ------------------------------------------------------------------------
     def _headline(self) -> str:
         calls = f", {self._calls} calls" if self._calls > 1 else ""
+        guards = self.guards
+        covered = sum(1 for g in guards if _NO_CHECK in g)
+        extra = f" (+{covered} covered by the global-state guard)" if covered else ""
         return (f"capture of {_name(self.fn)} (backend {self.backend_name}{calls}): "
                 f"{_plural(self.graph_count, 'graph')}, {_plural(self.break_count, 'graph break')}, "
-                f"{_plural(self.op_count, 'op')}, {_plural(len(self.guards), 'guard')}")
+                f"{_plural(self.op_count, 'op')}, {_plural(len(guards) - covered, 'guard')}{extra}")
 
     def _table(self) -> Table:
         rows = [[str(g.index), str(g.call), str(len(g.ops)), " ".join(g.ops) or "-", g.ended_by]
                 for g in self._rec.graphs]
         return Table(["graph", "call", "ops", "op names", "ends with"], rows, css_class="fxcourse-capture-table")
 
-    def to_text(self, width: int = 100) -> str:
-        """Summary, breaks, recompilations, then each graph's code."""
+    def to_text(self, width: int = 100, full: bool = False) -> str:
+        """Summary, breaks, recompilations, then each graph's code.
+
+        Long graphs show their first ``CODE_LINES`` lines; ``full=True`` shows everything.
+        """
         out = [self._headline(), ""]
+        if self.skip_reason:
+            out += [self.skip_reason, ""]
         if self.breaks:
             out.append("graph breaks:")
             for i, b in enumerate(self.breaks, 1):
                 out.append(f"  {i}. {b.location} in {b.function}: {b.line}")
                 out.append(f"     {b.reason}")
-                if b.explanation:
-                    out.append(f"     {b.explanation}")
+                for more in (b.explanation, b.effect):
+                    if more:
+                        out.append(f"     {more}")
             out.append("")
         if self._rec.graphs:
             out += [self._table().to_text(width=width), _OPS_NOTE, ""]
         if self.recompiles:
             out.append("recompilations:")
-            out += [f"  call {r.call}: {r.function}: {r.reason}" for r in self.recompiles]
+            for r in self.recompiles:
+                out.append(f"  call {r.call}: {r.function}: " + ("" if len(r.failures) > 1 else r.reason))
+                if len(r.failures) > 1:
+                    out += [f"    - {f}" for f in r.failures]
             out.append("")
         for g in self._rec.graphs:
             title = f"graph {g.index}"
-            out += [title, "-" * len(title), g.code]
+            out += [title, "-" * len(title), *self._code_lines(g, full), ""]
         return "\n".join(out).rstrip("\n") + "\n"
 
-    def to_html(self) -> str:
-        """The same as :meth:`to_text`, as HTML (guards listed in a collapsed block)."""
+    def _code_lines(self, g: CapturedGraph, full: bool) -> list[str]:
+        return fold(g.code.rstrip("\n").splitlines(), None if full else CODE_LINES, _FULL)
+
+    def to_html(self, full: bool = False) -> str:
+        """The same as :meth:`to_text`, as HTML, guards in a collapsed block.
+
+        By default the guards are summarised by kind and the first ``GUARD_LINES`` listed,
+        and long graphs show their first ``CODE_LINES`` lines; ``full=True`` shows all.
+        """
         parts = ['<div class="fxcourse-capture">', f"<p><b>{esc(self._headline())}</b></p>"]
+        if self.skip_reason:
+            parts.append(f"<p>{esc(self.skip_reason)}</p>")
         if self.breaks:
             items = "".join(
                 f"<li><code>{esc(b.location)}</code> in <code>{esc(b.function)}</code>: "
                 f"<code>{esc(b.line)}</code><br>{esc(b.reason)}"
-                + (f"<br><small>{esc(b.explanation)}</small>" if b.explanation else "") + "</li>"
+                + "".join(f"<br><small>{esc(m)}</small>" for m in (b.explanation, b.effect) if m) + "</li>"
                 for b in self.breaks)
             parts.append(f"<p>graph breaks:</p><ol>{items}</ol>")
         if self._rec.graphs:
@@ -222,11 +279,14 @@ class Capture(Viewable):
             items = "".join(f"<li>call {r.call}: <code>{esc(r.function)}</code>: {esc(r.reason)}</li>"
                             for r in self.recompiles)
             parts.append(f"<p>recompilations:</p><ul>{items}</ul>")
-        if self.guards:
-            parts.append(f"<details><summary>{len(self.guards)} guards</summary><pre>"
-                         f"{esc(chr(10).join(self.guards))}</pre></details>")
+        guards = self.guards
+        if guards:
+            shown = fold(guards, None if full else GUARD_LINES, _FULL)
+            parts.append(f"<details><summary>{len(guards)} guard requests ({esc(_kinds(guards))})</summary>"
+                         f"<pre>{esc(chr(10).join(shown))}</pre></details>")
         for g in self._rec.graphs:
-            parts.append(f"<details><summary>graph {g.index}</summary><pre>{esc(g.code)}</pre></details>")
+            code = "\n".join(self._code_lines(g, full))
+            parts.append(f"<details><summary>graph {g.index}</summary><pre>{esc(code)}</pre></details>")
         parts.append("</div>")
         return "".join(parts)
 
@@ -235,17 +295,20 @@ def capture(fn_or_module: Callable[..., Any], *args: Any, dynamic: bool | None =
             backend: str | Callable[..., Any] = "eager", **kwargs: Any) -> Capture:
     """Reset Dynamo, compile ``fn_or_module`` with a recording backend, call it once.
 
-    Introduced in course/06_dynamo_bytecode.ipynb. ``graph_count``, ``break_count`` and
-    ``op_count`` mean what they mean in ``torch._dynamo.explain``. ``backend`` is a backend
-    name or a compiler function; ``dynamic`` is passed to Dynamo. Dynamo is reset before
-    the call, not after, so :meth:`Capture.call_again` and ``bytecode(fn)`` can look at
-    its cache. An error raised by ``fn`` comes back as :class:`FxCourseError` naming it.
+    Introduced in course/06_dynamo_bytecode.ipynb. ``graph_count`` and ``op_count`` mean
+    what they mean in ``torch._dynamo.explain``; ``breaks`` is every break in Dynamo's own
+    graph-break log. ``backend`` is a backend name or a compiler function; ``dynamic`` is
+    passed to Dynamo. Dynamo is reset before the call, not after, so
+    :meth:`Capture.call_again` and ``bytecode(fn)`` can look at its cache. The function
+    runs on copies of the tensors given, and a module's state is put back afterwards.
+    An error raised by ``fn`` comes back as :class:`FxCourseError` naming it; so does a
+    failure of Dynamo itself or of the backend, said as such.
 
     >>> from fxcourse import zoo
     >>> model, args = zoo.example("gate")
     >>> cap = capture(model, *args)
-    >>> cap.graph_count, cap.break_count, cap.breaks[0].location
-    (2, 1, 'zoo.py:49')
+    >>> cap.graph_count, cap.break_count, cap.breaks[0].line
+    (2, 1, 'if y.sum() > 0:  # the branch depends on the values in x')
     """
     if fn_or_module is None or not callable(fn_or_module):
         raise FxCourseError(got=describe(fn_or_module), accepted="a function or an nn.Module",
@@ -253,34 +316,71 @@ def capture(fn_or_module: Callable[..., Any], *args: Any, dynamic: bool | None =
     if dynamic not in (None, True, False):
         raise FxCourseError(got=f"dynamic={dynamic!r}", accepted="None, True or False",
                             fix="leave dynamic=None to let Dynamo decide", where="capture")
-    fn = _unwrap_compiled(fn_or_module)
     inner, backend_name = _lookup(backend)
+    return _capture(_unwrap_compiled(fn_or_module), args, kwargs, inner, backend_name, dynamic)
+
+
+def _capture(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Callable[..., Any],
+             backend_name: str, dynamic: bool | None = None) -> Capture:
+    """capture() without the argument checks (compare_capture's Dynamo row uses it too)."""
     import torch._dynamo
 
     torch._dynamo.reset()
-    rec = _Recorder(inner)
+    rec = _Recorder(backend)
     compiled = torch._dynamo.optimize(rec, nopython=False, dynamic=dynamic,
                                       guard_export_fn=rec.export_guards,
                                       guard_fail_fn=rec.guard_failed)(fn)
     notes: list[str] = []
-    result = _run(compiled, fn, args, kwargs, notes)
+    result = _run(compiled, fn, args, kwargs, notes, rec, backend_name)
     return Capture(fn, compiled, rec, backend_name, result, notes)
 
 
 def _run(compiled: Callable[..., Any], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-         notes: list[str]) -> Any:
+         notes: list[str], rec: _Recorder, backend_name: str) -> Any:
     try:
-        with quiet(stderr=False) as caught:
-            result = compiled(*args, **kwargs)
+        with untouched(fn), quiet(stderr=False) as caught, recording(rec.log):
+            result = compiled(*fresh(args), **fresh(kwargs))
     except Exception as exc:
-        raise FxCourseError(
-            got=f"{_name(fn)} raising {one_line_error(exc)}",
-            accepted="a function or nn.Module that runs on the arguments given",
-            fix=f"call it without capture first ({_name(fn)}(*args)) and fix that error",
-            where="capture",
-        ) from exc
+        raise _failure(exc, fn, args, kwargs, backend_name) from exc
     notes.extend(caught)
     return result
+
+
+def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             backend_name: str) -> FxCourseError:
+    """Say whose error it is: the backend's, Dynamo's, or the function's own."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    if isinstance(exc, BackendCompilerFailed):
+        inner = getattr(exc, "inner_exception", None) or exc
+        return FxCourseError(
+            got=f"backend {backend_name} failing on a graph of {_name(fn)}: {one_line_error(inner)}",
+            accepted="a backend that compiles every graph Dynamo hands it",
+            fix=f"the error is the backend's, not the model's: fix or replace backend {backend_name}, "
+                'or use backend="eager" to see the graphs without compiling them',
+            where="capture")
+    if _runs_eagerly(fn, args, kwargs):
+        return FxCourseError(
+            got=f"{_name(fn)}, which runs without torch.compile, but Dynamo fails on it with "
+                f"{one_line_error(exc, limit=300)}",
+            accepted="a function Dynamo can trace; this is a Dynamo limitation, not an error in the function",
+            fix="keep the part Dynamo cannot trace out of the compiled region (torch.compiler.disable), "
+                "or rewrite it (e.g. no try/except around a tensor op that raises)",
+            where="capture")
+    return FxCourseError(
+        got=f"{_name(fn)} raising {one_line_error(exc)}",
+        accepted="a function or nn.Module that runs on the arguments given",
+        fix=f"call it without capture first ({_name(fn)}(*args)) and fix that error",
+        where="capture")
+
+
+def _runs_eagerly(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    try:
+        with untouched(fn), quiet(stderr=True):
+            fn(*fresh(args), **fresh(kwargs))
+        return True
+    except Exception:
+        return False
 
 
 def _lookup(backend: Any) -> tuple[Callable[..., Any], str]:
@@ -300,28 +400,42 @@ def _lookup(backend: Any) -> tuple[Callable[..., Any], str]:
 def _unwrap_compiled(obj: Any) -> Any:
     """What torch.compile wrapped, so that capture starts from the user's own callable."""
     for _ in range(10):
-        inner = getattr(obj, "_torchdynamo_orig_callable", None)
-        if inner is None and isinstance(obj, torch.nn.Module):
-            inner = getattr(obj, "_orig_mod", None)
+        inner = getattr(obj, "_orig_mod", None) if isinstance(obj, torch.nn.Module) else None
+        if inner is None:
+            inner = getattr(obj, "_torchdynamo_orig_callable", None)
         if inner is None:
             return obj
         obj = inner
     return obj
 
 
-def _graph_break(reason: Any) -> GraphBreak:
-    text = str(getattr(reason, "reason", reason))
-    head = first_line(text)
-    if head.startswith("generic_jump"):
+def _graph_break(b: LoggedBreak) -> GraphBreak:
+    head = b.reason
+    if head.startswith("Data-dependent branching") or head.startswith("generic_jump"):
         head = "Data-dependent branching: a Python if or while on a tensor value"
-    explanation = next((first_line(line.strip()[len("Explanation:"):]) for line in text.splitlines()
-                        if line.strip().startswith("Explanation:")), "")
-    stack = getattr(reason, "user_stack", None) or []
-    if not stack:
-        return GraphBreak(head, "?", "?", "", explanation)
-    frame = stack[-1]
-    return GraphBreak(head, f"{os.path.basename(frame.filename)}:{frame.lineno}", frame.name,
-                      (frame.line or "").strip(), explanation)
+    location = f"{os.path.basename(b.file)}:{b.lineno}" if b.file != "?" else "?"
+    return GraphBreak(head, location, b.function, b.line, b.explanation, b.effect)
+
+
+def _no_check_kinds() -> frozenset[str]:
+    """Guard kinds whose builder method is empty in this torch (GRAD_MODE, ...)."""
+    global _NO_CHECK_KINDS
+    if _NO_CHECK_KINDS is None:
+        try:
+            from torch._dynamo.guards import GuardBuilder
+
+            def empty(self: Any, guard: Any) -> None:
+                pass
+            _NO_CHECK_KINDS = frozenset(
+                name for name in dir(GuardBuilder) if name.isupper()
+                and getattr(getattr(GuardBuilder, name), "__code__", None) is not None
+                and getattr(GuardBuilder, name).__code__.co_code == empty.__code__.co_code)
+        except Exception:  # the builder moved: the kinds 2.13 leaves empty
+            _NO_CHECK_KINDS = frozenset({"GRAD_MODE", "DETERMINISTIC_ALGORITHMS", "FSDP_TRAINING_STATE"})
+    return _NO_CHECK_KINDS
+
+
+_NO_CHECK_KINDS: frozenset[str] | None = None
 
 
 def _guard_line(guard: Any) -> str:
@@ -329,7 +443,17 @@ def _guard_line(guard: Any) -> str:
         kind = guard.create_fn_name()
     except Exception:
         kind = "guard"
-    return f"{guard.name}: {kind}" if guard.name else kind
+    line = f"{guard.name}: {kind}" if guard.name else kind
+    return f"{line} ({_NO_CHECK})" if kind in _no_check_kinds() else line
+
+
+def _kinds(guards: list[str]) -> str:
+    """``12 TENSOR_MATCH, 3 TYPE_MATCH, ...``: guard requests counted by kind."""
+    counts: dict[str, int] = {}
+    for g in guards:
+        kind = g.split(" (", 1)[0].rsplit(": ", 1)[-1]
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _op_name(target: Any) -> str:

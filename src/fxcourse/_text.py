@@ -16,7 +16,7 @@ import re
 import warnings
 from typing import Iterator
 
-__all__ = ["Renumber", "first_line", "one_line_error", "quiet", "scrub"]
+__all__ = ["Renumber", "first_line", "fold", "one_line_error", "quiet", "scrub"]
 
 _UUID = r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
 _CODE_REPR = re.compile(r"<code object (\S+) at 0x[0-9a-fA-F]+, file \"[^\"]*?([^/\"]+)\", line (\d+)>")
@@ -92,6 +92,21 @@ def first_line(text: str, limit: int = 160) -> str:
             line = " ".join(scrub(line).split())
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
+
+
+def fold(lines: list[str], limit: int, how: str) -> list[str]:
+    """The first ``limit`` lines, then one line saying how many were left out and ``how``
+    to see them (all lines when there are at most ``limit``, or when ``limit`` is None).
+
+    >>> fold(["a", "b", "c"], 2, "pass full=True")
+    ['a', 'b', '… 1 more line (pass full=True)']
+    >>> fold(["a"], 2, "pass full=True")
+    ['a']
+    """
+    if limit is None or len(lines) <= limit:
+        return list(lines)
+    hidden = len(lines) - limit
+    return [*lines[:limit], f"… {hidden} more line{'s' if hidden != 1 else ''} ({how})"]
 
 
 def one_line_error(exc: BaseException, limit: int = 160) -> str:

@@ -1,0 +1,73 @@
+"""Leave the caller's objects as they were: fresh copies of inputs, module state restored.
+
+``capture`` and ``compare_capture`` run a model several times. A model that writes into
+its input in place, or a BatchNorm layer in training mode (running statistics move on
+every call), would otherwise change what the learner passed in.
+
+>>> import torch
+>>> bn = torch.nn.BatchNorm1d(2).train()
+>>> x = torch.ones(3, 2)
+>>> with untouched(bn):
+...     _ = bn(fresh((x,))[0].add_(1)).eval()
+>>> bn.training, bn.num_batches_tracked.item(), bn.running_mean.tolist(), x[0].tolist()
+(True, 0, [0.0, 0.0], [1.0, 1.0])
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+from typing import Any, Iterator
+
+import torch
+import torch.utils._pytree as pytree
+
+__all__ = ["fresh", "untouched"]
+
+
+def fresh(args: Any) -> Any:
+    """``args`` with every tensor (inside tuples, lists and dicts too) replaced by a copy
+    that has the same shape, strides, dtype and ``requires_grad``."""
+    return pytree.tree_map(_copy, args)
+
+
+def _copy(value: Any) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    try:
+        copy = value.detach().clone()
+        if isinstance(value, torch.nn.Parameter):
+            return torch.nn.Parameter(copy, requires_grad=value.requires_grad)
+        return copy.requires_grad_(value.requires_grad) if value.is_floating_point() or value.is_complex() else copy
+    except Exception:  # a tensor that cannot be copied (e.g. some subclasses): pass it as it is
+        return value
+
+
+def _modules(obj: Any) -> list[torch.nn.Module]:
+    if isinstance(obj, torch.nn.Module):
+        return [obj]
+    owner = getattr(obj, "__self__", None) if isinstance(obj, types.MethodType) else None
+    return [owner] if isinstance(owner, torch.nn.Module) else []
+
+
+@contextlib.contextmanager
+def untouched(obj: Any) -> Iterator[None]:
+    """Snapshot the parameters, buffers and train/eval flags of ``obj`` (an ``nn.Module``
+    or a bound method of one) and put them back when the block ends."""
+    roots = _modules(obj)
+    flags = [(m, m.training) for root in roots for m in root.modules()]
+    tensors: list[tuple[torch.Tensor, torch.Tensor]] = []
+    seen: set[int] = set()
+    for root in roots:
+        for t in [*root.parameters(), *root.buffers()]:
+            if id(t) not in seen:
+                seen.add(id(t))
+                tensors.append((t, t.detach().clone()))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for t, saved in tensors:
+                if t.shape == saved.shape and t.dtype == saved.dtype and not torch.equal(t, saved):
+                    t.copy_(saved)
+        for m, flag in flags:
+            m.training = flag
