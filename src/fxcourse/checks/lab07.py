@@ -1,7 +1,9 @@
 """Checkers for labs/lab07_guards_breaks.ipynb (lecture course/07_dynamo_guards_breaks.ipynb).
 
 Every checker resets Dynamo before and after it runs and changes Dynamo's configuration only
-inside ``config.patch`` blocks, so nothing it does leaks into the learner's notebook.
+inside ``config.patch`` blocks, so nothing it does leaks into the learner's notebook. Graph
+breaks and recompiles are read from torch itself: a counting backend and the ``graph_breaks``
+and ``recompiles`` logging artifacts (see :func:`fxcourse.checks.lab06.dynamo_log`).
 """
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ from torch import nn
 
 from . import Wrong, task
 from .._text import first_line, quiet
+from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from .lab06 import _break_records, _guard_failures, dynamo_log
+
+__all__ = ["Router", "messy"]
 
 
 @contextlib.contextmanager
@@ -27,23 +33,16 @@ def _fresh_dynamo() -> Iterator[None]:
         torch._dynamo.reset()
 
 
-def _need_callable(answer: Any, name: str, task_id: str) -> None:
-    if not callable(answer) or isinstance(answer, type):
-        raise Wrong(f"pass the function itself, e.g. check('{task_id}', {name}).",
-                    f"请传入函数本身，例如 check('{task_id}', {name})。", got=type(answer).__name__)
+class _CountingBackend:
+    """A backend that records every graph it is given and runs it unchanged."""
 
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+        self.__name__ = "counting_backend"
 
-def _differs(got: Any, want: torch.Tensor) -> str:
-    """'' when ``got`` matches ``want``; otherwise a short description of how it differs."""
-    if not isinstance(got, torch.Tensor):
-        return type(got).__name__
-    if got.shape != want.shape:
-        return f"tensor of shape {tuple(got.shape)}"
-    if got.dtype != want.dtype:
-        return f"tensor of dtype {got.dtype}"
-    if not torch.allclose(got, want, atol=1e-5, rtol=1e-4):
-        return f"max abs difference {float((got - want).abs().max()):.3g}"
-    return ""
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        self.graphs.append(gm)
+        return gm.forward
 
 
 # -- lab07.1 ---------------------------------------------------------------------------
@@ -60,236 +59,347 @@ def messy(x: torch.Tensor) -> torch.Tensor:
     return y + 1
 
 
-def _messy_inputs() -> list[tuple[str, torch.Tensor]]:
+def _messy_quietly(x: torch.Tensor) -> torch.Tensor:
+    with contextlib.redirect_stdout(io.StringIO()):
+        return messy(x)
+
+
+def _messy_probes() -> list[Probe]:
     gen = torch.Generator().manual_seed(707)
     out = []
     for shape in ((3, 5), (7,), (2, 3, 4)):
         x = torch.randn(shape, generator=gen)
-        for sign, label in ((1, "sum > 0"), (-1, "sum < 0")):
+        for sign, label in ((1, "> 0"), (-1, "< 0")):
             # sin is odd, so flipping x flips the sign of y.sum(): one input per branch
             base = x if torch.sin(x).sum() * sign > 0 else -x
-            out.append((f"x of shape {tuple(shape)} with y.sum() {label[4:]}", base.clone()))
+            out.append(Probe(f"x of shape {tuple(shape)} with y.sum() {label}", (base.clone(),)))
+    a = float(torch.rand(1, generator=gen)) + 0.2
+    out.append(Probe(f"x = [{a:.4g}, {-a:.4g}] (y.sum() exactly 0)", (torch.tensor([a, -a]),)))
+    out.append(Probe("x of zeros, shape (4,)", (torch.zeros(4),)))
+    out.append(Probe("x of zeros, shape (2, 3)", (torch.zeros(2, 3),)))
+    # y.sum() > 0 while the entry of largest magnitude is negative
+    out.append(Probe("x = [0.3, 0.35, 0.4, 0.45, -1.3] (y.sum() > 0, the largest |y| is negative)",
+                     (torch.tensor([0.3, 0.35, 0.4, 0.45, -1.3]),)))
+    out.append(Probe("x of shape (6,), float64", (torch.randn(6, generator=gen, dtype=torch.float64),)))
     return out
 
 
-_BREAK_HINTS = (
-    ("print", "remove the print (or print outside the compiled function).",
-     "删除 print（或在被编译的函数之外打印）。"),
-    ("Data-dependent branching", "a Python `if` on a tensor still breaks the graph; choose with torch.where "
-     "(or torch.cond).", "依据张量数值的 Python `if` 仍会造成图中断；请用 torch.where（或 torch.cond）来选择。"),
-    ("generic_jump", "a Python `if` on a tensor still breaks the graph; choose with torch.where "
-     "(or torch.cond).", "依据张量数值的 Python `if` 仍会造成图中断；请用 torch.where（或 torch.cond）来选择。"),
-    ("data-dependent", "you branch on a Python number read with .item(); keep the scale a tensor and "
-     "choose with torch.where.", "你在用 .item() 读出的 Python 数上做分支；请让 scale 保持为张量，并用 torch.where 选择。"),
-    ("item()", "Tensor.item() still breaks a plain torch.compile (fullgraph=True captures it on its own, "
-     "which hides the break); keep the scale as a 0-d tensor: y.abs().max().",
-     "Tensor.item() 在普通的 torch.compile 中仍会造成图中断（fullgraph=True 会自动捕获它，掩盖了这个中断）；"
-     "请让 scale 保持为 0 维张量：y.abs().max()。"),
-)
+def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = False) -> torch.Tensor:
+    """What messy would return with one known slip: ``>=`` for ``>``, or ``y.max()`` for ``y.abs().max()``."""
+    (x,) = probe.args
+    y = torch.sin(x) * 2
+    scale = y.max() if plain_max else y.abs().max()
+    take = y.sum() >= 0 if at_least else y.sum() > 0
+    return (y / scale if take else -y) + 1
 
 
-def _reason_text(message: str) -> str:
-    """The first line of a break reason plus its ``Explanation:`` line (where the culprit is named)."""
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    explanation = next((line for line in lines if line.startswith("Explanation:")), "")
-    return " ".join(lines[:1] + [explanation])
+def _same(got: Any, want: Any) -> bool:
+    return differs(got, want) is None
 
 
-def _break_hint(reason: str) -> tuple[str, str]:
-    reason = _reason_text(reason)
-    for key, en, zh in _BREAK_HINTS:
-        if key in reason:
-            return en, zh
+def _nan_where_number(got: Any, want: Any, probe: Probe) -> bool:
+    return bool(torch.isnan(got).any()) and not bool(torch.isnan(want).any())
+
+
+_MESSY_MISTAKES = [
+    Mistake("NaN from the branch not taken", _nan_where_number,
+            "your result has NaN where messy's is a number: on an input of zeros y / scale is 0 / 0. Mixing "
+            "both branches with arithmetic keeps that NaN; select the result of the branch messy takes, so "
+            "the other one's value never enters the output.",
+            "你的结果在 messy 给出数值的位置出现了 NaN：输入全为零时 y / scale 是 0 / 0。用算术把两个分支混合起来会保留这个 NaN；"
+            "请选取 messy 实际走的那个分支的结果，让另一个分支的值不进入输出。"),
+    Mistake("if y.sum() >= 0", lambda got, want, probe: _same(got, _messy_variant(probe, at_least=True)),
+            "messy takes the else branch when y.sum() is exactly 0: its test is a strict y.sum() > 0.",
+            "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
+    Mistake("scale from y.max()", lambda got, want, probe: _same(got, _messy_variant(probe, plain_max=True)),
+            "scale is the largest absolute value of y; where y's most negative entry is the largest in size, the "
+            "largest value and the largest absolute value differ.",
+            "scale 是 y 的绝对值的最大值；当 y 中最负的元素绝对值最大时，最大值与绝对值的最大值并不相同。"),
+    Mistake("dtype changed", lambda got, want, probe: got.dtype != want.dtype,
+            "messy keeps the input's dtype; keep every intermediate in it too (no conversion to float32 or to a "
+            "Python number).",
+            "messy 保持输入的 dtype；请让所有中间量也保持这个 dtype（不要转换成 float32 或 Python 数）。"),
+]
+
+
+def _break_hint(line: str, reason: str) -> tuple[str, str]:
+    """What to rethink for a graph break at ``line`` with ``reason`` (torch's graph_breaks log)."""
+    if "print(" in line or "`print`" in reason:
+        return ("a print inside the function breaks the graph; the task asks for no printing.",
+                "函数里的 print 会造成图中断；本题要求不打印任何内容。")
+    if "item()" in reason or ".item()" in line:
+        return ("Tensor.item() still breaks a plain torch.compile (fullgraph=True captures it on its own, which "
+                "hides the break); keep the scale a 0-d tensor.",
+                "Tensor.item() 在普通的 torch.compile 中仍会造成图中断（fullgraph=True 会自动捕获它，掩盖了这个中断）；"
+                "请让 scale 保持为 0 维张量。")
+    if "ata-dependent" in reason or "jump" in reason:
+        return ("a Python `if` on a tensor value still breaks the graph; choose between the two results with a "
+                "tensor operation instead (lecture 07, section 4 'Removing graph breaks').",
+                "依据张量数值的 Python `if` 仍会造成图中断；请改用张量运算在两个结果之间选择（第 07 讲第 4 节“消除图中断”）。")
     return ("the function still has a graph break; read the reason and rewrite that line with torch operations.",
             "函数仍有图中断；请阅读原因，并用 torch 运算改写那一行。")
 
 
-@task("lab07.1", "remove every graph break", "消除全部图中断")
+@task("lab07.1", "remove every graph break", "消除全部图中断", hints=[
+    ("messy has three lines Dynamo cannot put in a graph. For each, ask what the line is for and how to get "
+     "the same value while staying a tensor.",
+     "messy 中有三行是 Dynamo 无法放进计算图的。逐一想想每一行的作用，以及如何在保持为张量的前提下得到同样的值。"),
+    ("Lecture 07, section 4 'Removing graph breaks': a value read with .item() can stay a 0-d tensor, a print "
+     "can go, and an if on a tensor becomes a selection made by a tensor operation (torch.where or torch.cond).",
+     "第 07 讲第 4 节“消除图中断”：用 .item() 读出的值可以保持为 0 维张量，print 可以删掉，依据张量的 if "
+     "可以改为由张量运算完成的选择（torch.where 或 torch.cond）。"),
+    ("Check the edge cases as well: an input of zeros (what is 0 / 0, and does it reach your output?) and an "
+     "input whose y.sum() is exactly 0.",
+     "也要检查边界情况：全为零的输入（0 / 0 是什么？它会进入你的输出吗？），以及 y.sum() 恰好为 0 的输入。"),
+])
 def _no_breaks(answer: Any) -> None:
-    from .._capture import capture
-
-    _need_callable(answer, "no_breaks", "lab07.1")
-    inputs = _messy_inputs()
+    need_callable(answer, "no_breaks")
+    probes = _messy_probes()
     with _fresh_dynamo():
-        for label, x in inputs:  # eager first: a stub raises NotImplementedError here
-            want, got = messy(x.clone()), answer(x.clone())
-            diff = _differs(got, want)
-            if diff:
-                raise Wrong("run eagerly, no_breaks gives a different result from messy.",
-                            "在 eager 模式下，no_breaks 的结果与 messy 不同。",
-                            tried=f"no_breaks({label})", expected=f"tensor of shape {tuple(want.shape)} equal to messy(x)",
-                            got=diff)
+        run_probes(answer, _messy_quietly, probes, mistakes=_MESSY_MISTAKES, what="no_breaks",
+                   generic=("run eagerly, no_breaks gives a different result from messy.",
+                            "在 eager 模式下，no_breaks 的结果与 messy 不同。"))
         with torch._dynamo.config.patch(capture_scalar_outputs=False):
             compiled = torch.compile(answer, backend="eager", fullgraph=True)
-            for label, x in inputs:
+            for probe in probes:
                 try:
-                    got = compiled(x.clone())
+                    got = compiled(*probe.args)
                 except Exception as exc:
                     reason = str(exc)
-                    en, zh = _break_hint(reason)
+                    en, zh = _break_hint(reason, reason)
                     raise Wrong(f"torch.compile(no_breaks, fullgraph=True) refused it: {en}",
                                 f"torch.compile(no_breaks, fullgraph=True) 拒绝了它：{zh}",
-                                tried=f"fullgraph=True on {label}", expected="one graph",
+                                tried=f"fullgraph=True on {probe.label}", expected="one graph",
                                 got=f"{type(exc).__name__}: {first_line(reason)}") from None
-                diff = _differs(got, messy(x.clone()))
+                diff = differs(got, _messy_quietly(*probe.args))
                 if diff:
                     raise Wrong("compiled with fullgraph=True, no_breaks gives a different result from messy.",
                                 "用 fullgraph=True 编译后，no_breaks 的结果与 messy 不同。",
-                                tried=f"compiled no_breaks({label})", expected="messy(x)", got=diff)
-            label, x = inputs[0]
-            cap = capture(answer, x.clone())
-        if cap.breaks or cap.graph_count != 1:
-            reason = cap.breaks[0].reason if cap.breaks else f"{cap.graph_count} graphs"
-            en, zh = _break_hint(f"{reason}\nExplanation: {cap.breaks[0].explanation}" if cap.breaks else reason)
-            raise Wrong(f"fullgraph=True passed, but a plain torch.compile still breaks: {en}",
-                        f"fullgraph=True 通过了，但普通的 torch.compile 仍然中断：{zh}",
-                        tried=f"torch.compile(no_breaks) on {label}", expected="1 graph, 0 graph breaks",
-                        got=f"{cap.graph_count} graphs; {reason}")
+                                tried=f"compiled no_breaks({probe.label})", expected="messy(x)", got=diff)
+            for probe in (probes[0], probes[1], probes[-3]):
+                torch._dynamo.reset()
+                backend = _CountingBackend()
+                with dynamo_log("graph_breaks") as messages:
+                    torch.compile(answer, backend=backend)(*probe.args)
+                breaks = _break_records(messages)
+                if breaks or len(backend.graphs) != 1:
+                    line, reason = breaks[0] if breaks else ("", f"{len(backend.graphs)} graphs")
+                    en, zh = _break_hint(line, reason)
+                    raise Wrong(f"fullgraph=True passed, but a plain torch.compile still breaks: {en}",
+                                f"fullgraph=True 通过了，但普通的 torch.compile 仍然中断：{zh}",
+                                tried=f"torch.compile(no_breaks) on {probe.label}", expected="1 graph, 0 graph breaks",
+                                got=f"{len(backend.graphs)} graphs, {len(breaks)} breaks; first at {line!r}: {reason}")
 
 
 # -- lab07.2 ---------------------------------------------------------------------------
 
-class _CountingBackend:
-    """A backend that records every graph it is given and runs it unchanged."""
-
-    def __init__(self) -> None:
-        self.graphs: list[torch.fx.GraphModule] = []
-        self.__name__ = "counting_backend"
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        self.graphs.append(gm)
-        return gm.forward
-
-
-def _hidden_head() -> Callable[[torch.Tensor], torch.Tensor]:
+def _hidden_functions() -> list[tuple[str, Callable[[torch.Tensor], torch.Tensor], int, tuple[int, ...]]]:
+    """(description, function, features, batch sizes) of the functions lab07.2 compiles."""
     gen = torch.Generator().manual_seed(72)
     weight, bias = torch.randn(6, 5, generator=gen), torch.randn(5, generator=gen)
+    scale = torch.randn(4, generator=gen)
 
     def head(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 6)
         h = torch.nn.functional.layer_norm(x, (6,))
         return torch.softmax(h @ weight + bias, dim=-1)
 
-    return head
+    def score(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 4)
+        return torch.tanh((x * scale).sum(-1)) - x.mean(0).sum()
+
+    return [("head: (batch, 6) -> (batch, 5)", head, 6, (3, 5, 11)),
+            ("score: (batch, 4) -> (batch,)", score, 4, (7, 2, 4))]
 
 
-def _symbolic_dims(gm: torch.fx.GraphModule) -> list[str]:
-    shapes = []
-    for node in gm.graph.nodes:
-        value = node.meta.get("example_value")
-        if node.op == "placeholder" and isinstance(value, torch.Tensor):
-            shapes.append(str(tuple(value.shape)))
-    return shapes
+def _marked(inputs: list[torch.Tensor]) -> list[int]:
+    return sorted({d for t in inputs for d in getattr(t, "_dynamo_dynamic_indices", set())})
 
 
-@task("lab07.2", "compile once for three batch sizes", "三种批大小只编译一次")
+@task("lab07.2", "compile once for three batch sizes", "三种批大小只编译一次", hints=[
+    ("By default, when does Dynamo decide that a dimension may change? Count the compiles for three batch "
+     "sizes with a plain torch.compile.",
+     "默认情况下，Dynamo 在什么时候才认定某一维可能变化？用普通的 torch.compile 数一数三种批大小各编译了几次。"),
+    ("Lecture 07, section 5 'Dynamic shapes': automatic dynamic makes a dimension symbolic only after it has "
+     "seen it change; you can say so before the first call, for one dimension of one input or for the whole "
+     "compile.",
+     "第 07 讲第 5 节“动态形状”：自动动态只有在看到某一维发生变化之后才把它变成符号；你也可以在第一次调用之前就声明这一点，"
+     "既可以针对某个输入的某一维，也可以针对整个编译。"),
+    ("Keep the backend you are given: the checker counts compiles through it. Only the batch dimension (dim 0) "
+     "may vary; the features dimension must stay fixed.",
+     "请使用给你的 backend：检查器通过它统计编译次数。只有批大小这一维（第 0 维）可以变化；特征这一维必须保持不变。"),
+], time_limit=120)
 def _compile_once(answer: Any) -> None:
-    _need_callable(answer, "compile_once", "lab07.2")
-    fn = _hidden_head()
-    gen = torch.Generator().manual_seed(27)
-    batches = (3, 5, 11)
-    inputs = [torch.randn(b, 6, generator=gen) for b in batches]
-    backend = _CountingBackend()
-    tried = f"compile_once(head, backend) called with batch sizes {batches} (head: (batch, 6) -> (batch, 5))"
-    with _fresh_dynamo():
-        compiled = answer(fn, backend)
-        if not callable(compiled):
-            raise Wrong("return the compiled function.", "请返回编译后的函数。", tried=tried,
-                        got=type(compiled).__name__)
-        for x in inputs:
-            try:
-                out = compiled(x)
-            except Exception as exc:
-                marked = sorted({d for t in inputs for d in getattr(t, "_dynamo_dynamic_indices", set())})
-                if type(exc).__name__ != "ConstraintViolationError" or not marked or 0 in marked:
-                    raise
-                raise Wrong(f"you marked dim {marked[0]} as dynamic, but head needs it to be exactly 6 (the weight "
-                            "has 6 rows), so Dynamo refused the mark. The batch is dim 0: mark_dynamic(x, 0).",
-                            f"你把第 {marked[0]} 维标记为动态，但 head 要求这一维恰好是 6（权重有 6 行），所以 Dynamo "
-                            "拒绝了这个标记。批大小是第 0 维：mark_dynamic(x, 0)。",
-                            tried=tried, expected="1 compile",
-                            got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
-            diff = _differs(out, fn(x))
-            if diff:
-                raise Wrong("the compiled function gives a different result from the original.",
-                            "编译后的函数与原函数结果不同。", tried=f"{tried}; batch {x.shape[0]}",
-                            expected=f"tensor of shape {(x.shape[0], 5)} equal to head(x)", got=diff)
-        marked = sorted({d for x in inputs for d in getattr(x, "_dynamo_dynamic_indices", set())})
-    n = len(backend.graphs)
-    if n == 1:
-        return
-    got = f"{n} compiles"
-    if n == 0:
-        raise Wrong("the backend you were given was never called: pass it on, torch.compile(fn, backend=backend).",
-                    "给你的 backend 从未被调用：请把它传下去，torch.compile(fn, backend=backend)。",
+    need_callable(answer, "compile_once")
+    for what, fn, features, batches in _hidden_functions():
+        gen = torch.Generator().manual_seed(27)
+        inputs = [torch.randn(b, features, generator=gen) for b in batches]
+        backend = _CountingBackend()
+        tried = f"compile_once(fn, backend) with fn = {what}, called with batch sizes {batches}"
+        with _fresh_dynamo():
+            compiled = answer(fn, backend)
+            if not callable(compiled):
+                raise Wrong("return the compiled function.", "请返回编译后的函数。", tried=tried, got=describe(compiled))
+            for x in inputs:
+                try:
+                    out = compiled(x)
+                except Exception as exc:
+                    marked = _marked(inputs)
+                    if type(exc).__name__ != "ConstraintViolationError" or not marked or 0 in marked:
+                        raise
+                    raise Wrong(f"you marked dim {marked[0]} as dynamic, but fn needs it to be exactly {features} "
+                                "(it multiplies by a weight of fixed size), so Dynamo refused the mark. The batch "
+                                "is dim 0.",
+                                f"你把第 {marked[0]} 维标记为动态，但 fn 要求这一维恰好是 {features}（它要乘以一个尺寸固定的权重），"
+                                "所以 Dynamo 拒绝了这个标记。批大小是第 0 维。",
+                                tried=tried, expected="1 compile",
+                                got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
+                diff = differs(out, fn(x))
+                if diff:
+                    raise Wrong("the compiled function gives a different result from the original.",
+                                "编译后的函数与原函数结果不同。", tried=f"{tried}; batch {x.shape[0]}",
+                                expected=describe(fn(x)), got=diff)
+            marked = _marked(inputs)
+        n = len(backend.graphs)
+        if n == 1:
+            continue
+        got = f"{n} compiles"
+        if n == 0:
+            raise Wrong("the backend you were given never ran: compile fn with it (not with another backend, and "
+                        "not eagerly), so that the checker can count the compiles.",
+                        "给你的 backend 从未运行：请用它来编译 fn（不要换成别的后端，也不要直接 eager 运行），这样检查器才能统计编译次数。",
+                        tried=tried, expected="1 compile", got=got)
+        if marked and 0 not in marked:
+            raise Wrong(f"you marked dim {marked[0]} as dynamic, but the batch is dim 0.",
+                        f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维。", tried=tried, expected="1 compile", got=got)
+        if n == 2:
+            raise Wrong("the second batch size compiled again: Dynamo makes a dimension dynamic only after it has "
+                        "seen it change. Tell Dynamo before the first call that the batch dimension varies "
+                        "(lecture 07, section 5).",
+                        "第二个批大小又编译了一次：Dynamo 只有在看到某一维变化之后才会把它变成动态的。请在第一次调用之前就告诉 "
+                        "Dynamo 批大小这一维会变化（第 07 讲第 5 节）。",
+                        tried=tried, expected="1 compile", got=got)
+        raise Wrong("every batch size compiled again: dynamic shapes are off (dynamic=False keeps every size "
+                    "static). Let the batch dimension be dynamic instead.",
+                    "每个批大小都重新编译了：动态形状被关闭了（dynamic=False 会让所有尺寸保持静态）。请让批大小这一维成为动态的。",
                     tried=tried, expected="1 compile", got=got)
-    shapes = "; ".join(" ".join(_symbolic_dims(gm)) for gm in backend.graphs)
-    got = f"{n} compiles, input shapes per graph: {shapes}"
-    if marked and 0 not in marked:
-        raise Wrong(f"you marked dim {marked[0]} as dynamic, but the batch is dim 0: mark_dynamic(x, 0).",
-                    f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维：mark_dynamic(x, 0)。",
-                    tried=tried, expected="1 compile", got=got)
-    if n == 2:
-        raise Wrong("the second batch size recompiled: Dynamo makes a dimension dynamic only after it has seen it "
-                    "change. Mark dim 0 dynamic before the first call (torch._dynamo.mark_dynamic(x, 0)) or "
-                    "compile with dynamic=True.",
-                    "第二个批大小触发了重新编译：Dynamo 只有在看到某一维变化之后才会把它变成动态的。请在第一次调用前把第 0 维"
-                    "标记为动态（torch._dynamo.mark_dynamic(x, 0)），或者用 dynamic=True 编译。",
-                    tried=tried, expected="1 compile", got=got)
-    raise Wrong("every batch size compiled again; dynamic=False turns dynamic shapes off. Mark dim 0 dynamic "
-                "(torch._dynamo.mark_dynamic(x, 0)) or compile with dynamic=True.",
-                "每个批大小都重新编译了；dynamic=False 会关闭动态形状。请把第 0 维标记为动态"
-                "（torch._dynamo.mark_dynamic(x, 0)），或者用 dynamic=True 编译。",
-                tried=tried, expected="1 compile", got=got)
 
 
 # -- lab07.3 ---------------------------------------------------------------------------
 
-_KINDS = {
-    "shape": "size mismatch",
-    "dtype": "dtype mismatch",
-    "requires_grad": "requires_grad mismatch",
-    "stride": "stride mismatch",
-}
+_KINDS = ("shape", "dtype", "requires_grad", "stride")
+#: What torch's recompile reason says when each part of TENSOR_MATCH fails.
+_REASONS = {"shape": "size mismatch", "dtype": "dtype mismatch", "requires_grad": "requires_grad mismatch",
+            "stride": "stride mismatch"}
 
 
 def _guarded(x: torch.Tensor) -> torch.Tensor:
     return (torch.tanh(x) * 3).sum(0)
 
 
-@task("lab07.3", "fail a chosen guard", "让指定的守卫失败")
-def _fail_guard(answer: Any) -> None:
-    from .._capture import capture
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
-    _need_callable(answer, "fail_guard", "lab07.3")
+
+def _changed(new: torch.Tensor, x: torch.Tensor) -> list[str]:
+    """Every part of TENSOR_MATCH in which ``new`` differs from ``x`` (a contiguous matrix).
+
+    A new shape with its own contiguous strides counts as a shape change only.
+    """
+    out = []
+    if tuple(new.shape) != tuple(x.shape):
+        out.append("shape")
+    if new.dtype != x.dtype:
+        out.append("dtype")
+    if new.requires_grad != x.requires_grad:
+        out.append("requires_grad")
+    if "shape" in out:
+        if new.stride() != _contiguous_strides(tuple(new.shape)):
+            out.append("stride")
+    elif new.stride() != x.stride():
+        out.append("stride")
+    if new.device != x.device:
+        out.append("device")
+    return out
+
+
+def _layout(t: torch.Tensor) -> str:
+    return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}")
+
+
+def _recompile_reasons(x: torch.Tensor, new: torch.Tensor) -> tuple[bool, list[str]]:
+    """Compile ``_guarded`` for ``x``, call it with ``new``: (compiled again, failed guards)."""
+    backend = _CountingBackend()
+    with _fresh_dynamo():
+        compiled = torch.compile(_guarded, backend=backend)
+        compiled(x)
+        with dynamo_log("recompiles") as messages:
+            compiled(new)
+    return len(backend.graphs) > 1, [r for m in messages for r in _guard_failures(m)]
+
+
+@task("lab07.3", "fail a chosen guard", "让指定的守卫失败", hints=[
+    ("TENSOR_MATCH checks several properties of x. For each kind, which tensor operation changes that one "
+     "property and none of the others?",
+     "TENSOR_MATCH 检查 x 的好几项属性。对每一种 kind，哪个张量运算只改变这一项属性、而不改变其他属性？"),
+    ("Lecture 07, section 2 'Failing guards on purpose': sizes, dtype, requires_grad and strides are separate "
+     "parts of one guard, and the recompile reason names only the first part that differs. Strides describe "
+     "how the same shape is laid out in memory.",
+     "第 07 讲第 2 节“故意让守卫失败”：尺寸、dtype、requires_grad 和步长是同一个守卫的不同部分，而重新编译的原因只说出第一处不同。"
+     "步长描述的是同样的形状在内存中如何排列。"),
+    ("Return a new tensor and leave x as it was: an in-place change (a method ending in _) changes the caller's "
+     "tensor too.",
+     "请返回一个新张量，并保持 x 不变：原地修改（以 _ 结尾的方法）也会改变调用者手里的张量。"),
+])
+def _fail_guard(answer: Any) -> None:
+    need_callable(answer, "fail_guard")
     gen = torch.Generator().manual_seed(73)
-    for shape in ((5, 4), (3, 6)):
+    for shape in ((5, 4), (3, 6), (4, 4)):
         x = torch.randn(shape, generator=gen)
-        for kind, expected in _KINDS.items():
+        for kind in _KINDS:
             tried = f"fail_guard(x, {kind!r}) with x of shape {shape}, float32, contiguous"
-            new = answer(x.clone(), kind)
+            given = x.clone()
+            new = answer(given, kind)
             if not isinstance(new, torch.Tensor):
-                raise Wrong("return a tensor.", "请返回一个张量。", tried=tried, got=type(new).__name__)
-            with _fresh_dynamo():
-                cap = capture(_guarded, x)
-                cap.call_again(new)
-            reasons = [first_line(r.reason) for r in cap.recompiles]
-            if not reasons:
-                raise Wrong(f"no guard failed: the compiled function accepted the new tensor as it was. "
+                raise Wrong("return a tensor.", "请返回一个张量。", tried=tried, got=describe(new))
+            if _changed(given, x) or not torch.equal(given.detach(), x):
+                raise Wrong("fail_guard changed x itself (in place); return a new tensor and leave x as it was, "
+                            "or the caller's tensor would fail the guard too.",
+                            "fail_guard 原地修改了 x 本身；请返回一个新张量并保持 x 不变，否则调用者手里的张量也会让守卫失败。",
+                            tried=tried, expected=f"x unchanged: {_layout(x)}", got=f"x became: {_layout(given)}")
+            changed = _changed(new, x)
+            got = _layout(new)
+            if not changed:
+                raise Wrong(f"the new tensor matches x in every part of the guard, so nothing would recompile. "
                             f"Change the tensor's {kind}.",
-                            f"没有守卫失败：编译好的函数直接接受了新张量。请改变张量的 {kind}。",
-                            tried=tried, expected=f"a recompile: tensor 'x' {expected}",
-                            got=f"no recompile (shape {tuple(new.shape)}, {new.dtype}, stride {new.stride()}, "
-                                f"requires_grad={new.requires_grad})")
-            if expected in reasons[0]:
-                continue
-            if kind == "stride" and "size mismatch" in reasons[0]:
-                hint = ("the shape changed as well (x.t() swaps the sizes); keep x's shape and change only the "
-                        "strides, i.e. the order in which the same shape is laid out in memory.",
-                        "形状也变了（x.t() 会交换各维尺寸）；请保持 x 的形状不变，只改变步长，即同样形状的数据在内存中的排列顺序。")
-            else:
-                hint = (f"a different guard failed first; change only the {kind} and keep everything else as in x.",
-                        f"先失败的是另一个守卫；请只改变 {kind}，其余保持与 x 相同。")
-            raise Wrong(*hint, tried=tried, expected=f"tensor 'x' {expected}", got=reasons[0])
+                            f"新张量在守卫的每一项上都与 x 相同，因此不会重新编译。请改变张量的 {kind}。",
+                            tried=tried, expected=f"only the {kind} changed", got=got)
+            if kind == "stride" and changed[0] == "shape":
+                raise Wrong("the shape changed as well (a transpose swaps the sizes of a non-square matrix); keep "
+                            "x's shape and change only the strides, i.e. the order in which the same shape is laid "
+                            "out in memory.",
+                            "形状也变了（对非方阵转置会交换各维尺寸）；请保持 x 的形状不变，只改变步长，即同样形状的数据在内存中的排列顺序。",
+                            tried=tried, expected=f"shape {tuple(x.shape)} with other strides", got=got)
+            if kind in changed and len(changed) > 1:
+                others = ", ".join(c for c in changed if c != kind)
+                raise Wrong(f"the {kind} changed, but so did: {others}. The recompile reason names only the first "
+                            "difference Dynamo checks, so a second change can hide behind it; change the "
+                            f"{kind} only.",
+                            f"{kind} 改变了，但下列属性也变了：{others}。重新编译的原因只说出 Dynamo 检查到的第一处不同，"
+                            f"第二处改变可能被它掩盖；请只改变 {kind}。",
+                            tried=tried, expected=f"only the {kind} changed", got=got)
+            if kind not in changed:
+                raise Wrong(f"you changed the {', '.join(changed)}, not the {kind}.",
+                            f"你改变的是 {', '.join(changed)}，而不是 {kind}。",
+                            tried=tried, expected=f"only the {kind} changed", got=got)
+            recompiled, reasons = _recompile_reasons(x, new)
+            if not recompiled or not any(_REASONS[kind] in r for r in reasons):
+                raise Wrong(f"the {kind} changed, but the compiled function did not recompile because of it.",
+                            f"{kind} 改变了，但编译后的函数并没有因此重新编译。",
+                            tried=tried, expected=f"a recompile: tensor 'x' {_REASONS[kind]}",
+                            got="; ".join(reasons) or "no recompile")
 
 
 # -- lab07.4 ---------------------------------------------------------------------------
@@ -312,14 +422,64 @@ def _has_cond(gm: torch.fx.GraphModule) -> bool:
     return any(node.target is torch.ops.higher_order.cond for node in gm.graph.nodes)
 
 
-@task("lab07.4", "torch.cond so that torch.export works", "用 torch.cond 让 torch.export 成功")
+def _router_probes() -> list[Probe]:
+    gen = torch.Generator().manual_seed(47)
+    out = []
+    for i in range(2):
+        direction = torch.randn(3, 4, generator=gen)
+        direction = direction / direction.norm()
+        out.append(Probe(f"x with norm 5 (the large branch), direction {i + 1}", (5 * direction,)))
+        out.append(Probe(f"x with norm 0.5 (the small branch), direction {i + 1}", (0.5 * direction,)))
+    edge = torch.zeros(3, 4)
+    edge[0, 0] = -2.0
+    out.append(Probe("x with norm exactly 2.0 (x.norm() > 2.0 is False)", (edge,)))
+    return out
+
+
+def _other_branch(reference: Router) -> Callable[[Any, Any, Probe], bool]:
+    def matches(got: Any, want: Any, probe: Probe) -> bool:
+        (x,) = probe.args
+        with torch.no_grad():
+            other = reference.small(x) * 0.5 if x.norm() > 2.0 else torch.relu(reference.large(x))
+        return differs(got, other) is None
+    return matches
+
+
+def _router_mistakes(reference: Router) -> list[Mistake]:
+    return [
+        Mistake("x.norm() >= 2.0", lambda got, want, probe: "exactly 2.0" in probe.label,
+                "on an input of norm exactly 2.0 Router takes the small branch: its test is a strict x.norm() > 2.0.",
+                "对于范数恰好为 2.0 的输入，Router 走的是 small 分支：它的条件是严格的 x.norm() > 2.0。"),
+        Mistake("branches swapped", _other_branch(reference),
+                "your model returns the other branch's result: the first function torch.cond gets runs when the "
+                "predicate is True.",
+                "你的模型返回的是另一个分支的结果：torch.cond 的第一个函数在条件为 True 时运行。"),
+    ]
+
+
+@task("lab07.4", "torch.cond so that torch.export works", "用 torch.cond 让 torch.export 成功", hints=[
+    ("torch.export needs one whole graph. What in Router's forward cannot be part of a graph, and which "
+     "operator keeps a real branch inside one?",
+     "torch.export 需要一整张计算图。Router 的 forward 中哪一部分无法成为计算图的一部分？哪个算子能在图里保留真正的分支？"),
+    ("Lecture 07, section 4 'Removing graph breaks': torch.cond(pred, true_fn, false_fn, operands) makes both "
+     "branches subgraphs and runs one of them; each branch is a function of the operands and returns tensors of "
+     "the same shape.",
+     "第 07 讲第 4 节“消除图中断”：torch.cond(pred, true_fn, false_fn, operands) 把两个分支都变成子图，运行时只执行其中一个；"
+     "每个分支都是 operands 的函数，并返回形状相同的张量。"),
+    ("Keep self.small and self.large (the checker loads a Router's weights) and keep Router's condition exactly, "
+     "including what happens when the norm is exactly 2.0.",
+     "保留 self.small 和 self.large（检查器会加载一个 Router 的权重），并保持 Router 的条件完全不变，包括范数恰好为 2.0 时的情况。"),
+])
 def _cond_router(answer: Any) -> None:
     model = answer() if isinstance(answer, type) else answer
     if not isinstance(model, nn.Module):
         raise Wrong("pass the class CondRouter (or an instance of it).",
-                    "请传入 CondRouter 类（或它的实例）。", got=type(model).__name__)
-    torch.manual_seed(74)
+                    "请传入 CondRouter 类（或它的实例）。", got=describe(model))
+    init = torch.Generator().manual_seed(74)
     reference = Router().eval()
+    with torch.no_grad():
+        for p in reference.parameters():
+            p.copy_(torch.randn(p.shape, generator=init) * 0.5)
     try:
         model.load_state_dict(reference.state_dict())
     except RuntimeError as exc:
@@ -327,25 +487,18 @@ def _cond_router(answer: Any) -> None:
                     "请保留 Router 的层（self.small、self.large），以便加载权重。",
                     got=first_line(str(exc))) from None
     model.eval()
-    gen = torch.Generator().manual_seed(47)
-    direction = torch.randn(3, 4, generator=gen)
-    direction = direction / direction.norm()
-    inputs = [("x with norm 5 (the large branch)", 5 * direction), ("x with norm 0.5 (the small branch)", 0.5 * direction)]
-    with torch.no_grad():
-        for label, x in inputs:  # eager first: a stub raises NotImplementedError here
-            diff = _differs(model(x), reference(x))
-            if diff:
-                raise Wrong("run eagerly, CondRouter gives a different result from Router.",
-                            "在 eager 模式下，CondRouter 的结果与 Router 不同。",
-                            tried=f"CondRouter()({label})", expected="Router()(x)", got=diff)
+    probes = _router_probes()
+    mistakes = _router_mistakes(reference)
+    run_probes(model, reference, probes, mistakes=mistakes, what="CondRouter",
+               generic=("run eagerly, CondRouter gives a different result from Router.",
+                        "在 eager 模式下，CondRouter 的结果与 Router 不同。"))
     with _fresh_dynamo(), contextlib.redirect_stderr(io.StringIO()):
         try:
-            exported = torch.export.export(model, (inputs[0][1],))
+            exported = torch.export.export(model, probes[0].args)
         except Exception as exc:
-            raise Wrong("torch.export refused the model: a Python `if` on a tensor cannot be exported; "
-                        "use torch.cond(pred, true_fn, false_fn, (x,)).",
-                        "torch.export 拒绝了这个模型：依据张量数值的 Python `if` 无法导出；"
-                        "请使用 torch.cond(pred, true_fn, false_fn, (x,))。",
+            raise Wrong("torch.export refused the model: a Python `if` on a tensor value cannot be exported; "
+                        "express the choice with torch.cond, as the exercise asks.",
+                        "torch.export 拒绝了这个模型：依据张量数值的 Python `if` 无法导出；请按题目要求用 torch.cond 表达这个选择。",
                         tried="torch.export.export(CondRouter(), (x,))", expected="an ExportedProgram",
                         got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
         if not _has_cond(exported.graph_module):
@@ -355,10 +508,6 @@ def _cond_router(answer: Any) -> None:
                         tried="torch.export.export(CondRouter(), (x,))",
                         expected="a torch.ops.higher_order.cond node", got="no cond node")
         runnable = exported.module()
-        with torch.no_grad():
-            for label, x in inputs:
-                diff = _differs(runnable(x), reference(x))
-                if diff:
-                    raise Wrong("the exported program gives a different result from Router on one branch.",
-                                "导出的程序在其中一个分支上与 Router 结果不同。",
-                                tried=f"exported.module()({label})", expected="Router()(x)", got=diff)
+        run_probes(runnable, reference, probes, mistakes=mistakes, what="the exported program",
+                   generic=("the exported program gives a different result from Router.",
+                            "导出的程序与 Router 结果不同。"))
