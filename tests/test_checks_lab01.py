@@ -1,4 +1,6 @@
-"""Checkers of lab01 (TorchScript trace): references pass, stubs are not implemented, classic mistakes are named."""
+"""Checkers of lab01 (TorchScript trace): the references from solutions/ pass, other right forms
+pass, stubs are not implemented, and the mistakes learners make are rejected and named in both
+languages."""
 from __future__ import annotations
 
 import io
@@ -9,51 +11,19 @@ import pytest
 import torch
 from torch import nn
 
-from fxcourse import check
+from fxcourse import check, hint
 from fxcourse.labs import STUB
 
-from checking import expect_wrong
+from checking import expect_passed, expect_wrong, solution
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
+
+TASKS = {"lab01.1": "aten_op_counts", "lab01.2": "trace_safely", "lab01.3": "TraceableRunningMean",
+         "lab01.4": "roundtrip"}
 
 
 def _stub(*args):
     raise NotImplementedError(STUB.split('"')[1])
-
-
-# -- reference answers (the solutions notebook's) -------------------------------------------
-def aten_op_counts(traced):
-    return dict(Counter(n.kind() for n in traced.inlined_graph.nodes() if n.kind().startswith("aten::")))
-
-
-def trace_safely(model, inputs):
-    try:
-        return torch.jit.trace(model, inputs[0], check_inputs=inputs)
-    except torch.jit.TracingCheckError:
-        return None
-
-
-class TraceableRunningMean(nn.Module):
-    def forward(self, x):
-        counts = torch.arange(1, x.shape[0] + 1, dtype=x.dtype, device=x.device)
-        return x.cumsum(0) / counts.view(-1, *([1] * (x.dim() - 1)))
-
-
-def roundtrip(model, example_inputs):
-    buffer = io.BytesIO()
-    torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
-    buffer.seek(0)
-    return torch.jit.load(buffer)
-
-
-REFERENCES = {"lab01.1": aten_op_counts, "lab01.2": trace_safely, "lab01.3": TraceableRunningMean,
-              "lab01.4": roundtrip}
-
-
-@pytest.mark.parametrize("task_id", sorted(REFERENCES))
-def test_reference_answer_passes(task_id):
-    result = check(task_id, REFERENCES[task_id])
-    assert result.status == "passed", result.to_text()
 
 
 class _StubRunningMean(nn.Module):
@@ -61,54 +31,126 @@ class _StubRunningMean(nn.Module):
         raise NotImplementedError(STUB.split('"')[1])
 
 
-@pytest.mark.parametrize("task_id", sorted(REFERENCES))
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_reference_answer_from_the_solutions_passes(task_id):
+    expect_passed(task_id, solution("lab01", TASKS[task_id]))
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
 def test_stub_is_not_implemented(task_id):
     result = check(task_id, _StubRunningMean if task_id == "lab01.3" else _stub)
     assert result.status == "not_implemented", result.to_text()
 
 
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_hints_go_from_a_nudge_to_the_lecture_without_code(task_id):
+    first = hint(task_id, 1)
+    last = hint(task_id, first.count)
+    assert 2 <= first.count <= 3
+    assert "course/01_torchscript_trace.ipynb" in last.en and "course/01_torchscript_trace.ipynb" in last.zh
+    for level in range(1, first.count + 1):
+        step = hint(task_id, level)
+        assert "torch.jit.trace(" not in step.en and "check_inputs=" not in step.en and "seek(0)" not in step.en
+
+
 # -- lab01.1 ---------------------------------------------------------------------------------
-def test_top_level_graph_is_told_to_inline():
+def test_lab01_1_a_counter_and_a_loop_pass_too():
+    expect_passed("lab01.1", lambda t: Counter(n.kind() for n in t.inlined_graph.nodes() if n.kind().startswith("aten::")))
+
+    def by_loop(traced):
+        counts = {}
+        for node in traced.inlined_graph.nodes():
+            if node.kind().startswith("aten::"):
+                counts[node.kind()] = counts.get(node.kind(), 0) + 1
+        return counts
+
+    expect_passed("lab01.1", by_loop)
+
+
+def test_lab01_1_top_level_graph_is_told_to_inline():
     result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.graph.nodes()
-                                                      if n.kind().startswith("aten::"))))
-    assert "inlined_graph" in result.en and "inlined_graph" in result.zh
+                                                           if n.kind().startswith("aten::"))))
+    assert "inlined graph" in result.en and "内联后的计算图" in result.zh
 
 
-def test_counting_prim_nodes_is_named():
+def test_lab01_1_counting_prim_nodes_is_named():
     result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind() for n in t.inlined_graph.nodes())))
-    assert "'aten::'" in result.en
+    assert "aten:: namespace" in result.en and "aten:: 命名空间" in result.zh
 
 
-def test_kind_without_namespace_is_named():
+def test_lab01_1_kind_without_namespace_is_named():
     result = expect_wrong("lab01.1", lambda t: dict(Counter(n.kind().split("::")[1] for n in t.inlined_graph.nodes()
-                                                      if n.kind().startswith("aten::"))))
-    assert "full kind string" in result.en
+                                                           if n.kind().startswith("aten::"))))
+    assert "full kind string" in result.en and "完整类型字符串" in result.zh
+
+
+def test_lab01_1_each_kind_once_is_named():
+    result = expect_wrong("lab01.1", lambda t: {n.kind(): 1 for n in t.inlined_graph.nodes()
+                                                if n.kind().startswith("aten::")})
+    assert "every count is 1" in result.en and "每个计数都是 1" in result.zh
 
 
 # -- lab01.2 ---------------------------------------------------------------------------------
-def test_always_none_isexpect_wrong():
-    assert "no control flow" in expect_wrong("lab01.2", lambda m, inputs: None).en
+def test_lab01_2_checking_the_rest_of_the_inputs_passes():
+    def rest(model, inputs):
+        try:
+            return torch.jit.trace(model, inputs[0], check_inputs=inputs[1:])
+        except torch.jit.TracingCheckError:
+            return None
+
+    expect_passed("lab01.2", rest)
 
 
-def test_none_on_any_tracer_warning_is_too_strict():
+def test_lab01_2_only_the_last_input_is_named():
+    def only_last(model, inputs):
+        try:
+            return torch.jit.trace(model, inputs[0], check_inputs=[inputs[-1]])
+        except torch.jit.TracingCheckError:
+            return None
+
+    result = expect_wrong("lab01.2", only_last)
+    assert "inputs[1]" in result.en and "not only the first or the last" in result.en
+    assert "不只是第一组或最后一组" in result.zh
+
+
+def test_lab01_2_only_the_first_two_inputs_is_named():
+    def first_two(model, inputs):
+        try:
+            return torch.jit.trace(model, inputs[0], check_inputs=inputs[:2])
+        except torch.jit.TracingCheckError:
+            return None
+
+    result = expect_wrong("lab01.2", first_two)
+    assert "inputs[2]" in result.en and "every tuple" in result.en and "每一组" in result.zh
+
+
+def test_lab01_2_always_none_is_wrong():
+    result = expect_wrong("lab01.2", lambda m, inputs: None)
+    assert "no control flow" in result.en and "没有控制流" in result.zh
+
+
+def test_lab01_2_none_on_any_tracer_warning_is_too_strict():
+    reference = solution("lab01", "trace_safely")
+
     def on_warning(model, inputs):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            traced = trace_safely(model, inputs)
+            traced = reference(model, inputs)
         if any(issubclass(w.category, torch.jit.TracerWarning) for w in caught):
             return None
         return traced
 
     result = expect_wrong("lab01.2", on_warning)
-    assert "TracerWarning" in result.en and result.got == "None"
+    assert "TracerWarning" in result.en and "TracerWarning" in result.zh and result.got == "None"
 
 
-def test_forgetting_check_inputs_is_named():
+def test_lab01_2_forgetting_check_inputs_is_named():
     result = expect_wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0]))
-    assert "check_inputs=inputs" in result.en and "inputs[2]" in result.en
+    assert "inputs[2]" in result.en and "inputs[2]" in result.zh
+    assert "check_inputs=" not in result.en and "check_inputs=" not in result.zh  # no code to paste
 
 
-def test_comparing_outputs_only_is_caught_by_the_abs_model():
+def test_lab01_2_comparing_outputs_only_is_caught_by_the_abs_model():
     def by_outputs(model, inputs):
         traced = torch.jit.trace(model, inputs[0], check_trace=False)
         for args in inputs:
@@ -121,16 +163,31 @@ def test_comparing_outputs_only_is_caught_by_the_abs_model():
         return traced
 
     result = expect_wrong("lab01.2", by_outputs)
-    assert "aten::neg" in result.en and "compares the graphs" in result.en
+    assert "aten::neg" in result.en and "compares the graphs" in result.en and "比较计算图" in result.zh
 
 
-def test_uncaught_tracing_check_error_is_named():
+def test_lab01_2_uncaught_tracing_check_error_is_named():
     result = expect_wrong("lab01.2", lambda m, inputs: torch.jit.trace(m, inputs[0], check_inputs=inputs))
-    assert "TracingCheckError" in result.en and result.got.startswith("TracingCheckError")
+    assert "TracingCheckError" in result.en and "TracingCheckError" in result.zh
+    assert result.got.startswith("TracingCheckError")
 
 
-def test_returning_the_model_isexpect_wrong():
-    assert "not the model" in expect_wrong("lab01.2", lambda m, inputs: m).en
+def test_lab01_2_returning_the_model_is_wrong():
+    result = expect_wrong("lab01.2", lambda m, inputs: m)
+    assert "not the model" in result.en and "而不是模型本身" in result.zh
+
+
+def test_lab01_2_tracing_with_the_first_argument_only_is_wrong():
+    def first_tensor(model, inputs):
+        try:
+            return torch.jit.trace(model, inputs[0][0], check_inputs=inputs)
+        except torch.jit.TracingCheckError:
+            return None
+        except TypeError:
+            return None
+
+    result = expect_wrong("lab01.2", first_tensor)
+    assert "two arguments" in result.tried and "no control flow" in result.en
 
 
 # -- lab01.3 ---------------------------------------------------------------------------------
@@ -149,37 +206,83 @@ class LenMean(nn.Module):
         return x.cumsum(0) / torch.arange(1, len(x) + 1, dtype=x.dtype).unsqueeze(1)
 
 
-class OffByOneMean(nn.Module):
-    def forward(self, x):
-        return x.cumsum(0) / torch.arange(1, x.shape[0] + 1, dtype=x.dtype).clamp(min=2).unsqueeze(1)
+def test_lab01_3_another_right_form_passes():
+    class SizeMean(nn.Module):
+        def forward(self, x):
+            n = torch.ones_like(x).cumsum(0)
+            return x.cumsum(0) / n
+
+    expect_passed("lab01.3", SizeMean)
 
 
-def test_python_loop_is_named_as_unrolled():
+def test_lab01_3_python_loop_is_named_as_unrolled():
     result = expect_wrong("lab01.3", LoopMean)
-    assert "unrolled" in result.en and "(5, 4)" in result.tried
+    assert "unrolled" in result.en and "展开" in result.zh and "(5, 4)" in result.tried
 
 
-def test_len_is_named_as_baked_in():
+def test_lab01_3_len_is_named_as_baked_in():
     result = expect_wrong("lab01.3", LenMean)
-    assert "baked in" in result.en and "x.shape[0]" in result.en
+    assert "baked into the trace" in result.en and "固化" in result.zh
+    assert "torch.arange(" not in result.en and "cumsum" not in result.en  # no code to paste
 
 
-def test_wrong_eager_math_is_caught_before_tracing():
-    result = expect_wrong("lab01.3", OffByOneMean)
-    assert "eager mode" in result.en
+def test_lab01_3_divisors_from_zero_are_named():
+    class FromZero(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.arange(0, x.shape[0], dtype=x.dtype).unsqueeze(1)
+
+    result = expect_wrong("lab01.3", FromZero)
+    assert "divided by 0" in result.en and "除以了 0" in result.zh
+
+
+def test_lab01_3_dividing_by_the_total_is_named():
+    class TotalMean(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / x.shape[0]
+
+    result = expect_wrong("lab01.3", TotalMean)
+    assert "total number of rows" in result.en and "总行数" in result.zh
+
+
+def test_lab01_3_running_sum_without_division_is_named():
+    class RunningSum(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0)
+
+    result = expect_wrong("lab01.3", RunningSum)
+    assert "running sum" in result.en and "累积和" in result.zh
+
+
+def test_lab01_3_wrong_dimension_is_named():
+    class ColumnMean(nn.Module):
+        def forward(self, x):
+            return x.cumsum(1) / torch.arange(1, x.shape[1] + 1, dtype=x.dtype)
+
+    result = expect_wrong("lab01.3", ColumnMean)
+    assert "first dimension" in result.en and "第一维" in result.zh
 
 
 # -- lab01.4 ---------------------------------------------------------------------------------
-def test_returning_the_model_is_not_a_loaded_module():
-    assert "torch.jit.load" in expect_wrong("lab01.4", lambda m, ex: m).en
+def test_lab01_4_a_fresh_buffer_from_the_bytes_passes():
+    def from_bytes(model, example_inputs):
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
+        return torch.jit.load(io.BytesIO(buffer.getvalue()))
+
+    expect_passed("lab01.4", from_bytes)
 
 
-def test_returning_the_trace_itself_is_named():
+def test_lab01_4_returning_the_model_is_not_a_loaded_module():
+    result = expect_wrong("lab01.4", lambda m, ex: m)
+    assert "torch.jit.load" in result.en and "torch.jit.load" in result.zh
+
+
+def test_lab01_4_returning_the_trace_itself_is_named():
     result = expect_wrong("lab01.4", lambda m, ex: torch.jit.trace(m, ex))
-    assert "shares its tensors" in result.en
+    assert "shares its tensors" in result.en and "共享张量" in result.zh
 
 
-def test_saving_the_nn_module_is_told_to_trace_first():
+def test_lab01_4_saving_the_nn_module_is_told_to_trace_first():
     def save_module(model, example_inputs):
         buffer = io.BytesIO()
         torch.jit.save(model, buffer)
@@ -187,13 +290,26 @@ def test_saving_the_nn_module_is_told_to_trace_first():
         return torch.jit.load(buffer)
 
     result = expect_wrong("lab01.4", save_module)
-    assert "trace the model first" in result.en and "save_to_buffer" in result.got
+    assert "trace the model first" in result.en and "先追踪模型" in result.zh and "save_to_buffer" in result.got
 
 
-def test_forgetting_seek_is_named():
+def test_lab01_4_forgetting_to_rewind_is_named():
     def no_seek(model, example_inputs):
         buffer = io.BytesIO()
         torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
         return torch.jit.load(buffer)
 
-    assert "seek(0)" in expect_wrong("lab01.4", no_seek).en
+    result = expect_wrong("lab01.4", no_seek)
+    assert "position" in result.en and "回到开头" in result.zh
+    assert "seek(0)" not in result.en  # no code to paste
+
+
+def test_lab01_4_tracing_with_the_first_tensor_only_is_named():
+    def first_only(model, example_inputs):
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.trace(model, example_inputs[0]), buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
+
+    result = expect_wrong("lab01.4", first_only)
+    assert "whole tuple" in result.en and "整个 tuple" in result.zh

@@ -7,19 +7,21 @@ the result on new inputs (other batch sizes, other signs). ``torch.jit`` warns o
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
 from . import Wrong, task
+from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
 from .._text import one_line_error, quiet
 
 
-def _need_callable(answer: Any, name: str) -> None:
-    if not callable(answer) or isinstance(answer, type):
-        raise Wrong(f"pass the function itself, e.g. check(..., {name}).",
-                    f"请传入函数本身，例如 check(..., {name})。", got=type(answer).__name__)
+def _built(factory: Callable[[], Any], seed: int) -> Any:
+    """``factory()`` with parameters drawn from ``seed``, without moving the learner's random numbers."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory()
 
 
 def _trace(model: Any, *example: torch.Tensor) -> Any:
@@ -29,6 +31,10 @@ def _trace(model: Any, *example: torch.Tensor) -> Any:
 
 def _aten_kinds(graph: torch._C.Graph) -> Counter[str]:
     return Counter(n.kind() for n in graph.nodes() if n.kind().startswith("aten::"))
+
+
+def _close(a: Any, b: torch.Tensor) -> bool:
+    return differs(a, b) is None
 
 
 # -- lab01.1: read the inlined graph -----------------------------------------------------------
@@ -70,44 +76,72 @@ def _scaled_softmax(x: torch.Tensor) -> torch.Tensor:
     return (x * 0.5).softmax(-1).log()
 
 
-@task("lab01.1", "count the ATen operators of a traced model", "统计追踪模型中的 ATen 算子")
-def _count_aten(answer: Any) -> None:
-    _need_callable(answer, "aten_op_counts")
-    torch.manual_seed(3)
+def _kinds_reference(traced: Any) -> dict[str, int]:
+    return dict(_aten_kinds(traced.inlined_graph))
+
+
+def _as_plain_counts(got: Any) -> Any:
+    """A Counter or any dict is a dict; kinds counted zero times may be left in or out."""
+    if isinstance(got, dict):
+        return {k: v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
+    return got
+
+
+def _aten_probes() -> list[Probe]:
+    gen = torch.Generator().manual_seed(3)
     cases = [
-        ("torch.jit.trace(TinyCNN().eval(), x)", _TinyCNN().eval(), (torch.randn(1, 3, 6, 6),)),
-        ("torch.jit.trace(GRUCellNet(), x)", _Gru().eval(), (torch.randn(2, 3),)),
-        ("torch.jit.trace(scaled_softmax, x)", _scaled_softmax, (torch.randn(2, 5),)),
+        ("torch.jit.trace(<a CNN: stem, two residual blocks in a Sequential, head>.eval(), x)",
+         _built(_TinyCNN, 3).eval(), torch.randn(1, 3, 6, 6, generator=gen)),
+        ("torch.jit.trace(<a GRUCell and a Linear>.eval(), x)", _built(_Gru, 4).eval(), torch.randn(2, 3, generator=gen)),
+        ("torch.jit.trace(<a function: scale, softmax, log>, x)", _scaled_softmax, torch.randn(2, 5, generator=gen)),
+        ("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
+         _built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
     ]
-    for tried, model, example in cases:
-        traced = _trace(model, *example)
-        want = dict(_aten_kinds(traced.inlined_graph))
+    return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
+
+
+_ATEN_MISTAKES = [
+    Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
+            "return a dict from node kind (a string such as 'aten::relu') to count.",
+            "请返回从节点类型（例如 'aten::relu' 这样的字符串）到数量的 dict。"),
+    Mistake("top-level graph", lambda got, want, p: got == dict(_aten_kinds(p.args[0].graph)),
+            "that counts only the top-level graph, where each submodule is one prim::CallMethod; count over the "
+            "inlined graph, where every method call is expanded into its operators.",
+            "这只统计了顶层计算图，那里每个子模块只是一个 prim::CallMethod；请在内联后的计算图上统计，"
+            "那里每个方法调用都展开成了它的算子。"),
+    Mistake("kind without namespace", lambda got, want, p: set(got) == {k.split("::", 1)[1] for k in want},
+            "use the full kind string with its namespace (such as 'aten::relu'), as node.kind() returns it.",
+            "请使用带命名空间的完整类型字符串（如 'aten::relu'），与 node.kind() 的返回值一致。"),
+    Mistake("counted prim:: nodes", lambda got, want, p: any(not str(k).startswith("aten::") for k in got),
+            "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
+            "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
+    Mistake("each kind once", lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
+            "every count is 1: the dict records which kinds occur, not how many nodes have each kind.",
+            "每个计数都是 1：这个 dict 只记录了出现过哪些类型，而不是每种类型有多少个节点。"),
+]
+
+
+@task("lab01.1", "count the ATen operators of a traced model", "统计追踪模型中的 ATen 算子", hints=[
+    ("A traced module's own graph calls its submodules; their operators are only visible once those calls "
+     "are expanded. Count every operator node there, each once under its kind.",
+     "追踪得到的模块自己的计算图只是调用子模块；只有把这些调用展开，才能看到其中的算子。请在展开后的图中统计每个算子节点，按类型各计一次。"),
+    ("The expanded graph is the inlined graph; a node's kind is a string with a namespace, and only the "
+     "aten:: namespace holds operators. Lecture course/01_torchscript_trace.ipynb, section "
+     "'4 · `.graph`: typed values, GetAttr and CallMethod'.",
+     "展开后的图就是 inlined graph；节点的类型是带命名空间的字符串，只有 aten:: 命名空间里是算子。"
+     "见讲义 course/01_torchscript_trace.ipynb 第「4 · `.graph`：带类型的值、GetAttr 和 CallMethod」节。"),
+])
+def _count_aten(answer: Any) -> None:
+    need_callable(answer, "aten_op_counts")
+
+    def counted(traced: Any) -> Any:
         with quiet(stderr=False):
-            got = answer(traced)
-        if not isinstance(got, dict):
-            raise Wrong("return a dict from node kind (e.g. 'aten::relu') to count.",
-                        "请返回从节点类型（例如 'aten::relu'）到数量的 dict。",
-                        tried=tried, expected=repr(want), got=type(got).__name__)
-        got = {str(k): v for k, v in got.items() if v}
-        if got == want:
-            continue
-        top = dict(_aten_kinds(traced.graph))
-        if got == top:
-            hint = ("that counts only the top-level graph, where each submodule is one prim::CallMethod; "
-                    "use traced.inlined_graph, which inlines every method call.",
-                    "这只统计了顶层计算图，那里每个子模块只是一个 prim::CallMethod；"
-                    "请使用 traced.inlined_graph，它把所有方法调用都内联展开了。")
-        elif set(got) == {k.split("::", 1)[1] for k in want}:
-            hint = ("use the full kind string, e.g. 'aten::relu', as node.kind() returns it.",
-                    "请使用完整的类型字符串，例如 node.kind() 返回的 'aten::relu'。")
-        elif any(not k.startswith("aten::") for k in got):
-            hint = ("count only kinds that start with 'aten::' (leave out prim::GetAttr, prim::Constant, …).",
-                    "只统计以 'aten::' 开头的节点类型（不包括 prim::GetAttr、prim::Constant 等）。")
-        else:
-            hint = ("walk traced.inlined_graph.nodes() and count node.kind() for every aten:: node.",
-                    "遍历 traced.inlined_graph.nodes()，对每个 aten:: 节点统计 node.kind()。")
-        raise Wrong(*hint, tried=tried, expected=repr(dict(sorted(want.items()))),
-                    got=repr(dict(sorted(got.items()))))
+            got = _as_plain_counts(answer(traced))
+        return {str(k): v for k, v in got.items()} if isinstance(got, dict) else got
+
+    run_probes(counted, _kinds_reference, _aten_probes(), mistakes=_ATEN_MISTAKES, what="aten_op_counts",
+               generic=("a count is off: every aten:: node of the inlined graph counts once under its kind.",
+                        "有计数不对：内联后计算图中的每个 aten:: 节点都按其类型计一次。"))
 
 
 # -- lab01.2: trace_safely with check_inputs ----------------------------------------------------
@@ -156,35 +190,70 @@ class _AbsOrNeg(nn.Module):
         return -x
 
 
-def _pos(*shape: int) -> torch.Tensor:
-    return torch.rand(*shape) + 0.1
+class _ScaleBy(nn.Module):
+    """Two arguments, no control flow: valid for every input."""
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(w) - w
 
 
-def _neg(*shape: int) -> torch.Tensor:
-    return -_pos(*shape)
+class _SignSwitch2(nn.Module):
+    """Two arguments and an `if` on both of them."""
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if (x * w).sum() > 0:
+            return x + w
+        return x * w
 
 
-@task("lab01.2", "trace only when check_inputs agree", "只在 check_inputs 一致时返回追踪结果")
+_CHECK_EVERY_TUPLE = ("lecture 01, section 7 shows how the tracer checks a trace against several inputs",
+                      "第 01 讲第 7 节演示了追踪器如何用多组输入检查追踪结果")
+
+
+@task("lab01.2", "trace only when check_inputs agree", "只在 check_inputs 一致时返回追踪结果", hints=[
+    ("Let the tracer do the checking: it can re-trace on other inputs and compare the graphs, which is "
+     "stronger than comparing outputs. Every tuple in inputs must take part.",
+     "让追踪器自己做检查：它可以在其他输入上重新追踪并比较计算图，这比比较输出更可靠。inputs 中的每一组都必须参与检查。"),
+    ("When the check fails, torch.jit.trace raises torch.jit.TracingCheckError; that exception, and only "
+     "that one, means 'return None'. A TracerWarning alone does not. Lecture course/01_torchscript_trace.ipynb, "
+     "section '7 · `check_trace` and `check_inputs`'.",
+     "检查失败时 torch.jit.trace 会抛出 torch.jit.TracingCheckError；只有这个异常表示应返回 None，"
+     "单有 TracerWarning 并不算。见讲义 course/01_torchscript_trace.ipynb 第「7 · `check_trace` 与 `check_inputs`」节。"),
+])
 def _trace_safely(answer: Any) -> None:
-    _need_callable(answer, "trace_safely")
-    torch.manual_seed(11)
+    need_callable(answer, "trace_safely")
+    gen = torch.Generator().manual_seed(11)
+
+    def pos(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=gen) + 0.1
+
+    def neg(*shape: int) -> torch.Tensor:
+        return -pos(*shape)
 
     def call(model: nn.Module, inputs: list[tuple[torch.Tensor, ...]], tried: str) -> Any:
         with quiet(stderr=False):
             try:
-                return answer(model, inputs)
+                return answer(model, [tuple(a.clone() for a in args) for args in inputs])
             except torch.jit.TracingCheckError as exc:
-                raise Wrong("torch.jit.trace raised TracingCheckError: catch it and return None.",
-                            "torch.jit.trace 抛出了 TracingCheckError：请捕获它并返回 None。",
+                raise Wrong("torch.jit.trace raised TracingCheckError and your function let it through: that error "
+                            "is the signal to return None.",
+                            "torch.jit.trace 抛出了 TracingCheckError，你的函数却让它传了出来：这个错误正是应返回 None 的信号。",
                             tried=tried, got=one_line_error(exc)) from None
+
+    def shapes(inputs: list[tuple[torch.Tensor, ...]]) -> str:
+        return str([tuple(tuple(a.shape) for a in args) if len(args) > 1 else tuple(args[0].shape) for args in inputs])
 
     # Valid traces: a traced module must come back, and be right on inputs it was not traced with.
     valid = [
-        (_Affine().eval(), [(_pos(2, 3),), (_neg(5, 3),), (_pos(1, 3),)], "an affine model without control flow"),
-        (_WideOrNarrow(), [(_pos(2, 3),), (_neg(4, 3),)], "an `if x.shape[1] > 2` that every input satisfies"),
+        (_built(_Affine, 12).eval(), [(pos(2, 3),), (neg(5, 3),), (pos(1, 3),)], [(neg(3, 3),)],
+         "an affine model without control flow"),
+        (_WideOrNarrow(), [(pos(2, 3),), (neg(4, 3),)], [(pos(6, 3) - 0.5,)],
+         "an `if x.shape[1] > 2` that every input satisfies"),
+        (_ScaleBy(), [(pos(2, 4), neg(2, 4)), (neg(3, 4), pos(3, 4))], [(pos(1, 4) - 0.5, neg(1, 4) + 0.5)],
+         "a model of two arguments without control flow"),
     ]
-    for model, inputs, what in valid:
-        tried = f"{what}; inputs of shapes {[tuple(a[0].shape) for a in inputs]}"
+    for model, inputs, unseen, what in valid:
+        tried = f"{what}; inputs of shapes {shapes(inputs)}"
         got = call(model, inputs, tried)
         if got is None:
             if isinstance(model, _WideOrNarrow):
@@ -200,45 +269,56 @@ def _trace_safely(answer: Any) -> None:
         if got is model or not isinstance(got, torch.jit.ScriptModule):
             raise Wrong("return what torch.jit.trace returned (a ScriptModule), not the model itself.",
                         "请返回 torch.jit.trace 的结果（一个 ScriptModule），而不是模型本身。",
-                        tried=tried, expected="torch.jit.ScriptModule", got=type(got).__name__)
-        for args in inputs + [(_neg(3, 3),)]:
+                        tried=tried, expected="torch.jit.ScriptModule", got=describe(got))
+        for args in inputs + unseen:
             with torch.no_grad(), quiet(stderr=False):
                 want, out = model(*args), got(*args)
-            if out.shape != want.shape or not torch.allclose(out, want, atol=1e-5):
-                raise Wrong("the traced module gives another result than the model; trace with the first "
-                            "input tuple, e.g. torch.jit.trace(model, inputs[0], check_inputs=inputs).",
-                            "追踪得到的模块与模型结果不同；请用第一组输入追踪，例如 "
-                            "torch.jit.trace(model, inputs[0], check_inputs=inputs)。",
-                            tried=f"{tried}; then x of shape {tuple(args[0].shape)}",
-                            expected=f"shape {tuple(want.shape)}", got=f"shape {tuple(out.shape)}")
+            diff = differs(out, want)
+            if diff:
+                raise Wrong("the traced module gives another result than the model: trace the model with the first "
+                            "tuple of inputs, all of its arguments.",
+                            "追踪得到的模块与模型结果不同：请用 inputs 中的第一组参数（全部参数）追踪模型。",
+                            tried=f"{tried}; then arguments of shapes {shapes([args])}",
+                            expected=describe(want), got=diff)
 
-    # Invalid traces: the check inputs take another path, so the answer must be None.
+    # Invalid traces: a check input takes another path, so the answer must be None.
     invalid = [
-        (_SignSwitch(), [(_pos(2, 4),), (_pos(3, 4),), (_neg(2, 4),)],
+        (_SignSwitch(), [(pos(2, 4),), (pos(3, 4),), (neg(2, 4),)],
          "an `if x.mean() > 0`; the last input has a negative mean",
-         ("the trace of this model is wrong on inputs[2] (the other branch), yet you returned it. Pass the inputs "
-          "to the check: torch.jit.trace(model, inputs[0], check_inputs=inputs).",
-          "这个模型的追踪结果在 inputs[2]（另一个分支）上是错的，你却返回了它。请把输入交给检查："
-          "torch.jit.trace(model, inputs[0], check_inputs=inputs)。")),
-        (_PerRow(), [(_pos(2, 3),), (_pos(4, 3),)],
+         ("the trace of this model is wrong on inputs[2] (the other branch), yet you returned it: the trace was "
+          "not checked against every tuple of inputs; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "这个模型的追踪结果在 inputs[2]（另一个分支）上是错的，你却返回了它：追踪结果没有用 inputs 中的每一组检查；"
+          + _CHECK_EVERY_TUPLE[1] + "。")),
+        (_SignSwitch(), [(pos(2, 4),), (neg(3, 4),), (pos(1, 4),)],
+         "an `if x.mean() > 0`; only the middle input has a negative mean",
+         ("the graphs differ on inputs[1], a tuple in the middle of the list, yet you returned the trace: every "
+          "tuple must be checked, not only the first or the last; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "计算图在 inputs[1]（列表中间的一组）上不同，你却返回了追踪结果：每一组都必须检查，而不只是第一组或最后一组；"
+          + _CHECK_EVERY_TUPLE[1] + "。")),
+        (_PerRow(), [(pos(2, 3),), (pos(4, 3),)],
          "a loop over range(x.shape[0]); the inputs have 2 and 4 rows",
-         ("the loop was unrolled to 2 rows, so the trace fails on 4 rows, yet you returned it. Use check_inputs: "
-          "torch.jit.trace re-traces on each of them and compares the graphs.",
-          "循环被展开成了 2 行，追踪结果在 4 行输入上会出错，你却返回了它。请使用 check_inputs："
-          "torch.jit.trace 会在每组输入上重新追踪并比较计算图。")),
-        (_AbsOrNeg(), [(_pos(2, 3),), (_neg(2, 3),)],
+         ("the loop was unrolled to 2 rows, so the trace is wrong on 4 rows, yet you returned it: re-tracing on "
+          "each check input and comparing the graphs would have caught it.",
+          "循环被展开成了 2 行，追踪结果在 4 行输入上是错的，你却返回了它：在每组检查输入上重新追踪并比较计算图就能发现这一点。")),
+        (_AbsOrNeg(), [(pos(2, 3),), (neg(2, 3),)],
          "an `if x.sum() > 0` between abs(x) and -x; on inputs[1] both give the same numbers",
          ("on inputs[1] the outputs happen to agree (abs(x) == -x for negative x), but a trace of inputs[1] "
-          "records aten::neg where yours has aten::abs. Comparing outputs is not enough: check_inputs compares "
-          "the graphs.",
+          "records aten::neg where yours has aten::abs. Comparing outputs is not enough: the tracer's own check "
+          "compares the graphs.",
           "在 inputs[1] 上输出碰巧一致（x 为负时 abs(x) == -x），但在 inputs[1] 上追踪得到的是 aten::neg，"
-          "而你的追踪结果里是 aten::abs。只比较输出是不够的：check_inputs 会比较计算图。")),
+          "而你的追踪结果里是 aten::abs。只比较输出是不够的：追踪器自己的检查会比较计算图。")),
+        (_SignSwitch2(), [(pos(2, 3), pos(2, 3)), (pos(2, 3), neg(2, 3)), (neg(2, 3), neg(2, 3))],
+         "a model of two arguments with an `if (x * w).sum() > 0`; inputs[1] takes the other branch",
+         ("the graphs differ on inputs[1] (the other branch), yet you returned the trace: check against every "
+          "tuple, with all of its arguments; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "计算图在 inputs[1]（另一个分支）上不同，你却返回了追踪结果：请用每一组（连同其全部参数）检查；"
+          + _CHECK_EVERY_TUPLE[1] + "。")),
     ]
     for model, inputs, what, hint in invalid:
-        tried = f"{what}; inputs of shapes {[tuple(a[0].shape) for a in inputs]}"
+        tried = f"{what}; inputs of shapes {shapes(inputs)}"
         got = call(model, inputs, tried)
         if got is not None:
-            raise Wrong(*hint, tried=tried, expected="None", got=type(got).__name__)
+            raise Wrong(*hint, tried=tried, expected="None", got=describe(got))
 
 
 # -- lab01.3: a loop over the batch, rewritten with tensor operations ----------------------------
@@ -254,7 +334,43 @@ class _RunningMean(nn.Module):
         return torch.stack(out)
 
 
-@task("lab01.3", "a running mean that traces for every length", "对任意长度都能正确追踪的累积均值")
+def _running_mean_reference(x: torch.Tensor) -> torch.Tensor:
+    return _RunningMean()(x)
+
+
+def _mean_along_dim1(x: torch.Tensor) -> torch.Tensor:
+    return x.cumsum(1) / torch.arange(1, x.shape[1] + 1, dtype=x.dtype)
+
+
+_EAGER_MEAN_MISTAKES = [
+    Mistake("divided by the total", lambda got, want, p: _close(got, p.args[0].cumsum(0) / p.args[0].shape[0]),
+            "every row was divided by the total number of rows; out[t] is the mean of the t + 1 rows x[0] … x[t].",
+            "每一行都除以了总行数；out[t] 是 x[0] … x[t] 这 t + 1 行的均值。"),
+    Mistake("no division", lambda got, want, p: _close(got, p.args[0].cumsum(0)),
+            "that is the running sum; out[t] is the running sum divided by the number of rows so far (t + 1).",
+            "这是累积和；out[t] 是累积和除以到目前为止的行数（t + 1）。"),
+    Mistake("counted from 0", lambda got, want, p: isinstance(got, torch.Tensor) and got.shape == want.shape
+            and not bool(torch.isfinite(got[0]).all()),
+            "the first row is not finite: it was divided by 0. Row t holds the mean of t + 1 rows, so the divisors "
+            "start at 1.",
+            "第一行不是有限值：它被除以了 0。第 t 行是 t + 1 行的均值，所以除数从 1 开始。"),
+    Mistake("along the wrong dimension", lambda got, want, p: _close(got, _mean_along_dim1(p.args[0])),
+            "the mean runs along the columns; RunningMean runs along the first dimension (the rows).",
+            "你的均值是沿着列方向累积的；RunningMean 沿第一维（行）累积。"),
+]
+
+
+@task("lab01.3", "a running mean that traces for every length", "对任意长度都能正确追踪的累积均值", hints=[
+    ("A Python loop runs while tracing, so the trace holds one copy of its body per row of the example. "
+     "Find tensor operations that compute every row at once: a running sum, divided by how many rows it holds.",
+     "Python 循环在追踪时真的运行，所以追踪结果会为示例的每一行保留一份循环体。请找出能一次算出所有行的张量运算："
+     "累积和，再除以其中包含的行数。"),
+    ("The divisors depend on the number of rows. The tracer records a size only while it stays a tensor "
+     "size; turned into a Python int (len(), int(), range(), .item()) it becomes a constant of the trace. "
+     "Lecture course/01_torchscript_trace.ipynb, section '5 · Baked in: control flow, sizes and Python values'.",
+     "除数取决于行数。只有当尺寸一直以张量尺寸的形式出现时，追踪器才会记录它；一旦变成 Python int（len()、int()、"
+     "range()、.item()），它就成了追踪结果中的常量。见讲义 course/01_torchscript_trace.ipynb 第「5 · 被固化的东西：控制流、尺寸和 Python 值」节。"),
+])
 def _running_mean(answer: Any) -> None:
     try:
         model = answer() if isinstance(answer, type) else answer
@@ -263,54 +379,50 @@ def _running_mean(answer: Any) -> None:
                     "请传入一个构造函数无需参数的 nn.Module 类（或它的实例）。", got=one_line_error(exc)) from None
     if not isinstance(model, nn.Module):
         raise Wrong("pass the class TraceableRunningMean (or an instance of it).",
-                    "请传入 TraceableRunningMean 类（或它的实例）。", got=type(model).__name__)
-    reference = _RunningMean()
-    torch.manual_seed(17)
-    for shape in [(4, 3), (1, 2), (6, 5)]:
-        x = torch.randn(*shape)
-        with torch.no_grad():
-            want, got = reference(x), model(x)
-        if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
-            shown = f"shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else type(got).__name__
-            if isinstance(got, torch.Tensor) and got.shape == want.shape:
-                shown = f"max abs difference {float((got - want).abs().max()):.3g}"
-            raise Wrong("in eager mode your module already differs from RunningMean: out[t] is the mean of "
-                        "x[0] … x[t], i.e. a cumulative sum divided by t + 1.",
-                        "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值，"
-                        "即累积和除以 t + 1。",
-                        tried=f"x of shape {shape}", expected=f"shape {tuple(want.shape)}", got=shown)
-    example = torch.randn(3, 4)
-    traced = _trace(model, example)
+                    "请传入 TraceableRunningMean 类（或它的实例）。", got=describe(model))
+    gen = torch.Generator().manual_seed(17)
+
+    def rows(n: int, cols: int) -> torch.Tensor:
+        x = torch.randn(n, cols, generator=gen) * 2
+        if n > 2:
+            x[1] = 0.0  # a row of zeros among rows of both signs
+        return x
+
+    eager = [Probe(f"model(x), x of shape {(n, c)}", (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
+    run_probes(model, _running_mean_reference, eager, mistakes=_EAGER_MEAN_MISTAKES, what="your module in eager mode",
+               generic=("in eager mode your module already differs from RunningMean: out[t] is the mean of "
+                        "x[0] … x[t].", "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值。"))
+
+    traced = _trace(model, rows(3, 4))
     kinds = [n.kind() for n in traced.inlined_graph.nodes()]
-    for rows, cols in [(5, 4), (1, 4), (8, 2)]:
-        x = torch.randn(rows, cols)
-        tried = f"traced with x of shape (3, 4), called with x of shape ({rows}, {cols})"
-        with torch.no_grad():
-            want = reference(x)
+    unrolled = kinds.count("aten::select") >= 3 or "aten::unbind" in kinds or "aten::stack" in kinds
+    for n, cols in [(5, 4), (1, 4), (8, 2)]:
+        x = rows(n, cols)
+        tried = f"traced with x of shape (3, 4), called with x of shape ({n}, {cols})"
+        want = _running_mean_reference(x)
+        with torch.no_grad(), quiet(stderr=False):
             try:
-                got = traced(x)
-                error = None
+                diff = differs(traced(x), want)
             except RuntimeError as exc:
-                got, error = None, exc
-        if got is not None and got.shape == want.shape and torch.allclose(got, want, atol=1e-5):
+                # TorchScript puts its own traceback first; the cause is on the message's last line.
+                diff = "raised " + str(exc).strip().splitlines()[-1]
+        if diff is None:
             continue
-        # TorchScript puts its own traceback first; the cause is on the message's last line.
-        shown = str(error).strip().splitlines()[-1] if error is not None else f"shape {tuple(got.shape)}"
-        if kinds.count("aten::select") >= 3 or kinds.count("aten::unbind") or kinds.count("aten::stack"):
+        if unrolled:
             hint = ("the trace still holds one copy of the loop body per row of the example: a Python loop is "
-                    "unrolled. Compute all rows at once, e.g. x.cumsum(0) divided by the row numbers.",
-                    "追踪结果里仍然为示例的每一行保留了一份循环体：Python 循环被展开了。请一次算出所有行，"
-                    "例如用 x.cumsum(0) 除以行号。")
+                    "unrolled while tracing. Compute all rows at once with tensor operations.",
+                    "追踪结果里仍然为示例的每一行保留了一份循环体：Python 循环在追踪时被展开了。请用张量运算一次算出所有行。")
         elif "aten::size" not in kinds:
-            hint = ("the number of rows was baked in as a constant. len(x), int(...) and .item() turn it into a "
-                    "Python number; use x.shape[0] (or x.size(0)) directly, e.g. torch.arange(1, x.shape[0] + 1).",
-                    "行数被固化成了常量。len(x)、int(...) 和 .item() 会把它变成 Python 数字；请直接使用 "
-                    "x.shape[0]（或 x.size(0)），例如 torch.arange(1, x.shape[0] + 1)。")
+            hint = ("the number of rows was baked into the trace as a constant: a size turned into a Python "
+                    "number (len(), int(), range(), .item()) is recorded as that number. Keep it a tensor size.",
+                    "行数被固化成了追踪结果中的常量：变成 Python 数字（len()、int()、range()、.item()）的尺寸会被"
+                    "记录为那个数。请让它保持为张量尺寸。")
         else:
-            hint = ("the trace is right for 3 rows but not for others; build every size-dependent tensor from "
-                    "x.shape[0] inside forward.",
-                    "追踪结果在 3 行时正确，换成其他行数就不对；请在 forward 中用 x.shape[0] 构造所有与尺寸有关的张量。")
-        raise Wrong(*hint, tried=tried, expected=f"shape {tuple(want.shape)}, equal to RunningMean", got=shown)
+            hint = ("the trace is right for 3 rows but not for others: some size-dependent value was fixed while "
+                    "tracing. Build every size-dependent tensor from the input's size inside forward.",
+                    "追踪结果在 3 行时正确，换成其他行数就不对：某个与尺寸有关的值在追踪时被固定了。"
+                    "请在 forward 中根据输入的尺寸构造所有与尺寸有关的张量。")
+        raise Wrong(*hint, tried=tried, expected=f"{describe(want)}, equal to RunningMean", got=diff)
 
 
 # -- lab01.4: save and load through memory ------------------------------------------------------
@@ -325,56 +437,91 @@ class _Head(nn.Module):
         return self.out(self.norm(self.body(x)))
 
 
+class _Pair(nn.Module):
+    """Two inputs: a traced copy needs the whole tuple of example inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 3)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.lin(x)) * torch.tanh(y)
+
+
 def _tensors_of(module: nn.Module) -> list[torch.Tensor]:
     return list(module.parameters()) + list(module.buffers())
 
 
-@task("lab01.4", "save and load a trace through memory", "通过内存保存并加载追踪结果")
+_SAVE_LOAD = ("lecture 01, section 9 saves and loads a trace",
+              "第 01 讲第 9 节演示了追踪结果的保存与加载")
+
+
+@task("lab01.4", "save and load a trace through memory", "通过内存保存并加载追踪结果", hints=[
+    ("Three steps: trace, save into a buffer that lives in memory instead of a file, load from that buffer. "
+     "What you return is what loading gives back, a new module with its own copy of the weights.",
+     "三步：追踪，保存到内存中的缓冲区（而不是文件），再从这个缓冲区加载。你要返回的是加载得到的模块，它拥有自己的一份权重。"),
+    ("Saving writes at the buffer's current position and leaves it at the end; loading reads from the "
+     "current position. The example inputs are a tuple: the model takes all of them. Lecture "
+     "course/01_torchscript_trace.ipynb, section '9 · Saving and loading'.",
+     "保存会从缓冲区的当前位置写入，并停在末尾；加载从当前位置开始读。示例输入是一个 tuple：模型要用到其中全部张量。"
+     "见讲义 course/01_torchscript_trace.ipynb 第「9 · 保存与加载」节。"),
+])
 def _roundtrip(answer: Any) -> None:
-    _need_callable(answer, "roundtrip")
-    torch.manual_seed(23)
-    model = _Head().eval()
-    example = torch.randn(2, 6)
-    tried = "roundtrip(Head().eval(), (x of shape (2, 6),))"
-    with quiet(stderr=False):
-        try:
-            loaded = answer(model, (example,))
-        except AttributeError as exc:
-            if "save_to_buffer" in str(exc) or "save" in str(exc):
-                raise Wrong("torch.jit.save needs a ScriptModule: trace the model first, then save the trace.",
-                            "torch.jit.save 需要 ScriptModule：请先追踪模型，再保存追踪结果。",
-                            tried=tried, got=one_line_error(exc)) from None
-            raise
-        except RuntimeError as exc:
-            if "istream" in str(exc) or "PytorchStreamReader" in str(exc):
-                raise Wrong("torch.jit.load read from the end of the buffer: call buffer.seek(0) after saving.",
-                            "torch.jit.load 从缓冲区末尾开始读取：保存之后请调用 buffer.seek(0)。",
-                            tried=tried, got=one_line_error(exc)) from None
-            raise
-    if loaded is model or not isinstance(loaded, torch.jit.ScriptModule):
-        raise Wrong("return the module that torch.jit.load gave back, not the model.",
-                    "请返回 torch.jit.load 读回的模块，而不是原模型。",
-                    tried=tried, expected="torch.jit.RecursiveScriptModule", got=type(loaded).__name__)
-    own = {t.data_ptr() for t in _tensors_of(model)}
-    if isinstance(loaded, torch.jit._trace.TracedModule) or any(t.data_ptr() in own for t in _tensors_of(loaded)):
-        raise Wrong("that module still shares its tensors with the model: it is the trace itself. Save it with "
-                    "torch.jit.save into an io.BytesIO, rewind, and return torch.jit.load(buffer).",
-                    "这个模块仍与原模型共享张量：它就是追踪结果本身。请用 torch.jit.save 存入 io.BytesIO，"
-                    "把位置移回开头，再返回 torch.jit.load(buffer)。",
-                    tried=tried, expected="a loaded copy", got=type(loaded).__name__)
-    for batch in (2, 5, 1):
-        x = torch.randn(batch, 6)
-        with torch.no_grad(), quiet(stderr=False):
-            want = model(x)
+    need_callable(answer, "roundtrip")
+    gen = torch.Generator().manual_seed(23)
+    cases = [
+        ("roundtrip(<Linear, GELU, Dropout, LayerNorm, Linear>.eval(), (x of shape (2, 6),))",
+         _built(_Head, 23).eval(), lambda b: (torch.randn(b, 6, generator=gen),)),
+        ("roundtrip(<a Linear and a Dropout on x, times tanh(y)>.eval(), (x of shape (2, 6), y of shape (2, 3)))",
+         _built(_Pair, 24).eval(), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
+    ]
+    for tried, model, make in cases:
+        with quiet(stderr=False):
             try:
-                got = loaded(x)
+                loaded = answer(model, make(2))
+            except AttributeError as exc:
+                if "save" in str(exc):
+                    raise Wrong("torch.jit.save needs a ScriptModule: trace the model first, then save the trace.",
+                                "torch.jit.save 需要 ScriptModule：请先追踪模型，再保存追踪结果。",
+                                tried=tried, got=one_line_error(exc)) from None
+                raise
+            except TypeError as exc:
+                if "missing" in str(exc) and "argument" in str(exc):
+                    raise Wrong("the model takes every tensor in example_inputs; trace it with the whole tuple.",
+                                "模型要用到 example_inputs 中的每一个张量；请用整个 tuple 来追踪它。",
+                                tried=tried, got=one_line_error(exc)) from None
+                raise
             except RuntimeError as exc:
-                raise Wrong("the loaded module fails on a new input.", "加载的模块在新输入上运行失败。",
-                            tried=f"loaded(x of shape ({batch}, 6))", got=one_line_error(exc)) from None
-        if got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
-            raise Wrong("the loaded module computes something else than the model: trace the model as it is "
-                        "given (in eval mode), with the example inputs.",
-                        "加载的模块与原模型计算结果不同：请按原样（推理模式）用示例输入追踪模型。",
-                        tried=f"loaded(x of shape ({batch}, 6))", expected="the model's output",
-                        got=f"shape {tuple(got.shape)}" if got.shape != want.shape
-                        else f"max abs difference {float((got - want).abs().max()):.3g}")
+                if "istream" in str(exc) or "PytorchStreamReader" in str(exc):
+                    raise Wrong("torch.jit.load found nothing to read: saving leaves the buffer's position at its "
+                                "end, and loading reads from there. Go back to the start before loading.",
+                                "torch.jit.load 读不到内容：保存后缓冲区的位置停在末尾，加载又从那里开始读。加载前请回到开头。",
+                                tried=tried, got=one_line_error(exc)) from None
+                raise
+        if loaded is model or not isinstance(loaded, torch.jit.ScriptModule):
+            raise Wrong("return the module that torch.jit.load gave back, not the model.",
+                        "请返回 torch.jit.load 读回的模块，而不是原模型。",
+                        tried=tried, expected="torch.jit.RecursiveScriptModule", got=describe(loaded))
+        own = {t.data_ptr() for t in _tensors_of(model)}
+        if isinstance(loaded, torch.jit._trace.TracedModule) or any(t.data_ptr() in own for t in _tensors_of(loaded)):
+            raise Wrong("that module still shares its tensors with the model: it is the trace itself, not a copy "
+                        f"that went through saving and loading; {_SAVE_LOAD[0]}.",
+                        f"这个模块仍与原模型共享张量：它就是追踪结果本身，而不是经过保存和加载得到的副本；{_SAVE_LOAD[1]}。",
+                        tried=tried, expected="a loaded copy", got=describe(loaded))
+        for batch in (2, 5, 1):
+            args = make(batch)
+            shown = f"loaded({', '.join(f'tensor of shape {tuple(a.shape)}' for a in args)})"
+            with torch.no_grad(), quiet(stderr=False):
+                want = model(*args)
+                try:
+                    got = loaded(*args)
+                except RuntimeError as exc:
+                    raise Wrong("the loaded module fails on a new input.", "加载的模块在新输入上运行失败。",
+                                tried=f"{tried}, then {shown}", got=one_line_error(exc)) from None
+            diff = differs(got, want)
+            if diff:
+                raise Wrong("the loaded module computes something else than the model: trace the model as it is "
+                            "given (in eval mode), with the example inputs.",
+                            "加载的模块与原模型计算结果不同：请按原样（推理模式）用示例输入追踪模型。",
+                            tried=f"{tried}, then {shown}", expected=describe(want), got=diff)
