@@ -24,6 +24,7 @@ from .errors import FxCourseError
 
 __all__ = [
     "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv", "GraphParts",
+    "MaskedPool",
     "example", "names", "pretend_trained", "resnet18",
 ]
 
@@ -142,6 +143,30 @@ class GraphParts(nn.Module):
         super().__init__()
         self.scale = nn.Parameter(torch.linspace(-1.0, 2.0, features))
         self.proj = nn.Linear(features, features)
+
+
+class MaskedPool(nn.Module):
+    """Projects ``x`` (last dimension 6), zeroes the entries where the boolean ``mask`` is False,
+    and scales the sum over the last dimension by ``scale``, a Python float (default
+    ``1 / x.shape[-1]``). Runs in eager PyTorch, but ``**unused`` refuses to script and the
+    unannotated ``None`` defaults script wrongly. Introduced in labs/lab02_script_ir.ipynb,
+    exercise 2.
+
+    >>> tuple(MaskedPool()(torch.ones(2, 6), scale=0.5).shape)
+    (2,)
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+
+    def forward(self, x, mask=None, scale=None, **unused):
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
 
 
 def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
