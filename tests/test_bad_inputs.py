@@ -335,3 +335,31 @@ def test_nb_run_checks_every_notebook_before_running_any(tmp_path, monkeypatch):
     _file(tmp_path, b"", "b_empty.ipynb")
     assert main(["nb", "run", str(good), str(tmp_path / "b_empty.ipynb")]) == 2
     assert not (tmp_path / "ran.txt").exists() and good.read_bytes() == _good_bytes()
+
+
+# -- library errors follow the same bilingual convention ---------------------------------------
+
+def _library_errors():
+    import torch
+
+    from fxcourse import graph_table, nbrun, zoo
+
+    chain = torch.fx.symbolic_trace(lambda x: x + 1)
+    yield "graph_table(None)", lambda tmp: graph_table(None)
+    yield "max_rows=-1", lambda tmp: graph_table(chain, max_rows=-1)
+    yield "max_rows='3'", lambda tmp: graph_table(chain, max_rows="3")
+    yield "zoo.example typo", lambda tmp: zoo.example("resnet81")
+    yield "labs outside the course", lambda tmp: labs.find_root(tmp)
+    yield "read an empty notebook", lambda tmp: nbrun.read(_file(tmp, b""))
+
+
+@pytest.mark.parametrize("call", [c for _, c in _library_errors()], ids=[n for n, _ in _library_errors()])
+def test_library_errors_are_one_bilingual_line(call, tmp_path):
+    from fxcourse import FxCourseError
+
+    with pytest.raises(FxCourseError) as info:
+        call(tmp_path)
+    message = str(info.value)
+    english, _, chinese = message.partition(" / ")
+    assert "\n" not in message and "; expected " in english and " Fix: " in english
+    assert re.search(r"[\u4e00-\u9fff]", chinese), message

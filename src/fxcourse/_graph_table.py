@@ -146,14 +146,18 @@ def _choose(columns: Sequence[str] | str | None, default: tuple[str, ...],
         raise FxCourseError(got=f"columns={names!r}", where="graph_table",
                             accepted="either all names prefixed with '+' or none",
                             fix="write ['+shape'] to add to the defaults, ['name', 'shape'] "
-                                "to replace them")
+                                "to replace them",
+                            zh="graph_table：列名要么全部以 '+' 开头（在默认列之后追加），要么都不带 '+'"
+                               "（替换默认列），例如 ['+shape'] 或 ['name', 'shape']。")
     chosen = [*default, *(n for n in added if n not in default)] if added else names
     bad = [n for n in chosen if n not in accepted]
     if bad or not chosen:
         raise FxCourseError(got=f"column {bad[0]!r}" if bad else "no columns",
                             where="graph_table",
                             accepted=f"columns for a {label}: {', '.join(accepted)}",
-                            fix="pick column names from that list")
+                            fix="pick column names from that list",
+                            zh=f"graph_table：{label} 没有列 {bad[0]!r}；可选的列：{', '.join(accepted)}。"
+                            if bad else "graph_table：至少要选一列。")
     return tuple(chosen)
 
 

@@ -69,7 +69,8 @@ def _unbalanced(name: str, index: int) -> FxCourseError:
     return FxCourseError(
         got=f"{name} cell {index} with an unmatched solution marker",
         accepted=f"each '{BEGIN}' followed by its own '{END}' in the same cell",
-        fix="add the missing marker", where="labs build")
+        fix="add the missing marker", where="labs build",
+        zh=f"labs build：{name} 第 {index} 个单元的答案标记不成对；每个 '{BEGIN}' 后面都要在同一单元里有 '{END}'。")
 
 
 def source_hash(nb: nbformat.NotebookNode) -> str:
