@@ -209,7 +209,7 @@ def skip_reason(skips: list[str], code: Any) -> str:
 
 def describe_skip(skips: list[str], code: Any, name: str) -> str:
     """One sentence: why Dynamo made no graph and took no break for ``name``."""
-    reason = skip_reason(skips, code)
+    reason = skip_reason(skips, code).replace("Dynamo decided to skip the frame while tracing: ", "")
     if reason:
         return f"Dynamo skipped the frame of {name}: {reason}"
     return (f"Dynamo traced {name} but found no tensor operation to put in a graph "

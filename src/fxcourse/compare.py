@@ -3,13 +3,16 @@
 The attempts run in the order the course tells the story: ``torch.jit.trace``,
 ``torch.jit.script``, ``torch.fx.symbolic_trace``, Dynamo with ``fullgraph=True``, Dynamo
 with ``fullgraph=False``, and ``torch.export.export``. Each row says whether it worked, a
-one-line reason, how many graphs and ops it produced, whether it matches eager on the
-example input *and* on a second input, and how long it took.
+one-line reason, how many graphs, graph breaks and ops it produced, whether it matches
+eager on the example input *and* on a second input, and how long it took.
 
-``torch.export.export`` runs in its default mode, non-strict in PyTorch 2.13: that is what
-a learner gets when they call it, and its failure on a data-dependent branch names the
-guard it could not decide (strict mode would repeat Dynamo's fullgraph error, already in
-the row above); the row's note then points at ``torch.cond``.
+The ``dynamo fullgraph=False`` row is :func:`fxcourse.capture` itself, so the two always
+agree on graphs and breaks. ``torch.export.export`` runs in its default mode, non-strict
+in PyTorch 2.13: that is what a learner gets when they call it. Everything runs in the
+caller's grad mode, on copies of the inputs, and a module's parameters, buffers and
+train/eval flags are put back after every attempt. TorchScript can crash the interpreter
+on code it does not expect; its two rows are tried in a child process first, and a crash
+there is that row's failure.
 
 Warnings (``DeprecationWarning`` from TorchScript, the ``TracerWarning`` that gives away a
 baked-in branch) and log lines are recorded on the row instead of being printed.
@@ -27,11 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
-import torch.utils._pytree as pytree
 
-from ._text import first_line, one_line_error, quiet
+from ._capture import _capture, _Recorder, _unwrap_compiled
+from ._caller_state import fresh, untouched
+from ._compare_check import difference, flip
+from ._contained import crash_of
 from ._render import Table, Viewable, esc, table_style
-from ._capture import _Recorder, _graph_break
+from ._text import first_line, one_line_error, quiet
 from .errors import FxCourseError, describe
 
 __all__ = ["Attempt", "Comparison", "compare_capture"]
@@ -40,9 +45,8 @@ METHODS = ("torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace",
            "dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export")
 _OPS_NOTE = ("ops: operation nodes in each system's own graph "
              "(fx call_* nodes, TorchScript aten:: nodes, ATen calls for export)")
-
-
 _STYLE = table_style("fxcourse-compare-table", {"failed": "color:#b71c1c"})
+_LIMITATION = "a Dynamo limitation: the model runs eagerly, Dynamo fails on it"
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Attempt:
     seconds: float = 0.0  # capture time; left out of to_text() unless timings=True
     note: str = ""  # a short hint drawn from warnings or the error
     warnings: list[str] = field(default_factory=list)  # everything recorded, one line each
+    breaks: int | None = None  # graph breaks (Dynamo rows only)
 
 
 class Comparison(Viewable):
@@ -77,10 +82,10 @@ class Comparison(Viewable):
                             fix="index the comparison by a method name", where="Comparison[...]")
 
     def _table(self, timings: bool) -> Table:
-        cols = ["capture", "works", "graphs", "ops", "matches eager"] + (["seconds"] if timings else [])
+        cols = ["capture", "works", "graphs", "breaks", "ops", "matches eager"] + (["seconds"] if timings else [])
         rows = []
         for r in self.rows:
-            cells = [r.method, _yes(r.worked), _num(r.graphs), _num(r.ops), _yes(r.matches)]
+            cells = [r.method, _yes(r.worked), _num(r.graphs), _num(r.breaks), _num(r.ops), _yes(r.matches)]
             rows.append(cells + ([f"{r.seconds:.3f}"] if timings else []))
         return Table(cols, rows, row_classes=["ok" if r.worked else "failed" for r in self.rows],
                      css_class="fxcourse-compare-table")
@@ -112,9 +117,10 @@ def compare_capture(model: Callable[..., Any], *args: Any,
     """Try six capture systems on ``model(*args)``; one :class:`Attempt` per system.
 
     Introduced in course/00_overview.ipynb. ``second_args`` defaults to ``args`` with every
-    floating-point tensor sign-flipped: same shapes, other values, and for ``zoo`` "gate"
-    the data-dependent ``if`` takes the other branch, which is what exposes a trace that
-    baked one branch in. Dynamo is reset before each attempt and after the last.
+    floating-point tensor sign-flipped, inside lists, tuples and dicts too: same shapes,
+    other values, and for ``zoo`` "gate" the data-dependent ``if`` takes the other branch,
+    which is what exposes a trace that baked one branch in. Dynamo is reset before each
+    attempt and after the last. What the caller passed is left as it was.
 
     >>> from fxcourse import zoo
     >>> model, args = zoo.example("gate")
@@ -126,8 +132,11 @@ def compare_capture(model: Callable[..., Any], *args: Any,
         raise FxCourseError(got=describe(model), accepted="an nn.Module or a function of tensors",
                             fix="pass the model itself, e.g. compare_capture(model, x)",
                             where="compare_capture")
+    model = _unwrap_compiled(model)
     if second_args is None:
-        second, second_label = tuple(_flip(a) for a in args), "example input, sign-flipped"
+        second, flipped = flip(args)
+        second_label = (f"example input with {_plural(flipped, 'floating-point tensor')} sign-flipped"
+                        if flipped else "the example input again (it holds no floating-point tensor to change)")
     elif isinstance(second_args, (tuple, list)):
         second, second_label = tuple(second_args), "given"
     elif isinstance(second_args, torch.Tensor):
@@ -137,69 +146,88 @@ def compare_capture(model: Callable[..., Any], *args: Any,
                             accepted="None, a tensor, or a tuple of arguments like args",
                             fix="pass second_args=(x2,) or leave it out", where="compare_capture")
     try:
-        with quiet(stderr=False), torch.no_grad():
-            expected = (model(*args), model(*second))
+        with untouched(model), quiet(stderr=False):
+            expected = (model(*fresh(args)), model(*fresh(second)))
     except Exception as exc:
         raise FxCourseError(got=f"{_name(model)} raising {one_line_error(exc)}",
                             accepted="a model that runs eagerly on both inputs",
                             fix="check model(*args) and model(*second_args) run before comparing",
                             where="compare_capture") from exc
-    rows = [_attempt(m, model, args, second, expected) for m in METHODS]
+    attempts = [_attempt(m, model, args, second, expected) for m in METHODS]
     torch._dynamo.reset()
+    branch = any("Data-dependent branching" in row.reason for row, _ in attempts)
+    rows = []
+    for row, error in attempts:
+        row.note = _note(row, error, branch)
+        rows.append(row)
     return Comparison(_name(model), _shapes(args), second_label, rows)
 
 
 def _attempt(method: str, model: Any, args: tuple[Any, ...], second: tuple[Any, ...],
-             expected: tuple[Any, Any]) -> Attempt:
+             expected: tuple[Any, Any]) -> tuple[Attempt, BaseException | None]:
     """Run one capture system in isolation; never lets an exception out."""
     torch._dynamo.reset()
-    rec = _Recorder(_eager)
+    error: BaseException | None = None
+    row: Attempt | None = None
     start = time.perf_counter()
-    with quiet(stderr=True) as notes:  # export prints partial graphs to stderr
-        try:
-            with torch.no_grad():
-                runner, graphs, ops = _CAPTURE[method](model, args, rec)
-            seconds = time.perf_counter() - start
-            error = None
-        except Exception as exc:
-            seconds, error = time.perf_counter() - start, exc
-        if error is None:
+    with untouched(model), quiet(stderr=True) as notes:  # export prints partial graphs to stderr
+        crash = crash_of(lambda: _CAPTURE[method](model, args)[0](*fresh(args))) if method in _FRAGILE else ""
+        if crash:
+            row = Attempt(method, False, f"{method} {crash}; compare_capture ran it in a child "
+                                         "process first, so only that process was lost")
+        else:
             try:
-                row = _check(method, runner, graphs, ops, args, second, expected, rec)
+                runner, graphs, breaks, ops, summary = _CAPTURE[method](model, args)
+            except Exception as exc:
+                error = exc
+    seconds = time.perf_counter() - start
+    if row is None and error is None:
+        with untouched(model), quiet(stderr=True) as checking:
+            try:
+                row = _check(method, runner, graphs, breaks, ops, summary, args, second, expected)
             except Exception as exc:  # comparing odd outputs: report, never raise
                 row = Attempt(method, True, f"captured, but checking it failed: {one_line_error(exc)}",
-                              graphs, ops)
-    if error is not None:
-        row = Attempt(method, False, _crisp(error))
+                              graphs, ops, breaks=breaks)
+        notes.extend(checking)
+    if row is None:
+        row = Attempt(method, False, _failed(method, error))
     row.seconds = seconds
     row.warnings = list(dict.fromkeys(notes))
     if method == "torch.jit.trace" and row.matches is False and "second" in row.reason:
         row.reason = f"{_baked(row.warnings)}: {row.reason}"
-    row.note = _note(row, error)
-    return row
+    return row, error
 
 
-def _check(method: str, runner: Callable[..., Any], graphs: int, ops: int, args: tuple[Any, ...],
-           second: tuple[Any, ...], expected: tuple[Any, Any], rec: _Recorder) -> Attempt:
-    first_graphs = len(rec.graphs)
+def _check(method: str, runner: Callable[..., Any], graphs: int, breaks: int | None, ops: int,
+           summary: str, args: tuple[Any, ...], second: tuple[Any, ...],
+           expected: tuple[Any, Any]) -> Attempt:
     try:
-        with torch.no_grad():
-            same = [_same(runner(*args), expected[0]), _same(runner(*second), expected[1])]
+        diffs = [difference(runner(*fresh(args)), expected[0]), difference(runner(*fresh(second)), expected[1])]
     except Exception as exc:
         return Attempt(method, True, f"captured, but running it failed: {one_line_error(exc)}",
-                       graphs, ops, False)
-    if method.startswith("dynamo"):
-        graphs = first_graphs
-        ops = sum(_fx_ops(g.gm) for g in rec.graphs[:first_graphs])
-    if not same[0]:
-        return Attempt(method, True, "outputs differ from eager on the example input", graphs, ops, False)
-    if not same[1]:
-        return Attempt(method, True, "outputs differ from eager on the second input", graphs, ops, False)
-    reason = _SUCCESS[method]
-    if rec.reasons:
-        b = _graph_break(rec.reasons[0])
-        reason = f"{_plural(len(rec.reasons), 'graph break')}: {b.reason} ({b.location})"
-    return Attempt(method, True, reason, graphs, ops, True)
+                       graphs, ops, False, breaks=breaks)
+    if diffs[0]:
+        return Attempt(method, True, f"outputs differ from eager on the example input ({diffs[0]})",
+                       graphs, ops, False, breaks=breaks)
+    if diffs[1]:
+        return Attempt(method, True, f"outputs differ from eager on the second input ({diffs[1]})",
+                       graphs, ops, False, breaks=breaks)
+    return Attempt(method, True, summary, graphs, ops, True, breaks=breaks)
+
+
+def _failed(method: str, error: BaseException | None) -> str:
+    """The row's reason when capture failed; Dynamo's own failures are called that."""
+    cause = error.__cause__ if isinstance(error, FxCourseError) and error.__cause__ else error
+    text = _crisp(cause) if cause is not None else "failed"
+    if method.startswith("dynamo") and cause is not None and not _is_graph_break(cause):
+        return f"{_LIMITATION}: {text}"
+    return text
+
+
+def _is_graph_break(exc: BaseException) -> bool:
+    from torch._dynamo.exc import Unsupported
+
+    return isinstance(exc, Unsupported)
 
 
 def _baked(notes: list[str]) -> str:
@@ -219,7 +247,8 @@ def _crisp(exc: BaseException) -> str:
     return head if dot else line
 
 
-def _note(row: Attempt, error: BaseException | None) -> str:
+def _note(row: Attempt, error: BaseException | None, branch: bool) -> str:
+    """Hints that apply to this row; the torch.cond hint only when Dynamo saw a data-dependent branch."""
     notes = []
     tracer = [w for w in row.warnings if w.startswith("TracerWarning")]
     if tracer:
@@ -227,57 +256,76 @@ def _note(row: Attempt, error: BaseException | None) -> str:
     if any(w.startswith("DeprecationWarning") and "torch.jit" in w for w in row.warnings):
         notes.append("TorchScript is deprecated: use torch.compile or torch.export")
     text = f"{type(error).__name__} {error}" if error is not None else ""
-    if "data-dependent" in text.lower() or "Data-dependent" in row.reason or "control flow" in text:
+    if branch and ("data-dependent" in text.lower() or "Data-dependent branching" in row.reason
+                   or "control flow" in text):
         notes.append("the branch depends on tensor values: express it with torch.cond")
     if row.method == "dynamo fullgraph=True" and error is not None:
-        notes.append("fullgraph=True turns a graph break into an error")
+        notes.append("fullgraph=True turns a graph break into an error" if _is_graph_break(error)
+                     else "Dynamo's own error: the model itself runs")
     return "; ".join(notes)
 
 
-# -- the six capture systems: each returns (runner, graphs, ops) or raises ------------------
-def _trace(model: Any, args: tuple[Any, ...], rec: _Recorder) -> tuple[Any, int, int]:
-    traced = torch.jit.trace(model, args)
-    return traced, 1, _ts_ops(traced)
+# -- the six capture systems: each returns (runner, graphs, breaks, ops, summary) or raises ---------
+Captured = tuple[Any, int, "int | None", int, str]
 
 
-def _script(model: Any, args: tuple[Any, ...], rec: _Recorder) -> tuple[Any, int, int]:
+def _trace(model: Any, args: tuple[Any, ...]) -> Captured:
+    traced = torch.jit.trace(model, fresh(args))
+    return traced, 1, None, _ts_ops(traced), "recorded the ops that ran on the example input"
+
+
+def _script(model: Any, args: tuple[Any, ...]) -> Captured:
     scripted = torch.jit.script(model)
-    return scripted, 1, _ts_ops(scripted)
+    return scripted, 1, None, _ts_ops(scripted), "compiled from the Python source, control flow included"
 
 
-def _symbolic(model: Any, args: tuple[Any, ...], rec: _Recorder) -> tuple[Any, int, int]:
+def _symbolic(model: Any, args: tuple[Any, ...]) -> Captured:
     gm = torch.fx.symbolic_trace(model)
-    return gm, 1, _fx_ops(gm)
+    return gm, 1, None, _fx_ops(gm), "traced with proxy values"
 
 
-def _dynamo(fullgraph: bool) -> Callable[..., tuple[Any, int, int]]:
-    def run(model: Any, args: tuple[Any, ...], rec: _Recorder) -> tuple[Any, int, int]:
-        compiled = torch.compile(model, backend=rec, fullgraph=fullgraph)
-        compiled(*args)
-        return compiled, len(rec.graphs), sum(_fx_ops(g.gm) for g in rec.graphs)
-    return run
+def _fullgraph(model: Any, args: tuple[Any, ...]) -> Captured:
+    rec = _Recorder(_eager)
+    compiled = torch.compile(model, backend=rec, fullgraph=True)
+    compiled(*fresh(args))
+    graphs = len(rec.graphs)
+    return compiled, graphs, 0, sum(_fx_ops(g.gm) for g in rec.graphs), _summary(graphs, [], "")
 
 
-def _export(model: Any, args: tuple[Any, ...], rec: _Recorder) -> tuple[Any, int, int]:
+def _dynamo(model: Any, args: tuple[Any, ...]) -> Captured:
+    cap = _capture(model, args, {}, _eager, "eager")
+    first = [g for g in cap.graphs if g.call == 1]
+    return (cap._compiled, cap.graph_count, cap.break_count, sum(_fx_ops(g.gm) for g in first),
+            _summary(cap.graph_count, cap.breaks, cap.skip_reason))
+
+
+def _export(model: Any, args: tuple[Any, ...]) -> Captured:
     module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
-    program = torch.export.export(module, args)
+    program = torch.export.export(module, fresh(args))
     ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
-    return program.module(), 1, ops
+    return program.module(), 1, None, ops, "one graph of ATen ops"
 
 
-_CAPTURE = {
+_CAPTURE: dict[str, Callable[[Any, tuple[Any, ...]], Captured]] = {
     "torch.jit.trace": _trace, "torch.jit.script": _script, "torch.fx.symbolic_trace": _symbolic,
-    "dynamo fullgraph=True": _dynamo(True), "dynamo fullgraph=False": _dynamo(False),
+    "dynamo fullgraph=True": _fullgraph, "dynamo fullgraph=False": _dynamo,
     "torch.export.export": _export,
 }
-_SUCCESS = {
-    "torch.jit.trace": "recorded the ops that ran on the example input",
-    "torch.jit.script": "compiled from the Python source, control flow included",
-    "torch.fx.symbolic_trace": "traced with proxy values",
-    "dynamo fullgraph=True": "one graph, no graph breaks",
-    "dynamo fullgraph=False": "one graph, no graph breaks",
-    "torch.export.export": "one graph of ATen ops",
-}
+_FRAGILE = ("torch.jit.trace", "torch.jit.script")  # tried in a child process first
+
+
+def _summary(graphs: int, breaks: list[Any], skip: str) -> str:
+    """What a Dynamo row captured, said from its counts."""
+    if breaks:
+        b = breaks[0]
+        first = "" if len(breaks) == 1 else "; the first: "
+        return (f"{_plural(graphs, 'graph')}, {_plural(len(breaks), 'graph break')}{first or ': '}"
+                f"{b.reason} ({b.location})")
+    if graphs == 1:
+        return "one graph, no graph breaks"
+    if graphs == 0:
+        return skip or "no graph: Dynamo found no tensor operation to capture"
+    return f"{graphs} graphs from separate frames, no graph breaks"
 
 
 class _AsModule(torch.nn.Module):
@@ -309,25 +357,6 @@ def _ts_ops(module: Any) -> int:
     return count(graph)
 
 
-def _same(got: Any, want: Any) -> bool:
-    got_leaves, want_leaves = pytree.tree_leaves(got), pytree.tree_leaves(want)
-    if len(got_leaves) != len(want_leaves):
-        return False
-    for a, b in zip(got_leaves, want_leaves):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            if a.shape != b.shape or not torch.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
-                return False
-        elif a != b:
-            return False
-    return True
-
-
-def _flip(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return -value
-    return value
-
-
 def _shapes(args: tuple[Any, ...]) -> str:
     parts = [f"tensor{tuple(a.shape)}" if isinstance(a, torch.Tensor) else first_line(repr(a), 40)
              for a in args]
@@ -350,3 +379,4 @@ def _num(value: int | None) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
