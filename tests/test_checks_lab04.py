@@ -3,6 +3,7 @@ usual mistakes get their specific hint."""
 from __future__ import annotations
 
 import copy
+import operator
 
 import pytest
 import torch
@@ -10,7 +11,8 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.fx import subgraph_rewriter
 
-from fxcourse import check
+from checking import expect_passed, expect_wrong, solution
+from fxcourse import check, hint
 
 
 def _stub(*args):
@@ -31,10 +33,12 @@ def _fold(conv, bn, use_conv_bias=True):
 
 
 def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_setattr=False,
-               recompile=True):
+               recompile=True, skip_training="bn", set_eval=False):
     def fuse_conv_bn(gm):
         if copy_first:
             gm = copy.deepcopy(gm)
+        if set_eval:
+            gm.eval()
         modules = dict(gm.named_modules())
         for bn_node in list(gm.graph.nodes):
             if bn_node.op != "call_module" or not isinstance(modules[bn_node.target], nn.BatchNorm2d):
@@ -44,6 +48,10 @@ def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_
                     and isinstance(modules[conv_node.target], nn.Conv2d)):
                 continue
             if check_users and len(conv_node.users) != 1:
+                continue
+            if skip_training == "bn" and modules[bn_node.target].training:
+                continue
+            if skip_training == "model" and gm.training:
                 continue
             fused = _fold(modules[conv_node.target], modules[bn_node.target], use_conv_bias)
             if dotted_setattr:
@@ -89,7 +97,7 @@ def silu_rewrite_returns_matches(gm):
 # ------------------------------------------------------------------ lab04.3 answers
 
 
-def _make_probes(*, clone=True, copy_first=True):
+def _make_probes(*, clone=True, copy_first=True, keep_probe=True, every_call=True):
     def insert_probes(gm, names):
         class Probe(nn.Module):
             def __init__(self, records, name):
@@ -97,7 +105,8 @@ def _make_probes(*, clone=True, copy_first=True):
                 self.records, self.name = records, name
 
             def forward(self, x):
-                self.records[self.name] = x.detach().clone() if clone else x
+                if every_call or self.name not in self.records:
+                    self.records[self.name] = x.detach().clone() if clone else x
                 return x
 
         probed = copy.deepcopy(gm) if copy_first else gm
@@ -108,24 +117,23 @@ def _make_probes(*, clone=True, copy_first=True):
             probed.add_submodule(f"probe_{name}", Probe(records, name))
             with probed.graph.inserting_after(node):
                 probe = probed.graph.call_module(f"probe_{name}", (node,))
-            node.replace_all_uses_with(probe, delete_user_cb=lambda user, probe=probe: user is not probe)
-        probed.graph.lint()
+            if keep_probe:
+                node.replace_all_uses_with(probe, delete_user_cb=lambda user, probe=probe: user is not probe)
+            else:
+                node.replace_all_uses_with(probe)
         probed.recompile()
         return probed, records
     return insert_probes
 
 
-# ------------------------------------------------------------------ tests
+# ------------------------------------------------------------------ the solutions pass
 
 
-@pytest.mark.parametrize("task_id, answer", [
-    ("lab04.1", _make_fuse()),
-    ("lab04.2", silu_rewrite),
-    ("lab04.3", _make_probes()),
+@pytest.mark.parametrize("task_id, name", [
+    ("lab04.1", "fuse_conv_bn"), ("lab04.2", "silu_rewrite"), ("lab04.3", "insert_probes"),
 ])
-def test_reference_answers_pass(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "passed", result.to_text()
+def test_solution_passes(task_id, name):
+    expect_passed(task_id, solution("lab04", name))
 
 
 @pytest.mark.parametrize("task_id", ["lab04.1", "lab04.2", "lab04.3"])
@@ -133,61 +141,190 @@ def test_stub_is_not_implemented(task_id):
     assert check(task_id, _stub).status == "not_implemented"
 
 
-def test_fusing_a_shared_conv_is_named_as_the_classic_bug():
-    result = check("lab04.1", _make_fuse(check_users=False))
-    assert result.status == "wrong", result.to_text()
+@pytest.mark.parametrize("task_id", ["lab04.1", "lab04.2", "lab04.3"])
+def test_every_task_has_a_hint_ladder_that_names_a_lecture_section(task_id):
+    steps = [hint(task_id, level=k) for k in (1, 2)]
+    assert all(step.level for step in steps) and "Lecture 04" in steps[1].en and "第 04 讲" in steps[1].zh
+
+
+# ------------------------------------------------------------------ lab04.1
+
+
+def test_lab04_1_accepts_the_test_answers_own_pass_and_torchs_folding_helper():
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    expect_passed("lab04.1", _make_fuse())
+
+    def with_helper(gm):
+        gm = copy.deepcopy(gm)
+        modules = dict(gm.named_modules())
+        for bn_node in list(gm.graph.nodes):
+            conv_node = bn_node.args[0] if bn_node.args else None
+            if not (bn_node.op == "call_module" and isinstance(modules[bn_node.target], nn.BatchNorm2d)
+                    and isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
+                    and isinstance(modules[conv_node.target], nn.Conv2d) and len(conv_node.users) == 1
+                    and not modules[bn_node.target].training and not modules[conv_node.target].training):
+                continue
+            gm.set_submodule(conv_node.target, fuse_conv_bn_eval(modules[conv_node.target], modules[bn_node.target]))
+            bn_node.replace_all_uses_with(conv_node)
+            gm.graph.erase_node(bn_node)
+        gm.recompile()
+        return gm
+    expect_passed("lab04.1", with_helper)
+
+
+def test_lab04_1_rejects_fusing_a_shared_conv():
+    result = expect_wrong("lab04.1", _make_fuse(check_users=False))
     assert "SharedConv" in result.tried
-    assert "another user" in result.en and "len(conv_node.users) == 1" in result.en
-    assert "其他使用者" in result.zh
-    assert result.got.startswith("bn removed, max abs difference")
+    assert "another user" in result.en and "其他使用者" in result.zh
+    assert "max abs difference" in result.got
 
 
-def test_editing_the_input_in_place_is_wrong():
-    result = check("lab04.1", _make_fuse(copy_first=False))
-    assert result.status == "wrong" and "copy.deepcopy(gm)" in result.en and "副本" in result.zh
+def test_lab04_1_rejects_folding_a_bn_in_training_mode():
+    result = expect_wrong("lab04.1", _make_fuse(skip_training=None))
+    assert "training mode" in result.tried
+    assert "statistics of each batch" in result.en and "训练模式" in result.zh
 
 
-def test_forgetting_the_conv_bias_is_caught_on_the_bias_model():
-    result = check("lab04.1", _make_fuse(use_conv_bias=False))
-    assert result.status == "wrong", result.to_text()
-    assert "bias=True" in result.tried and "own bias" in result.en
+def test_lab04_1_rejects_reading_the_models_mode_instead_of_each_bns():
+    result = expect_wrong("lab04.1", _make_fuse(skip_training="model"))
+    assert "stem[1]" in result.tried
+    assert "each BatchNorm's own mode" in result.en and "自己的模式" in result.zh
 
 
-def test_setattr_with_a_dotted_target_is_explained():
-    result = check("lab04.1", _make_fuse(dotted_setattr=True))
-    assert result.status == "wrong" and "set_submodule" in result.en and "'stem.0'" in result.en
+def test_lab04_1_rejects_switching_the_copy_to_eval_mode():
+    result = expect_wrong("lab04.1", _make_fuse(set_eval=True))
+    assert "training mode" in result.tried
+    assert "switched the train/eval mode" in result.en and "模式" in result.zh
 
 
-def test_forgetting_recompile_is_explained():
-    result = check("lab04.1", _make_fuse(recompile=False))
-    assert result.status == "wrong" and "recompile()" in result.en
+def test_lab04_1_names_the_eval_only_helper_on_a_training_bn():
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    def helper_everywhere(gm):
+        gm = copy.deepcopy(gm)
+        modules = dict(gm.named_modules())
+        for bn_node in list(gm.graph.nodes):
+            conv_node = bn_node.args[0] if bn_node.args else None
+            if (bn_node.op == "call_module" and isinstance(modules[bn_node.target], nn.BatchNorm2d)
+                    and isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
+                    and isinstance(modules[conv_node.target], nn.Conv2d) and len(conv_node.users) == 1):
+                gm.set_submodule(conv_node.target,
+                                 fuse_conv_bn_eval(modules[conv_node.target], modules[bn_node.target]))
+                bn_node.replace_all_uses_with(conv_node)
+                gm.graph.erase_node(bn_node)
+        gm.recompile()
+        return gm
+    result = expect_wrong("lab04.1", helper_everywhere)
+    assert "only modules in eval mode" in result.en and "eval 模式" in result.zh
 
 
-def test_one_operand_order_only_is_named():
-    result = check("lab04.2", silu_rewrite_one_order)
-    assert result.status == "wrong", result.to_text()
-    assert "sigmoid(x) * x" in result.en and "second time" in result.en
+def test_lab04_1_rejects_editing_the_input_in_place():
+    result = expect_wrong("lab04.1", _make_fuse(copy_first=False))
+    assert "deep copy" in result.en and "深拷贝" in result.zh
 
 
-def test_returning_the_matches_instead_of_a_count():
-    result = check("lab04.2", silu_rewrite_returns_matches)
-    assert result.status == "wrong" and "number of replacements" in result.en
+def test_lab04_1_rejects_forgetting_the_conv_bias():
+    result = expect_wrong("lab04.1", _make_fuse(use_conv_bias=False))
+    assert "bias=True" in result.tried and "own bias" in result.en and "偏置" in result.zh
 
 
-def test_probe_without_a_copy_is_overwritten_by_inplace_relu():
-    result = check("lab04.3", _make_probes(clone=False))
-    assert result.status == "wrong", result.to_text()
-    assert "inplace=True" in result.en and "clone()" in result.en
+def test_lab04_1_rejects_setattr_with_a_dotted_target():
+    result = expect_wrong("lab04.1", _make_fuse(dotted_setattr=True))
+    assert "'stem.0'" in result.en and "dotted target" in result.en and "带点" in result.zh
+
+
+def test_lab04_1_rejects_forgetting_recompile():
+    result = expect_wrong("lab04.1", _make_fuse(recompile=False))
+    assert "not regenerated" in result.en and "recompile()" in result.zh
+
+
+# ------------------------------------------------------------------ lab04.2
+
+
+def test_lab04_2_accepts_the_orders_in_either_sequence():
+    expect_passed("lab04.2", lambda gm: sum(len(subgraph_rewriter.replace_pattern(gm, p, _silu))
+                                            for p in (_swapped, _plain)))
+
+
+def test_lab04_2_rejects_one_operand_order():
+    result = expect_wrong("lab04.2", silu_rewrite_one_order)
+    assert "sigmoid(x) * x" in result.en and "second time" in result.en and "再调用一次" in result.zh
+
+
+def test_lab04_2_rejects_returning_the_matches():
+    result = expect_wrong("lab04.2", silu_rewrite_returns_matches)
+    assert "number of replacements" in result.en and "次数" in result.zh
+
+
+def test_lab04_2_rejects_a_pattern_written_with_torch_mul():
+    def with_torch_mul(gm):
+        return len(subgraph_rewriter.replace_pattern(gm, lambda x: torch.mul(x, torch.sigmoid(x)), _silu))
+    result = expect_wrong("lab04.2", with_torch_mul)
+    assert "operator.mul" in result.en and "operator.mul" in result.zh
+
+
+def test_lab04_2_rejects_rewriting_a_product_of_two_different_values():
+    def every_sigmoid_product(gm):
+        count = 0
+        for node in list(gm.graph.nodes):
+            if node.op == "call_function" and node.target is operator.mul:
+                sig = next((a for a in node.args if isinstance(a, fx.Node) and a.target is torch.sigmoid), None)
+                if sig is None:
+                    continue
+                with gm.graph.inserting_after(node):
+                    silu = gm.graph.call_function(F.silu, (sig.args[0],))
+                node.replace_all_uses_with(silu)
+                gm.graph.erase_node(node)
+                count += 1
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        return count
+    result = expect_wrong("lab04.2", every_sigmoid_product)
+    assert "only there" in result.en and "不是 SiLU" in result.zh
+
+
+def test_lab04_2_rejects_a_hard_coded_count():
+    def two(gm):
+        silu_rewrite(gm)
+        return 2
+    result = expect_wrong("lab04.2", two)
+    assert "how many replacements" in result.en and result.expected == "4"
+
+
+# ------------------------------------------------------------------ lab04.3
+
+
+def test_lab04_3_rejects_a_probe_without_a_copy():
+    result = expect_wrong("lab04.3", _make_probes(clone=False))
+    assert "inplace=True" in result.en and "副本" in result.zh
     assert "resnet18" in result.tried
 
 
-def test_a_pattern_written_with_torch_mul_matches_nothing():
-    def with_torch_mul(gm):
-        return len(subgraph_rewriter.replace_pattern(gm, lambda x: torch.mul(x, torch.sigmoid(x)), _silu))
-    result = check("lab04.2", with_torch_mul)
-    assert result.status == "wrong" and "operator.mul" in result.en
+def test_lab04_3_rejects_probes_in_the_input_graph():
+    result = expect_wrong("lab04.3", _make_probes(copy_first=False))
+    assert "deep copy" in result.en and "深拷贝" in result.zh
 
 
-def test_probes_in_the_input_graph_are_wrong():
-    result = check("lab04.3", _make_probes(copy_first=False))
-    assert result.status == "wrong" and "copy.deepcopy(gm)" in result.en
+def test_lab04_3_rejects_a_probe_that_reads_itself():
+    result = expect_wrong("lab04.3", _make_probes(keep_probe=False))
+    assert "reads its own output" in result.en and "它自己的输出" in result.zh
+
+
+def test_lab04_3_rejects_records_kept_from_the_first_call():
+    result = expect_wrong("lab04.3", _make_probes(every_call=False))
+    assert "first call" in result.en and "第一次调用" in result.zh and "call 2" in result.tried
+
+
+def test_lab04_3_rejects_forward_hooks_on_modules_only():
+    def hooks(gm, names):
+        probed, records = copy.deepcopy(gm), {}
+        nodes = {n.name: n for n in probed.graph.nodes}
+        for name in names:
+            node = nodes[name]
+            if node.op == "call_module":
+                probed.get_submodule(node.target).register_forward_hook(
+                    lambda m, args, out, name=name: records.__setitem__(name, out.detach().clone()))
+        return probed, records
+    result = expect_wrong("lab04.3", hooks)
+    assert "exactly the requested node names" in result.en and "节点名" in result.zh

@@ -2,13 +2,14 @@
 
 Every task runs the learner's pass on models the lab does not show, compares outputs with
 the untouched original, and names the usual mistake when the result shows one: fusing a
-conv that has a second user, forgetting the conv's own bias, editing the input instead of a
-copy, forgetting ``recompile()``, matching only one operand order, or recording a tensor
-that a later in-place op overwrites.
+conv that has a second user or a BatchNorm in training mode, forgetting the conv's own bias,
+editing the input instead of a copy, forgetting ``recompile()``, matching only one operand
+order, a probe that reads itself, or recording a tensor that a later in-place op overwrites.
 """
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -17,6 +18,8 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .. import zoo
+from .._text import one_line_error
+from ._probe import describe, differs, need_callable
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -39,9 +42,9 @@ def _same_snapshot(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 def _require_untouched(before: tuple[Any, ...], gm: fx.GraphModule, label: str) -> None:
     if not _same_snapshot(before, _snapshot(gm)):
-        raise Wrong("your pass changed the GraphModule it was given; work on a copy "
-                    "(copy.deepcopy(gm)) and return the copy.",
-                    "你的 pass 改动了传入的 GraphModule；请在副本（copy.deepcopy(gm)）上修改并返回副本。",
+        raise Wrong("your pass changed the GraphModule it was given; make a deep copy first (weights "
+                    "included), edit the copy and return it.",
+                    "你的 pass 改动了传入的 GraphModule；请先做一份深拷贝（连同权重），在副本上修改并返回副本。",
                     tried=label, expected="the input graph and weights unchanged",
                     got="the input was modified")
 
@@ -49,9 +52,10 @@ def _require_untouched(before: tuple[Any, ...], gm: fx.GraphModule, label: str) 
 def _require_recompiled(gm: fx.GraphModule, label: str) -> None:
     fresh = gm.graph.python_code(root_module="self").src
     if fresh != gm.code:
-        raise Wrong("the graph was edited but forward was not regenerated: call gm.recompile() "
-                    "after the last edit.",
-                    "计算图已修改，但 forward 没有重新生成：最后一次修改后请调用 gm.recompile()。",
+        raise Wrong("the graph was edited but forward was not regenerated from it after the last edit "
+                    "(lecture 03, section 7: generated code, and why edits need recompile()).",
+                    "计算图已修改，但最后一次修改之后没有据此重新生成 forward（第 03 讲第 7 节：生成的代码，以及为什么"
+                    "修改后需要 recompile()）。",
                     tried=label, expected="gm.code generated from gm.graph", got="stale gm.code")
 
 
@@ -97,11 +101,11 @@ def _require_no_dotted_attribute(gm: fx.GraphModule, label: str) -> None:
     """setattr(gm, "stem.0", m) does not replace stem[0]: it adds a module literally named "stem.0"."""
     dotted = sorted(key for m in gm.modules() for key in m._modules if "." in key)
     if dotted:
-        raise Wrong(f"setattr(gm, {dotted[0]!r}, ...) added a new attribute literally named {dotted[0]!r} "
-                    "instead of replacing the conv inside its parent; use gm.set_submodule(target, "
-                    "new_module) for dotted targets.",
-                    f"setattr(gm, {dotted[0]!r}, ...) 新增了一个名字就叫 {dotted[0]!r} 的属性，"
-                    "而没有替换父模块里的那个卷积；带点的 target 请用 gm.set_submodule(target, new_module)。",
+        raise Wrong(f"setattr with {dotted[0]!r} added a new attribute literally named {dotted[0]!r} "
+                    "instead of replacing the conv inside its parent; a dotted target needs the module "
+                    "method that walks the path (the exercise names it).",
+                    f"用 setattr 设置 {dotted[0]!r} 新增了一个名字就叫 {dotted[0]!r} 的属性，"
+                    "而没有替换父模块里的那个卷积；带点的 target 需要用能沿路径查找的模块方法（练习中提到过它）。",
                     tried=label, got=f"a submodule named {dotted[0]!r}")
 
 
@@ -123,86 +127,152 @@ class _Stack(nn.Module):
         return self.post_bn(torch.relu(y))
 
 
-def _fusion_cases() -> list[tuple[str, nn.Module, tuple[torch.Tensor, ...], list[str]]]:
-    """(label, model, inputs, BN nodes that must remain)."""
+def _trained(model: nn.Module, seed: int) -> nn.Module:
+    """Seeded weights and trained-looking BN statistics, without moving the learner's RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for m in model.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                m.reset_parameters()
+    return zoo.pretend_trained(model, seed)
+
+
+@dataclass(frozen=True)
+class _FusionCase:
+    label: str
+    model: nn.Module
+    inputs: tuple[torch.Tensor, ...]
+    keep: dict[str, str]  # BN node that must stay -> why: "relu", "shared", "train", "train_in_eval"
+
+
+def _fusion_cases() -> list[_FusionCase]:
+    gen = torch.Generator().manual_seed(41)
+
+    def image(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen)
+
     cases = []
     for bias, seed in ((False, 1), (True, 2)):
-        torch.manual_seed(seed)
-        model = zoo.pretend_trained(_Stack(bias).eval(), seed)
-        cases.append((f"a conv/BN stack with Conv2d(bias={bias})", model, (torch.randn(2, 3, 9, 9),),
-                      ["post_bn"]))
+        cases.append(_FusionCase(f"a conv/BN stack with Conv2d(bias={bias}), eval mode",
+                                 _trained(_Stack(bias), seed).eval(), (image(2, 3, 9, 9),), {"post_bn": "relu"}))
     shared, _ = zoo.example("shared_conv", seed=3)
-    torch.manual_seed(3)
-    cases.append(("zoo.SharedConv (its conv output feeds bn and add)", zoo.pretend_trained(shared, 3),
-                  (torch.randn(2, 4, 5, 5),), ["bn"]))
+    cases.append(_FusionCase("zoo.SharedConv (its conv output feeds bn and add), eval mode",
+                             zoo.pretend_trained(shared, 3), (image(2, 4, 5, 5),), {"bn": "shared"}))
+    cases.append(_FusionCase("the conv/BN stack with Conv2d(bias=True) in training mode (model.train())",
+                             _trained(_Stack(True), 5).train(), (image(4, 3, 9, 9),),
+                             {"stem_1": "train", "bn": "train", "post_bn": "train"}))
+    mixed = _trained(_Stack(False), 6).eval()
+    mixed.stem[1].train()
+    cases.append(_FusionCase("the conv/BN stack in eval mode except stem[1], a BN left in training mode",
+                             mixed, (image(3, 3, 9, 9),), {"stem_1": "train_in_eval", "post_bn": "relu"}))
     resnet, _ = zoo.example("resnet18", seed=4)
-    torch.manual_seed(4)
-    cases.append(("torchvision resnet18", zoo.pretend_trained(resnet, 4), (torch.randn(1, 3, 32, 32),), []))
+    cases.append(_FusionCase("torchvision resnet18, eval mode", zoo.pretend_trained(resnet, 4),
+                             (image(1, 3, 32, 32),), {}))
     return cases
 
 
-@task("lab04.1", "fold BatchNorm into the conv before it", "把 BatchNorm 折叠进前面的卷积")
+_MUST_STAY = {
+    "relu": ("BN node {name!r} has no conv right before it (its input is a ReLU), so it must stay.",
+             "BN 节点 {name!r} 前面不是卷积（它的输入是 ReLU），必须保留。"),
+    "shared": ("you fused a conv whose output has another user: SharedConv computes bn(y) + y with "
+               "y = conv(x), so after folding, `add` reads BN's output too. Fuse only when the conv's "
+               "output has exactly one user, the BN (lecture 04, section 6).",
+               "你融合了一个输出还有其他使用者的卷积：SharedConv 计算的是 bn(y) + y，其中 y = conv(x)；折叠之后 "
+               "`add` 读到的也是 BN 的输出。只有当卷积的输出恰好只有 BN 这一个使用者时才能融合（第 04 讲第 6 节）。"),
+    "train": ("BN node {name!r} is in training mode and was folded. In training mode BatchNorm normalises "
+              "with the statistics of each batch, not its running statistics, so it is not a fixed "
+              "per-channel map and folding it changes the model: leave a training-mode BN as it is "
+              "(lecture 04, section 6).",
+              "BN 节点 {name!r} 处于训练模式，却被折叠了。训练模式下 BatchNorm 用每个 batch 自己的统计量归一化，"
+              "而不是 running 统计量，所以它不是固定的逐通道仿射变换，折叠会改变模型：训练模式的 BN 请保持原样"
+              "（第 04 讲第 6 节）。"),
+    "train_in_eval": ("BN node {name!r} is in training mode although the model around it is in eval mode, "
+                      "and it was folded: decide by each BatchNorm's own mode, not by the mode of the "
+                      "GraphModule (modules can be switched one by one).",
+                      "BN 节点 {name!r} 处于训练模式（尽管外层模型处于 eval 模式），却被折叠了：请按每个 BatchNorm "
+                      "自己的模式判断，而不是按 GraphModule 的模式（模块可以逐个切换模式）。"),
+}
+
+
+def _modes(gm: nn.Module) -> dict[str, bool]:
+    """train/eval mode of every leaf module (the containers FX creates for dotted paths start in
+    training mode whatever the model's mode, and nothing reads their flag)."""
+    return {name: m.training for name, m in gm.named_modules() if name and not any(True for _ in m.children())}
+
+
+@task("lab04.1", "fold BatchNorm into the conv before it", "把 BatchNorm 折叠进前面的卷积", hints=[
+    ("Which BatchNorms can become part of the conv before them? Look at each BN's input node, how many "
+     "users that node has, and whether the BN normalises with running statistics or with the batch's.",
+     "哪些 BatchNorm 可以并入它前面的卷积？看每个 BN 的输入节点、这个节点有几个使用者，以及这个 BN 是用 running "
+     "统计量还是用当前 batch 的统计量来归一化。"),
+    ("Lecture 04, section 6 (A real pass: folding batch norm into convolution): the maths, the one-user "
+     "rule, and why a BN in training mode cannot be folded.",
+     "第 04 讲第 6 节（一个真正的 pass：把 batch norm 折叠进卷积）：公式、只有一个使用者的规则，以及为什么训练模式的 "
+     "BN 不能折叠。"),
+    ("Work on a copy; replace the conv by its dotted path, move the BN's users to the conv node, erase the "
+     "BN node; then check the graph and regenerate the code (lecture 04, section 1, Graph surgery).",
+     "在副本上操作；按带点的路径替换卷积，把 BN 的使用者改接到卷积节点，删除 BN 节点；然后检查计算图并重新生成代码"
+     "（第 04 讲第 1 节，计算图手术）。"),
+])
 def _fuse_conv_bn(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab04.1', fuse_conv_bn).",
-                    "请传入函数本身，例如 check('lab04.1', fuse_conv_bn)。", got=type(answer).__name__)
+    need_callable(answer, "fuse_conv_bn")
     passed_bias_free = False
-    for label, model, inputs, keep in _fusion_cases():
+    for case in _fusion_cases():
+        label, model = case.label, case.model
         gm = fx.symbolic_trace(model)
         with torch.no_grad():
-            want = model(*inputs)
-        before = _snapshot(gm)
-        result = answer(gm)
+            want = copy.deepcopy(model)(*case.inputs)  # a copy: a training-mode BN updates its statistics
+        before, modes = _snapshot(gm), _modes(gm)
+        try:
+            result = answer(gm)
+        except AssertionError as exc:
+            if "eval" not in str(exc):
+                raise
+            raise Wrong("the folding helper you call accepts only modules in eval mode, and this model has "
+                        "a BatchNorm in training mode: skip such a BN instead of folding it.",
+                        "你调用的折叠函数只接受 eval 模式的模块，而这个模型里有处于训练模式的 BatchNorm："
+                        "遇到这种 BN 请跳过，不要折叠。", tried=label, got=one_line_error(exc)) from None
         if not isinstance(result, fx.GraphModule):
             raise Wrong("return the fused fx.GraphModule.", "请返回融合后的 fx.GraphModule。",
-                        tried=label, got=type(result).__name__)
+                        tried=label, got=describe(result))
         _require_untouched(before, gm, label)
         _require_no_dotted_attribute(result, label)
         _require_recompiled(result, label)
+        changed = sorted(name for name, mode in _modes(result).items() if modes.get(name, mode) != mode)
+        if changed:
+            raise Wrong(f"your pass switched the train/eval mode of {changed[0]!r}; a pass keeps every "
+                        "module's mode as it found it.",
+                        f"你的 pass 切换了 {changed[0]!r} 的 train/eval 模式；pass 应保持每个模块原来的模式。",
+                        tried=label, expected="modes unchanged", got=f"{changed[0]!r} switched")
         remaining = _bn_nodes(result)
-        got = _run(result, inputs, label)
-        if "SharedConv" in label and not remaining:
-            if not _close(got, want):
-                raise Wrong("you fused a conv whose output has another user: SharedConv computes "
-                            "bn(y) + y with y = conv(x), so after folding, `add` reads BN's output "
-                            "too. Fuse only when len(conv_node.users) == 1.",
-                            "你融合了一个输出还有其他使用者的卷积：SharedConv 计算的是 bn(y) + y，"
-                            "其中 y = conv(x)；折叠之后 `add` 读到的也是 BN 的输出。只有当 "
-                            "len(conv_node.users) == 1 时才能融合。",
-                            tried=label, expected="bn kept, output unchanged",
-                            got=f"bn removed, {_max_diff(got, want)}")
-            raise Wrong("leave a conv whose output has another user unfused: its BN node must stay.",
-                        "卷积的输出还有其他使用者时不要融合：它的 BN 节点必须保留。",
-                        tried=label, expected=f"BatchNorm nodes {keep}", got="[]")
-        missing = [name for name in keep if name not in remaining]
-        if missing:
-            raise Wrong(f"the BN node {missing[0]!r} has no conv right before it (its input is a "
-                        "ReLU), so it must stay.",
-                        f"BN 节点 {missing[0]!r} 前面不是卷积（它的输入是 ReLU），必须保留。",
-                        tried=label, expected=f"BatchNorm nodes {keep}", got=repr(remaining))
-        extra = [name for name in remaining if name not in keep]
+        gone = [name for name in case.keep if name not in remaining]
+        if gone:
+            en, zh = _MUST_STAY[case.keep[gone[0]]]
+            got = _run(result, case.inputs, label)
+            diff = differs(got, want, rtol=RTOL, atol=ATOL) or "same output"
+            raise Wrong(en.format(name=gone[0]), zh.format(name=gone[0]), tried=label,
+                        expected=f"BatchNorm nodes {sorted(case.keep)} kept",
+                        got=f"BatchNorm nodes {remaining}; {diff}")
+        extra = [name for name in remaining if name not in case.keep]
         if extra:
-            raise Wrong(f"BN node {extra[0]!r} follows a conv that feeds only it, so it can be folded; "
-                        "look for call_module BatchNorm2d nodes whose args[0] is a call_module Conv2d "
-                        "node (targets can be dotted, e.g. 'stem.1').",
-                        f"BN 节点 {extra[0]!r} 前面的卷积只连着它，可以折叠；请查找 args[0] 是 call_module "
+            raise Wrong(f"BN node {extra[0]!r} is in eval mode and follows a conv that feeds only it, so it "
+                        "can be folded; look for call_module BatchNorm2d nodes whose input is a call_module "
+                        "Conv2d node (targets can be dotted, e.g. 'stem.1').",
+                        f"BN 节点 {extra[0]!r} 处于 eval 模式，前面的卷积只连着它，可以折叠；请查找输入是 call_module "
                         "Conv2d 节点的 call_module BatchNorm2d 节点（target 可能带点，例如 'stem.1'）。",
-                        tried=label, expected=f"BatchNorm nodes {keep}", got=repr(remaining))
-        if not _close(got, want):
+                        tried=label, expected=f"BatchNorm nodes {sorted(case.keep)}", got=repr(remaining))
+        got = _run(result, case.inputs, label)
+        diff = differs(got, want, rtol=RTOL, atol=ATOL)
+        if diff is not None:
             if "bias=True" in label and passed_bias_free:
-                hint = ("right without a conv bias, wrong with one: the conv's own bias b goes "
-                        "through BN too: b' = (b - running_mean) * s + beta.",
-                        "没有卷积偏置时正确，有偏置时出错：卷积自身的偏置 b 也要经过 BN："
-                        "b' = (b - running_mean) * s + beta。")
+                hint = ("right without a conv bias, wrong with one: the conv's own bias goes through BN too "
+                        "(the b in the exercise's formula for the new bias).",
+                        "没有卷积偏置时正确，有偏置时出错：卷积自身的偏置也要经过 BN（即练习中新偏置公式里的 b）。")
             else:
-                hint = ("the fused model's output differs from the original. With "
-                        "s = bn.weight / sqrt(bn.running_var + bn.eps): W' = W * s (per output "
-                        "channel, s.reshape(-1, 1, 1, 1)) and b' = (b - running_mean) * s + bn.bias.",
-                        "融合后模型的输出与原模型不同。令 s = bn.weight / sqrt(bn.running_var + bn.eps)："
-                        "W' = W * s（按输出通道，s.reshape(-1, 1, 1, 1)），"
-                        "b' = (b - running_mean) * s + bn.bias。")
-            raise Wrong(*hint, tried=label, expected="the original model's output",
-                        got=_max_diff(got, want))
+                hint = ("the fused model's output differs from the original: compare your new weight and bias "
+                        "with the exercise's formulas (one scale per output channel).",
+                        "融合后模型的输出与原模型不同：请把你算出的新权重和新偏置与练习中的公式对照（每个输出通道一个缩放系数）。")
+            raise Wrong(*hint, tried=label, expected="the original model's output", got=diff)
         if "bias=False" in label:
             passed_bias_free = True
 
@@ -229,13 +299,29 @@ class _GatedMLP(nn.Module):
         return y * torch.sigmoid(y) + x
 
 
+def _three_and_a_decoy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    a = torch.sigmoid(x) * x
+    b = torch.sigmoid(y) * a  # not a SiLU: sigmoid of y times a
+    s = b + y
+    c = s * torch.sigmoid(s)
+    return torch.sigmoid(c) * c + a * torch.sigmoid(a)
+
+
 def _silu_cases() -> list[tuple[str, fx.GraphModule, Callable[..., Any], tuple[torch.Tensor, ...], int]]:
-    torch.manual_seed(5)
-    mlp = _GatedMLP().eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        mlp = _GatedMLP().eval()
+    gen = torch.Generator().manual_seed(42)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen) * 3
+
     return [
         ("a function with x*sigmoid(x), sigmoid(a)*a and a*sigmoid(b)", fx.symbolic_trace(_silu_twice),
-         _silu_twice, (torch.randn(3, 5),), 2),
-        ("an MLP with sigmoid(h)*h and y*sigmoid(y)", fx.symbolic_trace(mlp), mlp, (torch.randn(4, 6),), 2),
+         _silu_twice, (randn(3, 5),), 2),
+        ("an MLP with sigmoid(h)*h and y*sigmoid(y)", fx.symbolic_trace(mlp), mlp, (randn(4, 6),), 2),
+        ("a function of x and y with four SiLUs in both orders and sigmoid(y)*a",
+         fx.symbolic_trace(_three_and_a_decoy), _three_and_a_decoy, (randn(2, 3), randn(2, 3)), 4),
     ]
 
 
@@ -254,19 +340,26 @@ def _mul_orders(gm: fx.GraphModule) -> tuple[int, int]:
 
 
 @task("lab04.2", "rewrite x * sigmoid(x) into silu with replace_pattern",
-      "用 replace_pattern 把 x * sigmoid(x) 改写为 silu")
+      "用 replace_pattern 把 x * sigmoid(x) 改写为 silu", hints=[
+          ("A pattern matches only the same ops, written the same way, in the same order. How many ways of "
+           "writing SiLU does the exercise name, and what does each call of the rewriter return?",
+           "模式只匹配以同样方式、同样顺序写出的同样算子。练习里提到了几种 SiLU 的写法？改写函数每次调用返回什么？"),
+          ("Lecture 04, section 5 (`replace_pattern`: rewrite by example): patterns are traced functions, "
+           "the multiplication the model writes with `*` is operator.mul, and a product with its operands "
+           "swapped is another pattern.",
+           "第 04 讲第 5 节（`replace_pattern`：照着例子改写）：模式是被追踪的函数；模型里用 `*` 写的乘法是 "
+           "operator.mul；两个操作数交换后的乘积就是另一个模式。"),
+      ])
 def _silu_rewrite(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab04.2', silu_rewrite).",
-                    "请传入函数本身，例如 check('lab04.2', silu_rewrite)。", got=type(answer).__name__)
+    need_callable(answer, "silu_rewrite")
     for label, gm, original, inputs, want_count in _silu_cases():
         with torch.no_grad():
             want = original(*inputs)
         count = answer(gm)
         if isinstance(count, (list, tuple)):
-            raise Wrong("return the number of replacements, e.g. len(matches) summed over your "
-                        "replace_pattern calls, not the list of matches.",
-                        "请返回替换的次数（例如各次 replace_pattern 返回列表的 len 之和），而不是匹配列表本身。",
+            raise Wrong("return the number of replacements (an int), not the matches themselves: each "
+                        "call of the rewriter returns a list with one entry per replacement.",
+                        "请返回替换的次数（一个 int），而不是匹配结果本身：改写函数每次调用都返回一个列表，每次替换对应一项。",
                         tried=label, expected=str(want_count), got=type(count).__name__)
         plain, swapped = _mul_orders(gm)
         silus = sum(n.target is F.silu for n in gm.graph.nodes)
@@ -279,17 +372,15 @@ def _silu_rewrite(answer: Any) -> None:
                         tried=label, expected=f"{want_count} replaced", got=f"{silus} replaced")
         if plain and not swapped and silus:
             raise Wrong("x * sigmoid(x) was left alone; the operand order matters to the matcher: "
-                        "rewrite both x * torch.sigmoid(x) and torch.sigmoid(x) * x.",
-                        "x * sigmoid(x) 没有被替换；对匹配器而言操作数顺序很重要："
-                        "x * torch.sigmoid(x) 和 torch.sigmoid(x) * x 两种都要改写。",
+                        "rewrite both orders the exercise names.",
+                        "x * sigmoid(x) 没有被替换；对匹配器而言操作数顺序很重要：练习中提到的两种顺序都要改写。",
                         tried=label, expected=f"{want_count} replaced", got=f"{silus} replaced")
         if silus == 0:
-            raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way; "
-                        "the graph multiplies with `*` (operator.mul), so write the pattern as "
-                        "x * torch.sigmoid(x), not torch.mul(...), and pass gm itself to replace_pattern.",
-                        "什么都没有被改写：模式只能匹配以同样方式写出的同样算子；计算图里的乘法是 `*`"
-                        "（operator.mul），所以模式要写成 x * torch.sigmoid(x)，而不是 torch.mul(...)，"
-                        "并把 gm 本身传给 replace_pattern。",
+            raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way. "
+                        "The graph multiplies with `*` (operator.mul), so a pattern written with another "
+                        "multiplication function matches nothing; and the rewriter must get gm itself.",
+                        "什么都没有被改写：模式只能匹配以同样方式写出的同样算子。计算图里的乘法是 `*`"
+                        "（operator.mul），用别的乘法函数写的模式什么也匹配不到；另外改写函数必须拿到 gm 本身。",
                         tried=label, expected=f"{want_count} calls to F.silu", got="0 calls to F.silu")
         if silus != want_count or plain or swapped:
             raise Wrong("the graph should call torch.nn.functional.silu once per SiLU written out by "
@@ -304,11 +395,12 @@ def _silu_rewrite(answer: Any) -> None:
                         tried=label, expected=str(want_count), got=repr(count))
         _require_recompiled(gm, label)
         got = _run(gm, inputs, label)
-        if not _close(got, want, rtol=1e-5, atol=1e-6):
-            raise Wrong("the rewritten graph computes something else: the replacement must be "
-                        "F.silu(x) of the same x the pattern multiplied.",
-                        "改写后的计算图结果变了：替换结果必须是对模式中同一个 x 调用 F.silu(x)。",
-                        tried=label, expected="the original output", got=_max_diff(got, want))
+        diff = differs(got, want, rtol=1e-5, atol=1e-6)
+        if diff is not None:
+            raise Wrong("the rewritten graph computes something else: the replacement must apply SiLU to "
+                        "the same value the pattern multiplied.",
+                        "改写后的计算图结果变了：替换结果必须对模式中相乘的同一个值应用 SiLU。",
+                        tried=label, expected="the original output", got=diff)
 
 
 # ----------------------------------------------------------------------------- lab04.3
@@ -342,29 +434,58 @@ class _Branchy(nn.Module):
 
 
 def _probe_cases() -> list[tuple[str, nn.Module, list[str], list[torch.Tensor]]]:
-    torch.manual_seed(6)
-    branchy = _Branchy().eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(6)
+        branchy = _Branchy().eval()
     resnet, _ = zoo.example("resnet18", seed=7)
-    torch.manual_seed(7)
     zoo.pretend_trained(resnet, 7)
+    gen = torch.Generator().manual_seed(43)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen)
+
     return [
-        ("a small model, names ['silu', 'inner_1', 'head']", branchy, ["silu", "inner_1", "head"],
-         [torch.randn(2, 5), torch.randn(2, 5)]),
+        ("a small model, names ['x', 'silu', 'inner_1', 'head']", branchy, ["x", "silu", "inner_1", "head"],
+         [randn(2, 5), randn(3, 5)]),
         ("torchvision resnet18, names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']", resnet,
          ["layer1_0_bn1", "add_3", "layer4_1_relu_1", "fc"],
-         [torch.randn(1, 3, 32, 32), torch.randn(1, 3, 32, 32)]),
+         [randn(1, 3, 32, 32), randn(1, 3, 32, 32)]),
     ]
 
 
-@task("lab04.3", "insert probes that record chosen activations", "插入探针，记录指定节点的激活值")
+def _reads_itself(gm: fx.GraphModule) -> str | None:
+    return next((n.name for n in gm.graph.nodes if n in n.all_input_nodes), None)
+
+
+_SELF_LOOP = (
+    "a probe node reads its own output: moving the watched node's users to the probe moved the probe "
+    "itself too. Keep the probe reading the watched node (lecture 04, section 1).",
+    "探针节点读取的是它自己的输出：把被观察节点的使用者改接到探针时，探针本身也被改接了。请让探针继续读取被观察的节点"
+    "（第 04 讲第 1 节）。")
+
+
+@task("lab04.3", "insert probes that record chosen activations", "插入探针，记录指定节点的激活值", hints=[
+    ("A probe is a module of your own, called by a new call_module node placed right after the node it "
+     "watches. Every user of the watched node should read the probe's output instead, except the probe "
+     "itself.",
+     "探针是你自己定义的模块，由一个紧跟在被观察节点之后的新 call_module 节点调用。被观察节点的所有使用者都应改为读取"
+     "探针的输出——探针自己除外。"),
+    ("Lecture 04, section 1 (Graph surgery: insert, rewire, erase) shows inserting a node and moving users; "
+     "section 8 (torchvision's feature extractor) shows why a tensor you kept can change after you kept it.",
+     "第 04 讲第 1 节（计算图手术：插入、改接、删除）演示了插入节点和改接使用者；第 8 节（torchvision 的特征提取器）"
+     "说明了为什么你保存下来的张量在保存之后还会改变。"),
+])
 def _insert_probes(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab04.3', insert_probes).",
-                    "请传入函数本身，例如 check('lab04.3', insert_probes)。", got=type(answer).__name__)
+    need_callable(answer, "insert_probes")
     for label, model, names, inputs in _probe_cases():
         gm = fx.symbolic_trace(model)
         before = _snapshot(gm)
-        returned = answer(gm, list(names))
+        try:
+            returned = answer(gm, list(names))
+        except RuntimeError as exc:
+            if "before it has been defined" not in str(exc):
+                raise
+            raise Wrong(_SELF_LOOP[0], _SELF_LOOP[1], tried=label, got=one_line_error(exc)) from None
         if not (isinstance(returned, tuple) and len(returned) == 2
                 and isinstance(returned[0], fx.GraphModule) and isinstance(returned[1], dict)):
             raise Wrong("return a pair (probed GraphModule, records dict).",
@@ -372,6 +493,9 @@ def _insert_probes(answer: Any) -> None:
                         tried=label, got=type(returned).__name__)
         probed, records = returned
         _require_untouched(before, gm, label)
+        loop = _reads_itself(probed)
+        if loop is not None:
+            raise Wrong(*_SELF_LOOP, tried=label, got=f"node {loop!r} reads its own output")
         _require_recompiled(probed, label)
         history = []
         for call, x in enumerate(inputs, start=1):
@@ -380,17 +504,17 @@ def _insert_probes(answer: Any) -> None:
                 want_out = recorder.run(x)
             history.append(recorder.values)
             got_out = _run(probed, (x,), label)
-            if not _close(got_out, want_out, rtol=1e-5, atol=1e-6):
+            if differs(got_out, want_out, rtol=1e-5, atol=1e-6) is not None:
                 raise Wrong("the probes changed the model's output: a probe must return its input "
                             "unchanged, and every other node must keep reading the same values.",
                             "探针改变了模型的输出：探针必须原样返回输入，其他节点读到的值也必须不变。",
                             tried=f"{label}, call {call}", expected="the original output",
                             got=_max_diff(got_out, want_out))
             if not records:
-                raise Wrong("nothing was recorded: is each probe a call_module node in the graph "
-                            "(gm.add_submodule + graph.call_module) and did you call recompile()?",
-                            "什么都没有记录下来：每个探针是否都是计算图中的 call_module 节点"
-                            "（gm.add_submodule + graph.call_module）？是否调用了 recompile()？",
+                raise Wrong("nothing was recorded: is each probe a call_module node of the new graph, calling "
+                            "a module registered on the new GraphModule, and was forward regenerated?",
+                            "什么都没有记录下来：每个探针是否都是新计算图中的 call_module 节点、调用的是注册在新 "
+                            "GraphModule 上的模块？forward 是否重新生成了？",
                             tried=f"{label}, call {call}", expected=repr(sorted(names)), got="{}")
             if sorted(records) != sorted(names):
                 raise Wrong("records must have exactly the requested node names as keys.",
@@ -399,7 +523,8 @@ def _insert_probes(answer: Any) -> None:
                             got=repr(sorted(map(str, records))))
             for name in names:
                 got, want = records[name], recorder.values[name]
-                if _close(got, want, rtol=1e-5, atol=1e-6):
+                diff = differs(got, want, rtol=1e-5, atol=1e-6, where=f"records[{name!r}]")
+                if diff is None:
                     continue
                 if call > 1 and _close(got, history[0][name], rtol=1e-5, atol=1e-6):
                     raise Wrong("the records still hold the first call's values: store the value "
@@ -409,12 +534,12 @@ def _insert_probes(answer: Any) -> None:
                 if (isinstance(got, torch.Tensor) and got.shape == want.shape
                         and bool((want < 0).any()) and _close(got, want.clamp(min=0))):
                     raise Wrong(f"{name!r} was overwritten after it was recorded: the nn.ReLU(inplace=True) "
-                                "that runs next changed the same tensor. Store a copy: x.detach().clone().",
+                                "that runs next changed the same tensor. Store a copy of the values, not a "
+                                "reference to the tensor.",
                                 f"{name!r} 在记录之后被覆盖了：紧接着运行的 nn.ReLU(inplace=True) 修改了同一个张量。"
-                                "请保存副本：x.detach().clone()。",
+                                "请保存数值的副本，而不是对这个张量的引用。",
                                 tried=f"{label}, call {call}, node {name!r}",
                                 expected="values with negatives", got="the values after ReLU")
-                raise Wrong(f"records[{name!r}] is not the output of node {name!r}.",
-                            f"records[{name!r}] 不是节点 {name!r} 的输出。",
-                            tried=f"{label}, call {call}", expected=f"tensor of shape {tuple(want.shape)}",
-                            got=_max_diff(got, want))
+                raise Wrong(f"records[{name!r}] is not the output of node {name!r} in this call.",
+                            f"records[{name!r}] 不是节点 {name!r} 在这次调用中的输出。",
+                            tried=f"{label}, call {call}", expected=describe(want), got=diff)
