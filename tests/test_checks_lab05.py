@@ -5,10 +5,10 @@ import pytest
 import torch
 from torch import fx
 
-from fxcourse import check
+from fxcourse import check, hint
 from fxcourse.labs import STUB
 
-from checking import expect_wrong
+from checking import expect_passed, expect_wrong, solution
 
 
 def _stub(*args):
@@ -43,12 +43,18 @@ def position_ids_fx(lengths):
 
 REFERENCES = {"lab05.1": trace_for_mode, "lab05.2": trace_with_leaves, "lab05.3": trace_keeping,
               "lab05.4": position_ids_fx}
+SOLUTION_NAMES = {"lab05.1": "trace_for_mode", "lab05.2": "trace_with_leaves", "lab05.3": "trace_keeping",
+                  "lab05.4": "position_ids_fx"}
+
+
+@pytest.mark.parametrize("task_id", sorted(SOLUTION_NAMES))
+def test_solution_passes(task_id):
+    expect_passed(task_id, solution("lab05", SOLUTION_NAMES[task_id]))
 
 
 @pytest.mark.parametrize("task_id", sorted(REFERENCES))
-def test_reference_answer_passes(task_id):
-    result = check(task_id, REFERENCES[task_id])
-    assert result.status == "passed", result.to_text()
+def test_the_tests_own_answers_pass(task_id):
+    expect_passed(task_id, REFERENCES[task_id])
 
 
 @pytest.mark.parametrize("task_id", sorted(REFERENCES))
@@ -57,22 +63,46 @@ def test_stub_is_not_implemented(task_id):
     assert result.status == "not_implemented", result.to_text()
 
 
+@pytest.mark.parametrize("task_id", sorted(REFERENCES))
+def test_every_task_has_a_hint_ladder_that_names_a_lecture_section(task_id):
+    steps = [hint(task_id, level=k) for k in (1, 2)]
+    assert all(step.level for step in steps) and "Lecture 05" in steps[1].en and "第 05 讲" in steps[1].zh
+    assert all("concrete_args={" not in step.en and "autowrap_functions" not in step.en for step in steps)
+
+
+def _no_pasteable_code(result):
+    for text in (result.en, result.zh):
+        for code in ("concrete_args={", "autowrap_functions=(", "fx.GraphModule(tracer.root", "super().is_leaf_module(",
+                     "torch.arange(lengths", "lengths[:, None]"):
+            assert code not in text, text
+
+
 # -- lab05.1: concrete_args -----------------------------------------------------------------
-def test_misspelled_concrete_args_key_is_named():
+def test_lab05_1_accepts_a_tracer_with_concrete_args():
+    def with_tracer(model, mode):
+        tracer = fx.Tracer()
+        graph = tracer.trace(model, concrete_args={"mode": mode})
+        return fx.GraphModule(tracer.root, graph)
+    expect_passed("lab05.1", with_tracer)
+
+
+def test_lab05_1_rejects_a_misspelled_concrete_args_key():
     result = expect_wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"modes": mode}))
-    assert "spelled exactly" in result.en and result.got.startswith("TraceError")
+    assert "spelled exactly" in result.en and "参数名" in result.zh and result.got.startswith("TraceError")
+    _no_pasteable_code(result)
 
 
-def test_a_hard_coded_mode_is_caught_by_reading_the_guard():
+def test_lab05_1_rejects_a_hard_coded_mode():
     result = expect_wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"mode": "max"}))
-    assert "`mode` argument" in result.en and "specialised to 'max'" in result.got
+    assert "`mode` argument" in result.en and "specialised to 'max'" in result.got and "写死" in result.zh
 
 
-def test_the_eager_model_is_not_a_graph_module():
-    assert "eager model" in expect_wrong("lab05.1", lambda m, mode: m).en
+def test_lab05_1_rejects_the_eager_model():
+    result = expect_wrong("lab05.1", lambda m, mode: m)
+    assert "eager model" in result.en and "eager" in result.zh
 
 
-def test_a_wrapper_without_the_guard_is_told_to_use_concrete_args():
+def test_lab05_1_rejects_a_wrapper_without_the_guard():
     class Fixed(torch.nn.Module):
         def __init__(self, model, mode):
             super().__init__()
@@ -92,7 +122,8 @@ def test_a_wrapper_without_the_guard_is_told_to_use_concrete_args():
         return fx.GraphModule(root, graph)
 
     result = expect_wrong("lab05.1", via_wrapper)
-    assert "no guard" in result.got and "concrete_args" in result.en
+    assert "no guard" in result.got and "concrete_args" in result.en and "守卫" in result.zh
+    _no_pasteable_code(result)
 
 
 # -- lab05.2: leaf modules ------------------------------------------------------------------
@@ -108,70 +139,149 @@ def _tracer_answer(is_leaf):
     return answer
 
 
-def test_every_module_a_leaf_is_too_coarse():
+def test_lab05_2_rejects_every_module_as_a_leaf():
     result = expect_wrong("lab05.2", _tracer_answer(lambda self, m, name, types: True))
-    assert "custom module became a leaf" in result.en and "pre" in result.got
+    assert "custom module became a leaf" in result.en and "pre" in result.got and "叶子" in result.zh
+    _no_pasteable_code(result)
 
 
-def test_forgetting_super_traces_through_torch_nn_layers():
+def test_lab05_2_rejects_forgetting_the_default_rule():
     result = expect_wrong("lab05.2", _tracer_answer(lambda self, m, name, types: isinstance(m, types)))
-    assert "super().is_leaf_module" in result.en
+    assert "default answer" in result.en and "默认" in result.zh
+    _no_pasteable_code(result)
 
 
-def test_choosing_leaves_by_name_fails_on_other_names():
+def test_lab05_2_rejects_choosing_leaves_by_name():
     by_name = _tracer_answer(lambda self, m, name, types: name in {"gate", "clip"}
                              or fx.Tracer.is_leaf_module(self, m, name))
     result = expect_wrong("lab05.2", by_name)
-    assert "isinstance" in result.en and result.got.startswith("TraceError")
+    assert "not by its name" in result.en and "名字" in result.zh and result.got.startswith("TraceError")
 
 
-def test_returning_the_graph_is_named():
+def test_lab05_2_rejects_returning_the_graph():
     def graph_only(model, leaf_types):
         return trace_with_leaves(model, leaf_types).graph
-    assert "fx.GraphModule(tracer.root, graph)" in expect_wrong("lab05.2", graph_only).en
+    result = expect_wrong("lab05.2", graph_only)
+    assert "cannot run on its own" in result.en and "不能运行" in result.zh
+    _no_pasteable_code(result)
 
 
-def test_reading_root_before_tracing_is_explained():
+def test_lab05_2_rejects_reading_root_before_tracing():
     def root_first(model, leaf_types):
         tracer = fx.Tracer()
         return fx.GraphModule(tracer.root, tracer.trace(model))  # noqa: the classic ordering bug
     result = expect_wrong("lab05.2", root_first)
-    assert "left to right" in result.en
+    assert "left to right" in result.en and "从左到右" in result.zh
+    _no_pasteable_code(result)
 
 
 # -- lab05.3: a helper kept as one call_function ---------------------------------------------
-def test_fx_wrap_inside_the_function_is_named():
+def test_lab05_3_rejects_fx_wrap_inside_the_function():
     def wrap_inside(model, fn):
         fx.wrap(fn)
         return fx.symbolic_trace(model)
     result = expect_wrong("lab05.3", wrap_inside)
-    assert "autowrap_functions" in result.en and "top level" in result.got
+    assert "top level" in result.en and "顶层" in result.zh and "top level" in result.got
+    _no_pasteable_code(result)
 
 
-def test_plain_symbolic_trace_points_to_autowrap_functions():
+def test_lab05_3_rejects_plain_symbolic_trace():
     result = expect_wrong("lab05.3", lambda model, fn: fx.symbolic_trace(model))
-    assert "another module" in result.en and "autowrap_functions" in result.en
+    assert "another module" in result.en and "take_first" in result.en and "另一个模块" in result.zh
+    _no_pasteable_code(result)
+
+
+def weighted_merge(parts):  # the notebook's own helper, not the one the checker passes
+    out = parts[0]
+    for i in range(1, len(parts)):
+        out = out + parts[i] / (i + 1)
+    return out
+
+
+def test_lab05_3_rejects_keeping_the_notebooks_helper_instead_of_fn():
+    def notebook_helper(model, fn):
+        tracer = fx.Tracer(autowrap_functions=(weighted_merge,))
+        graph = tracer.trace(model)
+        return fx.GraphModule(tracer.root, graph)
+    result = expect_wrong("lab05.3", notebook_helper)
+    assert "not the notebook's own helper" in result.en and "notebook 自己的辅助函数" in result.zh
+
+
+def test_lab05_3_rejects_a_leaf_tracer_that_traces_into_the_helper():
+    result = expect_wrong("lab05.3", lambda model, fn: trace_with_leaves(model, (torch.nn.Linear,)))
+    assert "went into the helper" in result.en and "内部" in result.zh
 
 
 # -- lab05.4: a value-dependent size that FX can trace ----------------------------------------
-def test_int_of_a_proxy_is_named():
+def test_lab05_4_accepts_item():
+    def with_item(lengths):
+        pos = torch.arange(lengths.max().item())
+        return torch.where(pos < lengths[:, None], pos, -1)
+    expect_passed("lab05.4", with_item)
+
+
+def test_lab05_4_accepts_masked_fill_on_a_broadcast():
+    def with_masked_fill(lengths):
+        pos = torch.arange(lengths.max()) + torch.zeros_like(lengths)[:, None]
+        return pos.masked_fill(pos >= lengths[:, None], -1)
+    expect_passed("lab05.4", with_masked_fill)
+
+
+def test_lab05_4_names_int_of_a_proxy():
     def with_int(lengths):
         pos = torch.arange(int(lengths.max()))
         return torch.where(pos < lengths[:, None], pos, -1)
     result = expect_wrong("lab05.4", with_int)
-    assert "int(...)" in result.en and result.got.startswith("TypeError")
+    assert "int(...)" in result.en and "int(...)" in result.zh and result.got.startswith("TypeError")
+    _no_pasteable_code(result)
 
 
-def test_a_fixed_width_is_caught_on_new_lengths():
+def test_lab05_4_names_len_of_a_proxy():
+    def with_len(lengths):
+        n = lengths.max()
+        pos = torch.arange(n).expand(len(lengths), -1)
+        return torch.where(pos < lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", with_len)
+    assert "len(...)" in result.en and "广播" in result.zh and "int(...)" not in result.en
+
+
+def test_lab05_4_names_a_python_branch_on_a_traced_value():
+    def with_if(lengths):
+        pos = torch.arange(lengths.max())
+        if (lengths == 0).any():
+            return torch.full((lengths.shape[0], 0), -1)
+        return torch.where(pos < lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", with_if)
+    assert "Python branch" in result.en and "分支" in result.zh and "int(...)" not in result.en
+
+
+def test_lab05_4_rejects_a_fixed_width():
     def fixed(lengths):
         pos = torch.arange(8)
         return torch.where(pos < lengths[:, None], pos, -1)
     result = expect_wrong("lab05.4", fixed)
-    assert "lengths.max()" in result.en and "(3, 4)" in result.expected
+    assert "largest length" in result.en and "宽度" in result.zh and "(3, 4)" in result.expected
 
 
-def test_item_is_an_accepted_fx_answer():
-    def with_item(lengths):
-        pos = torch.arange(lengths.max().item())
-        return torch.where(pos < lengths[:, None], pos, -1)
-    assert check("lab05.4", with_item).status == "passed"
+def test_lab05_4_rejects_zero_padding():
+    def zero_padding(lengths):
+        pos = torch.arange(lengths.max())
+        return torch.where(pos < lengths[:, None], pos, 0)
+    result = expect_wrong("lab05.4", zero_padding)
+    assert "do not hold -1" in result.en and "-1" in result.zh and "width" not in result.en
+
+
+def test_lab05_4_rejects_one_slot_too_many():
+    def inclusive(lengths):
+        pos = torch.arange(lengths.max())
+        return torch.where(pos <= lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", inclusive)
+    assert "one position too many" in result.en and "多了一个位置" in result.zh
+
+
+def test_lab05_4_rejects_float_positions():
+    def floats(lengths):
+        pos = torch.arange(lengths.max()).float()
+        return torch.where(pos < lengths[:, None], pos, -1.0)
+    result = expect_wrong("lab05.4", floats)
+    assert "torch.int64" in result.en and "dtype" in result.zh

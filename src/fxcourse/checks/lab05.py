@@ -17,12 +17,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .._text import one_line_error
-
-
-def _need_callable(answer: Any, name: str) -> None:
-    if not callable(answer) or isinstance(answer, type):
-        raise Wrong(f"pass the function itself, e.g. check(..., {name}).",
-                    f"请传入函数本身，例如 check(..., {name})。", got=type(answer).__name__)
+from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
 
 
 def _need_graph_module(got: Any, model: Any, tried: str) -> fx.GraphModule:
@@ -30,27 +25,22 @@ def _need_graph_module(got: Any, model: Any, tried: str) -> fx.GraphModule:
         raise Wrong("that is the eager model itself; return the GraphModule that FX built.",
                     "这是 eager 模型本身；请返回 FX 构建的 GraphModule。", tried=tried, got=type(got).__name__)
     if isinstance(got, fx.Graph):
-        raise Wrong("that is an fx.Graph; wrap it in a module: fx.GraphModule(tracer.root, graph).",
-                    "这是一个 fx.Graph；请把它包装成模块：fx.GraphModule(tracer.root, graph)。",
+        raise Wrong("that is an fx.Graph, which cannot run on its own: wrap it in a GraphModule together "
+                    "with the module the tracer traced (lecture 05, section 3).",
+                    "这是一个 fx.Graph，它自己不能运行：请把它和追踪器追踪的那个模块一起包装成 GraphModule"
+                    "（第 05 讲第 3 节）。",
                     tried=tried, got="torch.fx.Graph")
     if not isinstance(got, fx.GraphModule):
         raise Wrong("return a torch.fx.GraphModule, the object FX tracing produces.",
-                    "请返回 torch.fx.GraphModule，即 FX 追踪得到的对象。", tried=tried, got=type(got).__name__)
+                    "请返回 torch.fx.GraphModule，即 FX 追踪得到的对象。", tried=tried, got=describe(got))
     return got
 
 
 def _compare(label: str, got: Any, want: torch.Tensor, hint: tuple[str, str]) -> None:
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        shown = f"shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else type(got).__name__
-        raise Wrong(*hint, tried=label, expected=f"tensor of shape {tuple(want.shape)}", got=shown)
-    if got.dtype.is_floating_point or want.dtype.is_floating_point:
-        same = torch.allclose(got.float(), want.float(), atol=1e-5, rtol=1e-4)
-    else:
-        same = torch.equal(got, want.to(got.dtype))
-    if not same:
-        diff = (got.float() - want.float()).abs().max()
-        raise Wrong(*hint, tried=label, expected="the eager model's output",
-                    got=f"max abs difference {float(diff):.3g}")
+    """The whole result: type, shape, dtype and values."""
+    diff = differs(got, want, rtol=1e-4, atol=1e-5)
+    if diff is not None:
+        raise Wrong(*hint, tried=label, expected=describe(want), got=diff)
 
 
 _FAILS = ("the traced module fails on a new input.", "追踪得到的模块在新输入上运行失败。")
@@ -72,12 +62,11 @@ def _matches_eager(gm: Any, model: Any, cases: list[tuple[str, tuple[Any, ...]]]
 
 def _root_before_trace(exc: AttributeError, tried: str) -> Wrong:
     """``fx.GraphModule(tracer.root, tracer.trace(m))`` reads ``root`` before ``trace`` sets it."""
-    return Wrong("tracer.root exists only after tracer.trace(...) has run, and Python evaluates "
-                 "fx.GraphModule(tracer.root, tracer.trace(model)) left to right. Trace first: "
-                 "graph = tracer.trace(model), then fx.GraphModule(tracer.root, graph).",
-                 "tracer.root 只有在 tracer.trace(...) 运行之后才存在，而 Python 从左到右求值 "
-                 "fx.GraphModule(tracer.root, tracer.trace(model))。请先追踪：graph = tracer.trace(model)，"
-                 "再 fx.GraphModule(tracer.root, graph)。",
+    return Wrong("tracer.root exists only after the tracer's trace(...) has run, and Python evaluates a "
+                 "call's arguments left to right, so an expression that reads tracer.root before the "
+                 "trace call reads it too early: run the trace in its own step first.",
+                 "tracer.root 只有在追踪器的 trace(...) 运行之后才存在，而 Python 从左到右求值函数调用的参数，"
+                 "所以在 trace 调用之前读取 tracer.root 的表达式读得太早了：请先单独执行一步追踪。",
                  tried=tried, got=one_line_error(exc))
 
 
@@ -132,14 +121,22 @@ def _guard_value(gm: fx.GraphModule) -> str | None:
     return None
 
 
-@task("lab05.1", "specialise a mode argument with concrete_args", "用 concrete_args 特化 mode 参数")
+@task("lab05.1", "specialise a mode argument with concrete_args", "用 concrete_args 特化 mode 参数", hints=[
+    ("The branch depends only on `mode`, a plain string. Give the tracer its value, so the `if` can be "
+     "decided while tracing, and keep x a traced input.",
+     "分支只取决于 `mode`，一个普通字符串。把它的值交给追踪器，这样追踪时就能判断 `if`，而 x 仍是被追踪的输入。"),
+    ("Lecture 05, section 2 (`concrete_args`: fix an argument's value): how to pass the value, keyed by "
+     "the parameter's name, and the placeholder and torch._assert guard FX keeps for it in 2.13.",
+     "第 05 讲第 2 节（`concrete_args`：固定一个参数的值）：如何按参数名传入这个值，以及 2.13 中 FX 为它保留的 "
+     "placeholder 和 torch._assert 守卫。"),
+])
 def _concrete_mode(answer: Any) -> None:
-    _need_callable(answer, "trace_for_mode")
+    need_callable(answer, "trace_for_mode")
     cases: list[tuple[nn.Module, list[str], Callable[[int], torch.Tensor]]] = [
-        (_Pool(), ["mean", "max", "sum"], lambda b: torch.randn(b, 7, 5)),
-        (_Calibrated(), ["logits", "log_probs", "probs"], lambda b: torch.randn(b, 3)),
+        (_Pool(), ["mean", "max", "sum"], lambda b: torch.randn(b, 7, 5, generator=gen)),
+        (_Calibrated(), ["logits", "log_probs", "probs"], lambda b: torch.randn(b, 3, generator=gen)),
     ]
-    torch.manual_seed(5)
+    gen = torch.Generator().manual_seed(5)
     for model, modes, make_input in cases:
         model.eval()
         for mode in modes:
@@ -149,21 +146,20 @@ def _concrete_mode(answer: Any) -> None:
                     warnings.simplefilter("ignore")
                     got = answer(model, mode)
             except fx.proxy.TraceError as exc:
-                raise Wrong("symbolic_trace still met `if mode == ...` with a Proxy: pass "
-                            "concrete_args={'mode': mode}; the key must be spelled exactly like forward's "
-                            "parameter, or FX silently ignores it.",
-                            "symbolic_trace 仍然拿着 Proxy 去判断 `if mode == ...`：请传入 "
-                            "concrete_args={'mode': mode}；键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。",
+                raise Wrong("symbolic_trace still met `if mode == ...` with a Proxy, so mode was not fixed: "
+                            "a concrete_args key must be spelled exactly like forward's parameter, or FX "
+                            "silently ignores it.",
+                            "symbolic_trace 仍然拿着 Proxy 去判断 `if mode == ...`，说明 mode 没有被固定："
+                            "concrete_args 的键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。",
                             tried=tried, got=one_line_error(exc)) from None
             gm = _need_graph_module(got, model, tried)
             fixed = _guard_value(gm)
             if fixed is None:
-                raise Wrong("the graph has no guard for `mode`. Trace with "
-                            "fx.symbolic_trace(model, concrete_args={'mode': mode}): FX then keeps a placeholder "
-                            "`mode_1` and adds torch._assert so that other modes are refused.",
-                            "计算图中没有针对 `mode` 的守卫。请用 fx.symbolic_trace(model, "
-                            "concrete_args={'mode': mode}) 追踪：FX 会保留 placeholder `mode_1`，并加入 "
-                            "torch._assert 拒绝其他 mode。",
+                raise Wrong("the graph has no guard for `mode`: the model was not traced with `mode` fixed "
+                            "through concrete_args, which keeps a placeholder `mode_1` and adds a torch._assert "
+                            "that refuses other modes (lecture 05, section 2).",
+                            "计算图中没有针对 `mode` 的守卫：模型不是通过 concrete_args 固定 `mode` 追踪的——那样 FX "
+                            "会保留 placeholder `mode_1`，并加入拒绝其他 mode 的 torch._assert（第 05 讲第 2 节）。",
                             tried=tried, expected="a torch._assert node for mode", got="no guard")
             if fixed != mode:
                 raise Wrong("the graph is specialised to another mode: use the `mode` argument of "
@@ -263,13 +259,23 @@ def _expected_modules(model: nn.Module, leaf_types: tuple[type, ...]) -> tuple[s
     return leaves, default, custom
 
 
-@task("lab05.2", "keep data-dependent submodules as leaves", "把依赖数据的子模块保留为叶子")
+@task("lab05.2", "keep data-dependent submodules as leaves", "把依赖数据的子模块保留为叶子", hints=[
+    ("For each submodule it meets, the tracer asks one question: record one call, or trace inside? You can "
+     "answer it differently for some classes and leave the rest to the default answer.",
+     "追踪器遇到每个子模块时都会问同一个问题：记录为一次调用，还是进入内部追踪？你可以对某些类给出不同的回答，其余的"
+     "交给默认规则。"),
+    ("Lecture 05, section 3 (Leaf modules: keep a submodule as one `call_module`): a Tracer subclass, "
+     "deciding by class rather than by name, and building the GraphModule on the root the tracer used.",
+     "第 05 讲第 3 节（叶子模块：把子模块保留为一个 `call_module`）：继承 Tracer，按类而不是按名字判断，并用追踪器"
+     "所用的 root 构建 GraphModule。"),
+])
 def _leaf_modules(answer: Any) -> None:
-    _need_callable(answer, "trace_with_leaves")
+    need_callable(answer, "trace_with_leaves")
     cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold))]
     for build, leaf_types in cases:
-        torch.manual_seed(3)
-        model = build().eval()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(3)
+            model = build().eval()
         names = ", ".join(t.__name__ for t in leaf_types)
         tried = f"trace_with_leaves({build.__name__}(), ({names},))"
         try:
@@ -279,30 +285,30 @@ def _leaf_modules(answer: Any) -> None:
                 raise
             raise _root_before_trace(exc, tried) from None
         except fx.proxy.TraceError as exc:
-            raise Wrong("tracing still entered a data-dependent module. Decide by the module's type, "
-                        "isinstance(m, leaf_types), not by its name: the same class can sit anywhere, under "
-                        "any name (here also inside an nn.Sequential).",
-                        "追踪仍然进入了依赖数据的模块。请按模块的类型判断，即 isinstance(m, leaf_types)，而不是按"
-                        "名字：同一个类可以出现在任何位置、叫任何名字（这里还有一个在 nn.Sequential 里面）。",
+            raise Wrong("tracing still entered a data-dependent module. Decide by the module's class "
+                        "(leaf_types), not by its name: the same class can sit anywhere, under any name "
+                        "(here also inside an nn.Sequential).",
+                        "追踪仍然进入了依赖数据的模块。请按模块的类（leaf_types）判断，而不是按名字：同一个类可以出现"
+                        "在任何位置、叫任何名字（这里还有一个在 nn.Sequential 里面）。",
                         tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
         called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
         leaves, default, custom = _expected_modules(model, leaf_types)
         too_coarse = sorted(custom & set(called))
         if too_coarse:
-            raise Wrong("a traceable custom module became a leaf too: return True only for instances of "
-                        "leaf_types, and super().is_leaf_module(...) for the rest.",
-                        "一个可以追踪的自定义模块也成了叶子：只对 leaf_types 的实例返回 True，其余模块交给 "
-                        "super().is_leaf_module(...)。",
+            raise Wrong("a traceable custom module became a leaf too: only instances of leaf_types are new "
+                        "leaves; every other module is decided by the tracer's default rule.",
+                        "一个可以追踪的自定义模块也成了叶子：只有 leaf_types 的实例是新增的叶子；其他模块都按追踪器"
+                        "的默认规则判断。",
                         tried=tried, expected=f"traced through: {', '.join(sorted(custom))}",
                         got=f"call_module {', '.join(too_coarse)}")
         missing_default = sorted(default - set(called))
         if missing_default:
             raise Wrong("torch.nn layers were traced through instead of staying one call_module each: "
-                        "for modules that are not in leaf_types, return super().is_leaf_module(m, "
-                        "module_qualified_name).",
-                        "torch.nn 中的层被追踪展开了，而不是各自保持为一个 call_module：对不属于 leaf_types "
-                        "的模块，请返回 super().is_leaf_module(m, module_qualified_name)。",
+                        "modules that are not in leaf_types should get the tracer's default answer, which "
+                        "keeps torch.nn layers as leaves.",
+                        "torch.nn 中的层被追踪展开了，而不是各自保持为一个 call_module：不属于 leaf_types 的模块应当"
+                        "得到追踪器的默认回答——默认规则会把 torch.nn 的层保留为叶子。",
                         tried=tried, expected=f"call_module {', '.join(sorted(default))}",
                         got=f"call_module {', '.join(sorted(called)) or '(none)'}")
         for leaf in sorted(leaves):
@@ -312,7 +318,8 @@ def _leaf_modules(answer: Any) -> None:
                             "每个属于 leaf_types 的子模块都应当恰好是一个 call_module 节点。",
                             tried=tried, expected=f"1 call_module node for {leaf!r}",
                             got=f"{count} node(s); call_module targets: {', '.join(called)}")
-        _matches_eager(gm, model, [(f"{tried}(x * {scale})", (scale * torch.randn(3, 4),))
+        gen = torch.Generator().manual_seed(7)
+        _matches_eager(gm, model, [(f"{tried}(x * {scale})", (scale * torch.randn(3, 4, generator=gen),))
                                    for scale in (0.05, 5.0)])
 
 
@@ -352,14 +359,25 @@ class _Mixer(nn.Module):
         return torch.sigmoid(mix_parts(self.lin(x).chunk(3, dim=-1)))
 
 
-@task("lab05.3", "keep a helper function as one call_function", "把辅助函数保留为一个 call_function")
+@task("lab05.3", "keep a helper function as one call_function", "把辅助函数保留为一个 call_function", hints=[
+    ("torch.fx.wrap works by patching a name in the module where it runs, and the checker's helpers live in "
+     "a module you cannot edit. What could you hand the tracer instead of a name?",
+     "torch.fx.wrap 的做法是在它运行的那个模块里替换一个名字，而检查器的辅助函数位于你无法修改的模块中。除了名字，"
+     "你还能把什么交给追踪器？"),
+    ("Lecture 05, section 4 (`torch.fx.wrap`: keep a free function as one `call_function`): the tracer's "
+     "own option for keeping given function objects whole, and where each of the two works.",
+     "第 05 讲第 4 节（`torch.fx.wrap`：把普通函数保留为一个 `call_function`）：追踪器自带的、把给定函数对象保留为"
+     "整体的选项，以及两种做法各自在哪里有效。"),
+])
 def _helper_leaf(answer: Any) -> None:
-    _need_callable(answer, "trace_keeping")
+    need_callable(answer, "trace_keeping")
     cases = [(_TwoCalls, take_first, 2, [(2, 2), (2, 3), (4, 5)]),
              (_Mixer, mix_parts, 1, [(2, 6), (5, 6)])]
+    gen = torch.Generator().manual_seed(4)
     for build, fn, calls, shapes in cases:
-        torch.manual_seed(4)
-        model = build().eval()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(4)
+            model = build().eval()
         tried = f"trace_keeping({build.__name__}(), {fn.__name__})"
         try:
             got = answer(model, fn)
@@ -371,30 +389,31 @@ def _helper_leaf(answer: Any) -> None:
             if "top level" not in str(exc):
                 raise  # the stub: "not yet implemented"
             raise Wrong("torch.fx.wrap must run at the top level of the module that calls the function, so it "
-                        "cannot be used inside trace_keeping. Give the function object to the tracer: "
-                        "fx.Tracer(autowrap_functions=(fn,)).",
-                        "torch.fx.wrap 必须在调用该函数的模块的顶层执行，所以不能在 trace_keeping 内部使用。请把函数"
-                        "对象交给追踪器：fx.Tracer(autowrap_functions=(fn,))。",
+                        "cannot be used inside trace_keeping. Hand the function object itself to the tracer "
+                        "instead (lecture 05, section 4).",
+                        "torch.fx.wrap 必须在调用该函数的模块的顶层执行，所以不能在 trace_keeping 内部使用。请改为把"
+                        "函数对象本身交给追踪器（第 05 讲第 4 节）。",
                         tried=tried, got=one_line_error(exc)) from None
         except (fx.proxy.TraceError, RuntimeError, TypeError) as exc:
             if not _is_fx_refusal(exc):
                 raise
-            raise Wrong("tracing still went into the helper. torch.fx.wrap at the top of your notebook only "
-                        "patches names in your notebook's module; this model lives in another module. Pass "
-                        "the function to the tracer: fx.Tracer(autowrap_functions=(fn,)).",
-                        "追踪仍然进入了辅助函数内部。写在 notebook 顶层的 torch.fx.wrap 只替换 notebook 所在模块"
-                        "中的名字，而这个模型定义在另一个模块里。请把函数交给追踪器："
-                        "fx.Tracer(autowrap_functions=(fn,))。",
+            raise Wrong(f"tracing still went into the helper {fn.__name__}, the function trace_keeping was "
+                        "given. Keep exactly that function object whole (not the notebook's own helper, not "
+                        "a name): torch.fx.wrap in your notebook patches names only in the notebook's module, "
+                        "and this model lives in another module (lecture 05, section 4).",
+                        f"追踪仍然进入了辅助函数 {fn.__name__} 的内部，它正是传给 trace_keeping 的函数。请把这个函数"
+                        "对象本身保留为整体（不是 notebook 自己的辅助函数，也不是一个名字）：notebook 中的 torch.fx.wrap "
+                        "只替换 notebook 所在模块中的名字，而这个模型定义在另一个模块里（第 05 讲第 4 节）。",
                         tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
         count = sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is fn)
         if count != calls:
             raise Wrong("every call of the helper should be one call_function node whose target is the "
-                        "helper itself.",
-                        "辅助函数的每次调用都应当是一个 call_function 节点，其 target 就是该函数本身。",
+                        "helper itself (the function object passed to trace_keeping).",
+                        "辅助函数的每次调用都应当是一个 call_function 节点，其 target 就是该函数本身（即传给 trace_keeping 的函数对象）。",
                         tried=tried, expected=f"{calls} call_function node(s) for {fn.__name__}",
                         got=f"{count}")
-        _matches_eager(gm, model, [(f"{tried}(x of shape {shape})", (torch.randn(*shape),))
+        _matches_eager(gm, model, [(f"{tried}(x of shape {shape})", (torch.randn(*shape, generator=gen),))
                                    for shape in shapes])
 
 
@@ -406,31 +425,97 @@ def _position_ids(lengths: torch.Tensor) -> torch.Tensor:
     return pos.masked_fill(pos >= lengths[:, None], -1)
 
 
-@task("lab05.4", "a value-dependent size that symbolic_trace accepts", "让 symbolic_trace 接受依赖数值的尺寸")
+#: What symbolic_trace's error says -> what the learner's code asked of a Proxy (first match wins).
+_REFUSALS: list[tuple[Callable[[BaseException], bool], str, str]] = [
+    (lambda e: "int()" in str(e) or "__int__" in str(e),
+     "int(...) asks a Proxy for a Python number, which it does not have while tracing. A size argument "
+     "can stay a tensor: FX records the call with the tensor as its argument (lecture 05, section 5).",
+     "int(...) 向 Proxy 要一个 Python 数字，而追踪时它并没有这个值。尺寸参数可以保持为张量：FX 会把这个张量作为参数"
+     "记录下这次调用（第 05 讲第 5 节）。"),
+    (lambda e: "'len'" in str(e) or "__len__" in str(e),
+     "len(...) of a Proxy has no value while tracing. The number of rows can come from broadcasting "
+     "against lengths instead of from a Python count (lecture 05, section 5).",
+     "追踪时对 Proxy 调用 len(...) 得不到值。行数可以通过与 lengths 做广播得到，而不必用 Python 去数"
+     "（第 05 讲第 5 节）。"),
+    (lambda e: "iterate" in str(e) or "__iter__" in str(e),
+     "a Python loop over a traced tensor cannot run while tracing (its length is unknown); compute every "
+     "row at once with tensor operations.",
+     "追踪时不能用 Python 循环遍历被追踪的张量（它的长度未知）；请用张量运算一次算出所有行。"),
+    (lambda e: "control flow" in str(e) or "__bool__" in str(e),
+     "an if, while or bool(...) on a traced value cannot be decided while tracing; choose the padding "
+     "value with a tensor operation instead of a Python branch.",
+     "追踪时无法判断基于被追踪值的 if、while 或 bool(...)；请用张量运算而不是 Python 分支来选择填充值。"),
+]
+
+
+def _diagnose_refusal(exc: BaseException) -> tuple[str, str]:
+    for matches, en, zh in _REFUSALS:
+        if matches(exc):
+            return en, zh
+    return ("symbolic_trace refused your function: somewhere Python needs a concrete value from a traced "
+            "tensor; the error below names the operation.",
+            "symbolic_trace 拒绝了你的函数：某处 Python 需要从被追踪的张量中取得具体的值；下面的错误信息指出了是哪个操作。")
+
+
+def _valid_counts(t: torch.Tensor) -> list[int]:
+    return [int(v) for v in (t >= 0).sum(-1)]
+
+
+_POSITION_MISTAKES = [
+    Mistake("dtype", lambda got, want, p: got.dtype != want.dtype,
+            "positions are integers: the result should have position_ids's dtype (torch.int64).",
+            "位置是整数：结果的 dtype 应与 position_ids 相同（torch.int64）。"),
+    Mistake("rows", lambda got, want, p: got.ndim != 2 or got.shape[0] != want.shape[0],
+            "the result needs one row per entry of lengths.",
+            "结果中 lengths 的每一项都要对应一行。"),
+    Mistake("width", lambda got, want, p: got.shape[1] != want.shape[1],
+            "the width must follow this input's largest length: a width fixed in the code, or one computed "
+            "once while tracing, is baked into the graph and stays wrong for other lengths.",
+            "宽度必须随当前输入的最大长度变化：写死在代码里的宽度，或者追踪时只算一次的宽度，都会被固化进计算图，"
+            "换一组 lengths 就错了。"),
+    Mistake("one slot too many", lambda got, want, p: _valid_counts(got) != _valid_counts(want)
+            and _valid_counts(got) == [min(c + 1, want.shape[1]) for c in _valid_counts(want)],
+            "each row has one position too many: a row of length n holds positions 0 to n - 1, and the slot "
+            "at index n is already padding.",
+            "每一行都多了一个位置：长度为 n 的行包含位置 0 到 n - 1，下标为 n 的位置已经是 padding。"),
+    Mistake("padding value", lambda got, want, p: bool((got[want >= 0] == want[want >= 0]).all())
+            and bool((got[want < 0] != -1).any()),
+            "the positions are right but the padding slots do not hold -1.",
+            "位置是对的，但 padding 处的值不是 -1。"),
+]
+
+
+@task("lab05.4", "a value-dependent size that symbolic_trace accepts", "让 symbolic_trace 接受依赖数值的尺寸", hints=[
+    ("Find the line where Python needs a number from a traced tensor; the error names the call. Could that "
+     "value stay a tensor?",
+     "找出 Python 需要从被追踪张量中取数字的那一行；错误信息里写着是哪个调用。这个值能否保持为张量？"),
+    ("Lecture 05, section 5 (Sizes that depend on values: the `torch.arange` claim): what FX records when a "
+     "size argument is a tensor; and broadcasting instead of Python counts for the batch dimension.",
+     "第 05 讲第 5 节（依赖数值的尺寸：关于 `torch.arange` 的说法）：尺寸参数是张量时 FX 记录了什么；以及用广播"
+     "代替 Python 计数来处理 batch 维度。"),
+])
 def _position_ids_fx(answer: Any) -> None:
-    _need_callable(answer, "position_ids_fx")
+    need_callable(answer, "position_ids_fx")
     try:
         gm = fx.symbolic_trace(answer)
-    except (fx.proxy.TraceError, RuntimeError, TypeError) as exc:
+    except (fx.proxy.TraceError, RuntimeError, TypeError, AttributeError) as exc:
         if not _is_fx_refusal(exc):
             raise
-        raise Wrong("symbolic_trace still refuses: int(...) and len(...) ask a Proxy for a Python number. "
-                    "Pass the 0-d tensor lengths.max() to torch.arange directly, and use broadcasting "
-                    "(lengths[:, None]) instead of len(lengths).",
-                    "symbolic_trace 仍然拒绝：int(...) 和 len(...) 都在向 Proxy 要 Python 数字。请把 0 维张量 "
-                    "lengths.max() 直接传给 torch.arange，并用广播（lengths[:, None]）代替 len(lengths)。",
-                    tried="fx.symbolic_trace(position_ids_fx)", got=one_line_error(exc)) from None
-    for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7]):
-        lengths = torch.tensor(values)
-        want = _position_ids(lengths)
+        raise Wrong(*_diagnose_refusal(exc), tried="fx.symbolic_trace(position_ids_fx)",
+                    got=one_line_error(exc)) from None
+    probes = [Probe(f"symbolic_trace(position_ids_fx)(tensor({values}))", (torch.tensor(values),))
+              for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7], [0, 0])]
+    def traced(lengths: torch.Tensor) -> Any:
         try:
-            out = gm(lengths)
+            return gm(lengths)
         except Exception as exc:
-            raise Wrong("the traced function fails on new lengths.", "追踪得到的函数在新的 lengths 上运行失败。",
-                        tried=f"symbolic_trace(position_ids_fx)(tensor({values}))",
+            raise Wrong("the traced function fails on new lengths: the graph holds something that was "
+                        "true only for the lengths seen while tracing.",
+                        "追踪得到的函数在新的 lengths 上运行失败：计算图里固化了只对追踪时那组 lengths 成立的东西。",
+                        tried=f"symbolic_trace(position_ids_fx)(tensor({lengths.tolist()}))",
                         got=one_line_error(exc)) from None
-        _compare(f"symbolic_trace(position_ids_fx)(tensor({values}))", out, want,
-                 ("the result differs from position_ids: the width must be this input's lengths.max() "
-                  "(not a fixed number, not the batch size), with -1 on padding.",
-                  "结果与 position_ids 不一致：宽度必须是当前输入的 lengths.max()（不是固定的数，也不是 batch "
-                  "大小），padding 位置为 -1。"))
+
+    run_probes(traced, _position_ids, probes, mistakes=_POSITION_MISTAKES, what="the traced function",
+               generic=("the result differs from position_ids: each row holds 0, 1, ... up to its length "
+                        "minus one, then -1 up to this input's largest length.",
+                        "结果与 position_ids 不一致：每一行依次是 0、1……直到该行长度减一，之后直到当前输入的最大长度都是 -1。"))
