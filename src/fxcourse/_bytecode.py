@@ -28,12 +28,15 @@ from typing import Any, Callable
 
 from ._depyf import decompile
 from ._dynamo_cache import guard_lines, target_function, walk
-from ._text import Renumber, one_line_error, scrub
+from ._text import Renumber, fold, one_line_error, scrub
 from ._render import Viewable, esc
 
 __all__ = ["Bytecode", "Section", "bytecode"]
 
 _PY = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+GUARD_LINES = 40  # guards per section shown by default; full=True shows all
+CODE_LINES = 200  # lines of each Python or bytecode view shown by default
+_FULL = "to_text(full=True) or to_html(full=True) shows all"
 _STYLE = ("display:flex;gap:1em;align-items:flex-start", "flex:1;min-width:0",
           "overflow:auto;font-size:85%;margin:0")
 
@@ -77,29 +80,37 @@ class Bytecode(Viewable):
                      f"{_count(sum(self.entries[1:]), 'cache entry', 'cache entries')}")
         return text
 
-    def to_text(self) -> str:
-        """Each section as titled blocks: guards, Python, bytecode."""
+    def to_text(self, full: bool = False) -> str:
+        """Each section as titled blocks: guards, Python, bytecode.
+
+        By default a section shows its first ``GUARD_LINES`` guards (after a count by
+        kind) and the first ``CODE_LINES`` lines of each view; ``full=True`` shows all.
+        """
         out = [self.headline]
         for s in self.sections:
             if s.guards:
-                out += ["", f"== {s.title}: guards ({len(s.guards)}) ==", *s.guards]
-            out += ["", f"== {s.title}: {s.left_title} ==", s.left.rstrip("\n")]
-            out += ["", f"== {s.title}: {s.right_title} ==", s.right.rstrip("\n")]
+                out += ["", f"== {s.title}: guards ({len(s.guards)}{_kinds(s.guards, full)}) ==",
+                        *_fold(s.guards, GUARD_LINES, full)]
+            out += ["", f"== {s.title}: {s.left_title} ==", *_fold(s.left.rstrip("\n").split("\n"), CODE_LINES, full)]
+            out += ["", f"== {s.title}: {s.right_title} ==", *_fold(s.right.rstrip("\n").split("\n"), CODE_LINES, full)]
         return "\n".join(line.rstrip() for line in "\n".join(out).splitlines()) + "\n"
 
-    def to_html(self) -> str:
-        """Sections with Python and bytecode side by side; guards collapsed."""
+    def to_html(self, full: bool = False) -> str:
+        """Sections with Python and bytecode side by side; guards collapsed. Folded like
+        :meth:`to_text`; ``full=True`` shows all."""
         row, col, pre = _STYLE
         parts = ['<div class="fxcourse-bytecode">', f"<p><b>{esc(self.headline)}</b></p>"]
         for s in self.sections:
             parts.append(f"<h4>{esc(s.title)}</h4>")
             if s.guards:
-                parts.append(f"<details><summary>{len(s.guards)} guards</summary>"
-                             f'<pre style="{pre}">{esc(chr(10).join(s.guards))}</pre></details>')
+                shown = _fold(s.guards, GUARD_LINES, full)
+                parts.append(f"<details><summary>{len(s.guards)} guards{esc(_kinds(s.guards, full))}</summary>"
+                             f'<pre style="{pre}">{esc(chr(10).join(shown))}</pre></details>')
             parts.append(f'<div style="{row}">')
             for title, body in ((s.left_title, s.left), (s.right_title, s.right)):
+                shown = "\n".join(_fold(body.rstrip("\n").split("\n"), CODE_LINES, full))
                 parts.append(f'<div style="{col}"><div><i>{esc(title)}</i></div>'
-                             f'<pre style="{pre}">{esc(body)}</pre></div>')
+                             f'<pre style="{pre}">{esc(shown)}</pre></div>')
             parts.append("</div>")
         parts.append("</div>")
         return "".join(parts)
@@ -164,6 +175,22 @@ def _python(code: types.CodeType) -> tuple[str, str]:
         return scrub(source), ""
     note = f"{reason}; read the bytecode instead"
     return f"# {note}\n", note
+
+
+def _fold(lines: list[str], limit: int, full: bool) -> list[str]:
+    return fold(lines, None if full else limit, _FULL)
+
+
+def _kinds(guards: list[str], full: bool) -> str:
+    """``: 4 TENSOR_MATCH, 2 TYPE_MATCH``: guard lines (``KIND: check``) counted by kind,
+    when the list is folded ("" otherwise)."""
+    if full or len(guards) <= GUARD_LINES:
+        return ""
+    counts: dict[str, int] = {}
+    for g in guards:
+        kind = g.split(":", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    return ": " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _count(n: int, one: str, many: str = "") -> str:
