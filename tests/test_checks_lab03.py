@@ -343,3 +343,8 @@ def test_lab03_4_rejects_a_scale_baked_in_as_a_constant():
 def test_lab03_4_rejects_returning_the_graph():
     result = expect_wrong("lab03.4", lambda root: _build()(root).graph)
     assert "Graph cannot run" in result.en and "不能运行" in result.zh
+
+
+def test_lab03_4_rejects_tracing_the_parts():
+    result = expect_wrong("lab03.4", lambda root: fx.symbolic_trace(root))
+    assert "nothing to trace" in result.en and "追踪" in result.zh

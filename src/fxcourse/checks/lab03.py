@@ -577,6 +577,13 @@ def _build_graph(answer: Any) -> None:
         label = f"build_graph(zoo.GraphParts({features}) with other weights)"
         try:
             gm = answer(root)
+        except NotImplementedError as exc:
+            if 'required "forward"' not in str(exc):
+                raise  # the stub, or the learner's own NotImplementedError
+            raise Wrong("GraphParts has no forward of its own, so there is nothing to trace: create the "
+                        "graph's nodes yourself with the torch.fx.Graph API.",
+                        "GraphParts 自己没有 forward，所以没有东西可以追踪：请用 torch.fx.Graph API 亲手创建计算图的节点。",
+                        tried=label, got=one_line_error(exc)) from None
         except (AttributeError, RuntimeError) as exc:
             if not _root_problem(exc):
                 raise
