@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from fxcourse import check
+from checking import expect_passed, expect_wrong, solution
+from fxcourse import check, hint
 
 
 class GraphTooLarge(Exception):
@@ -29,7 +30,8 @@ class Recorder(nn.Module):
         return t
 
 
-def make_recording_backend(names, *, clone=True, first_graph_only=False, recompile=True):
+def make_recording_backend(names, *, clone=True, first_graph_only=False, recompile=True,
+                           submodule=lambda node: f"record_{node.name}", recorder=Recorder):
     store = {name: [] for name in names}
     calls = []
 
@@ -39,8 +41,8 @@ def make_recording_backend(names, *, clone=True, first_graph_only=False, recompi
             return gm.forward
         for node in list(gm.graph.nodes):
             if node.name in store:
-                sub = f"record_{node.name}"
-                gm.add_submodule(sub, Recorder(node.name, store, clone))
+                sub = submodule(node)
+                gm.add_submodule(sub, recorder(node.name, store, clone))
                 with gm.graph.inserting_after(node):
                     rec = gm.graph.call_module(sub, (node,))
                 node.replace_all_uses_with(rec, delete_user_cb=lambda user: user is not rec)
@@ -58,15 +60,16 @@ def _is_relu(node, spellings):
 
 
 def make_swap(spellings=(torch.relu, torch.nn.functional.relu, "method"), recompile=True,
-              copy_kwargs=False):
+              copy_kwargs=False, erase=True, bounds=None):
     def relu_to_clamp(gm, example_inputs):
         for node in list(gm.graph.nodes):
             if _is_relu(node, spellings):
                 with gm.graph.inserting_after(node):
                     new = gm.graph.call_function(torch.clamp, (node.args[0],),
-                                                 {**node.kwargs, "min": 0} if copy_kwargs else {"min": 0})
+                                                 {**node.kwargs, "min": 0} if copy_kwargs else bounds or {"min": 0})
                 node.replace_all_uses_with(new)
-                gm.graph.erase_node(node)
+                if erase:
+                    gm.graph.erase_node(node)
         if recompile:
             gm.recompile()
         return gm.forward
@@ -75,7 +78,8 @@ def make_swap(spellings=(torch.relu, torch.nn.functional.relu, "method"), recomp
 
 def make_limited(count="ops", strict=False, exc=GraphTooLarge, message=True, under=lambda gm: gm.forward):
     kinds = {"ops": ("call_function", "call_method", "call_module"),
-             "functions": ("call_function",)}
+             "functions": ("call_function",),
+             "inputs_and_ops": ("placeholder", "call_function", "call_method", "call_module")}
 
     def make_limited_backend(n):
         def backend(gm, example_inputs):
@@ -90,14 +94,18 @@ def make_limited(count="ops", strict=False, exc=GraphTooLarge, message=True, und
     return make_limited_backend
 
 
-@pytest.mark.parametrize("task_id, answer", [
-    ("lab08.1", make_recording_backend),
-    ("lab08.2", make_swap()),
-    ("lab08.3", make_limited()),
+@pytest.mark.parametrize("task_id, name", [
+    ("lab08.1", "make_recording_backend"), ("lab08.2", "relu_to_clamp"), ("lab08.3", "make_limited_backend"),
 ])
-def test_reference_answers_pass(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "passed", result.to_text()
+def test_reference_answers_pass(task_id, name):
+    expect_passed(task_id, solution("lab08", name))
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab08.1", make_recording_backend), ("lab08.2", make_swap()), ("lab08.3", make_limited()),
+])
+def test_answers_written_another_way_pass(task_id, answer):
+    expect_passed(task_id, answer)
 
 
 @pytest.mark.parametrize("task_id", ["lab08.1", "lab08.2", "lab08.3"])
@@ -106,24 +114,49 @@ def test_stub_is_not_implemented(task_id):
     assert result.status == "not_implemented", result.to_text()
 
 
+@pytest.mark.parametrize("task_id", ["lab08.1", "lab08.2", "lab08.3"])
+def test_every_task_has_a_hint_ladder(task_id):
+    steps = [hint(task_id, level=i) for i in (1, 2)]
+    assert all(s.count >= 2 and s.en and s.zh for s in steps)
+    assert "Lecture 08" in steps[1].en and "第 08 讲" in steps[1].zh
+
+
 # -- exercise 1 mistakes --------------------------------------------------------------------
 
-def test_recording_without_a_copy_is_caught_by_the_in_place_add():
-    result = check("lab08.1", lambda names: make_recording_backend(names, clone=False))
-    assert result.status == "wrong" and "clone" in result.en and "clone" in result.zh
+def test_lab08_1_recording_without_a_copy_is_caught_by_the_in_place_add():
+    result = expect_wrong("lab08.1", lambda names: make_recording_backend(names, clone=False))
+    assert "y.add_(1)" in result.en and "副本" in result.zh and "clone" not in result.en
 
 
-def test_recording_only_the_first_graph_misses_the_node_after_the_break():
-    result = check("lab08.1", lambda names: make_recording_backend(names, first_graph_only=True))
-    assert result.status == "wrong" and "once per graph" in result.en and "'y'" in result.en
+def test_lab08_1_recording_only_the_first_graph_misses_the_node_after_the_break():
+    result = expect_wrong("lab08.1", lambda names: make_recording_backend(names, first_graph_only=True))
+    assert "once per graph" in result.en and "'y'" in result.en and "每张计算图" in result.zh
 
 
-def test_recording_without_recompile_records_nothing():
-    result = check("lab08.1", lambda names: make_recording_backend(names, recompile=False))
-    assert result.status == "wrong" and "gm.recompile()" in result.en
+def test_lab08_1_recording_without_recompile_records_nothing():
+    result = expect_wrong("lab08.1", lambda names: make_recording_backend(names, recompile=False))
+    assert "not regenerated" in result.en and "没有重新生成" in result.zh
 
 
-def test_recording_then_handing_to_aot_eager_records_fake_tensors():
+def test_lab08_1_one_submodule_name_for_every_recorder():
+    result = expect_wrong("lab08.1", lambda names: make_recording_backend(names, submodule=lambda node: "recorder"))
+    assert "same submodule name" in result.en and "同一个子模块名" in result.zh
+    assert "graph break" not in result.en
+
+
+def test_lab08_1_store_made_inside_the_backend_stays_empty():
+    def answer(names):
+        returned = {name: [] for name in names}
+
+        def backend(gm, example_inputs):
+            inner, _ = make_recording_backend(names)
+            return inner(gm, example_inputs)
+        return backend, returned
+    result = expect_wrong("lab08.1", answer)
+    assert "same dict" in result.en and "同一个 dict" in result.zh
+
+
+def test_lab08_1_recording_then_handing_to_aot_eager_records_fake_tensors():
     from torch._dynamo.backends.registry import lookup_backend
 
     def answer(names):
@@ -133,90 +166,93 @@ def test_recording_then_handing_to_aot_eager_records_fake_tensors():
             backend(gm, example_inputs)
             return lookup_backend("aot_eager")(gm, example_inputs)
         return then_aot, store
-    result = check("lab08.1", answer)
-    assert result.status == "wrong" and "real tensors" in result.en
+    result = expect_wrong("lab08.1", answer)
+    assert "real tensors" in result.en and "真实张量" in result.zh
 
 
-def test_a_recorder_that_changes_the_value_changes_the_output():
+def test_lab08_1_a_recorder_that_changes_the_value_changes_the_output():
     class Doubler(Recorder):
         def forward(self, t):
             super().forward(t)
             return t * 2
-
-    def answer(names):
-        store = {n: [] for n in names}
-
-        def backend(gm, example_inputs):
-            for node in list(gm.graph.nodes):
-                if node.name in store:
-                    gm.add_submodule(f"r_{node.name}", Doubler(node.name, store))
-                    with gm.graph.inserting_after(node):
-                        rec = gm.graph.call_module(f"r_{node.name}", (node,))
-                    node.replace_all_uses_with(rec, delete_user_cb=lambda u: u is not rec)
-            gm.recompile()
-            return gm.forward
-        return backend, store
-    result = check("lab08.1", answer)
-    assert result.status == "wrong" and "output changed" in result.en
+    result = expect_wrong("lab08.1", lambda names: make_recording_backend(names, recorder=Doubler))
+    assert "output changed" in result.en and "输出变了" in result.zh
 
 
 # -- exercise 2 mistakes --------------------------------------------------------------------
 
-def test_swapping_only_torch_relu_names_the_functional_spelling():
-    result = check("lab08.2", make_swap(spellings=(torch.relu,)))
-    assert result.status == "wrong" and "nn.ReLU" in result.en
+def test_lab08_2_swapping_only_torch_relu_names_the_functional_spelling():
+    result = expect_wrong("lab08.2", make_swap(spellings=(torch.relu,)))
+    assert "nn.ReLU" in result.en and "nn.ReLU" in result.zh
 
 
-def test_swapping_without_the_method_spelling_names_call_method():
-    result = check("lab08.2", make_swap(spellings=(torch.relu, torch.nn.functional.relu)))
-    assert result.status == "wrong" and "call_method" in result.en
+def test_lab08_2_swapping_without_the_method_spelling_names_call_method():
+    result = expect_wrong("lab08.2", make_swap(spellings=(torch.relu, torch.nn.functional.relu)))
+    assert "call_method" in result.en and "call_method" in result.zh
 
 
-def test_forgetting_recompile_is_named():
-    result = check("lab08.2", make_swap(recompile=False))
-    assert result.status == "wrong" and "gm.recompile()" in result.en and "gm.recompile()" in result.zh
+def test_lab08_2_forgetting_recompile_is_named():
+    result = expect_wrong("lab08.2", make_swap(recompile=False))
+    assert "not regenerated" in result.en and "没有重新生成" in result.zh
 
 
-def test_copying_relus_inplace_kwarg_to_clamp_is_named():
-    result = check("lab08.2", make_swap(copy_kwargs=True))
-    assert result.status == "wrong" and "inplace" in result.en and "{'min': 0}" in result.zh
+def test_lab08_2_copying_relus_inplace_kwarg_to_clamp_is_named():
+    result = expect_wrong("lab08.2", make_swap(copy_kwargs=True))
+    assert "inplace" in result.en and "inplace" in result.zh and "min=0" in result.zh
 
 
-def test_returning_something_other_than_gm_forward():
+def test_lab08_2_leaving_the_unused_relu_in_the_graph():
+    result = expect_wrong("lab08.2", make_swap(erase=False))
+    assert "no users" in result.en and "没有任何使用者" in result.zh
+    assert "spellings" not in result.en
+
+
+def test_lab08_2_a_clamp_with_the_wrong_bound():
+    result = expect_wrong("lab08.2", make_swap(bounds={"max": 0}))
+    assert "min=0 only" in result.en and "min=0" in result.zh
+
+
+def test_lab08_2_returning_something_other_than_gm_forward():
     def answer(gm, example_inputs):
         make_swap()(gm, example_inputs)
         return lambda *args: gm.forward(*args)
-    result = check("lab08.2", answer)
-    assert result.status == "wrong" and "gm.forward" in result.en
+    result = expect_wrong("lab08.2", answer)
+    assert "edited GraphModule's forward" in result.en and "forward" in result.zh
 
 
 # -- exercise 3 mistakes --------------------------------------------------------------------
 
-def test_counting_every_node_is_named():
-    result = check("lab08.3", make_limited(count="nodes"))
-    assert result.status == "wrong" and "placeholder" in result.en
+def test_lab08_3_counting_every_node_is_named():
+    result = expect_wrong("lab08.3", make_limited(count="nodes"))
+    assert "every node" in result.en and "placeholder" in result.zh
 
 
-def test_off_by_one_is_named():
-    result = check("lab08.3", make_limited(strict=True))
-    assert result.status == "wrong" and "exactly 4 ops" in result.en
+def test_lab08_3_counting_placeholders_is_named():
+    result = expect_wrong("lab08.3", make_limited(count="inputs_and_ops"))
+    assert "placeholders as ops" in result.en and "placeholder 也算作算子" in result.zh
 
 
-def test_counting_only_call_function_misses_method_calls():
-    result = check("lab08.3", make_limited(count="functions"))
-    assert result.status == "wrong" and "call_method" in result.en
+def test_lab08_3_off_by_one_is_named():
+    result = expect_wrong("lab08.3", make_limited(strict=True))
+    assert "exactly n ops" in result.en and "恰好有 n 个算子" in result.zh
+    assert "exactly 4 ops" in result.tried
 
 
-def test_another_exception_type_is_named():
-    result = check("lab08.3", make_limited(exc=ValueError))
-    assert result.status == "wrong" and "GraphTooLarge" in result.en and result.got.startswith("ValueError")
+def test_lab08_3_counting_only_call_function_misses_method_calls():
+    result = expect_wrong("lab08.3", make_limited(count="functions"))
+    assert "call_method" in result.en and "call_method" in result.zh
 
 
-def test_message_without_numbers_is_wrong():
-    result = check("lab08.3", make_limited(message=False))
-    assert result.status == "wrong" and "op count and the limit" in result.en
+def test_lab08_3_another_exception_type_is_named():
+    result = expect_wrong("lab08.3", make_limited(exc=ValueError))
+    assert "GraphTooLarge" in result.en and result.got.startswith("ValueError")
 
 
-def test_returning_none_under_the_limit_is_named():
-    result = check("lab08.3", make_limited(under=lambda gm: None))
-    assert result.status == "wrong" and "gm.forward" in result.en
+def test_lab08_3_message_without_numbers_is_wrong():
+    result = expect_wrong("lab08.3", make_limited(message=False))
+    assert "op count and the limit" in result.en and "算子数和上限" in result.zh
+
+
+def test_lab08_3_returning_none_under_the_limit_is_named():
+    result = expect_wrong("lab08.3", make_limited(under=lambda gm: None))
+    assert "gm.forward" in result.en and "None" in result.zh

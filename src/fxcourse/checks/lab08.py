@@ -13,6 +13,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .._text import quiet
+from ._probe import describe, need_callable
 
 _OPS = ("call_function", "call_method", "call_module")
 
@@ -53,6 +54,20 @@ def _code_first(backend: Callable[..., Any]) -> Callable[..., Any]:
         return backend(gm, example_inputs)
 
     return code_first
+
+
+def _seeded(model: nn.Module, seed: int) -> nn.Module:
+    """``model`` in eval mode with parameters drawn from a generator of the checker's own."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+    return model.eval()
+
+
+def _inputs(seed: int, *shapes: tuple[int, ...]) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=gen) for shape in shapes]
 
 
 def _max_diff(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -117,11 +132,10 @@ def _break_refs(model: _BreakThenMutate, x: torch.Tensor) -> dict[str, torch.Ten
 
 def _recording_cases() -> list[tuple[str, nn.Module, list[str], Callable[..., dict[str, torch.Tensor]],
                                      list[torch.Tensor]]]:
-    torch.manual_seed(81)
-    two = _TwoLayer().eval()
-    xs_two = [torch.randn(3, 5), torch.randn(3, 5)]
-    brk = _BreakThenMutate().eval()
-    xs_brk = [torch.randn(2, 4), torch.randn(2, 4)]
+    two = _seeded(_TwoLayer(), 81)
+    xs_two = _inputs(810, (3, 5), (3, 5))
+    brk = _seeded(_BreakThenMutate(), 82)
+    xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     return [
         ("a two-layer model (h = fc1(x); a = tanh(h)), names ['h', 'a']", two, ["h", "a"],
          _two_layer_refs, xs_two),
@@ -130,82 +144,142 @@ def _recording_cases() -> list[tuple[str, nn.Module, list[str], Callable[..., di
     ]
 
 
-@task("lab08.1", "a backend that records named nodes", "记录指定节点取值的后端")
+def _stale_code(gm: fx.GraphModule) -> bool:
+    """The graph was edited after its code was written, and recompile() was not called."""
+    try:
+        return gm.code.strip() != gm.graph.python_code("self").src.strip()
+    except Exception:  # a graph that cannot produce code is reported elsewhere
+        return False
+
+
+@task("lab08.1", "a backend that records named nodes", "记录指定节点取值的后端", hints=[
+    ("A backend gets a GraphModule and returns something to run. What must change in the graph so that a "
+     "value is handed to your recorder on every call, and what must you do after changing the graph?",
+     "后端拿到一个 GraphModule，并返回一个可运行的东西。要让某个值在每次调用时都交给你的记录器，计算图中要改什么？"
+     "改完计算图之后还要做什么？"),
+    ("Lecture 08, section 3 'A backend that edits the graph': add the recorder with add_submodule under a name "
+     "of its own, insert a call_module node after the named node, let the node's other users read from the "
+     "recorder, regenerate the code, and return the edited module's forward.",
+     "第 08 讲第 3 节“修改计算图的后端”：用 add_submodule 以独有的名字添加记录器，在指定节点之后插入 call_module 节点，"
+     "让该节点的其他使用者改为读取记录器，重新生成代码，并返回修改后模块的 forward。"),
+    ("Dynamo calls the backend once per graph (a graph break makes two), and the model may change a value in "
+     "place after it is made: keep a copy, and keep one store for all graphs.",
+     "Dynamo 对每张计算图各调用一次后端（图中断会产生两张图），而模型可能在某个值生成之后再原地修改它："
+     "请保存副本，并让所有计算图共用同一个 store。"),
+])
 def _recording(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab08.1', make_recording_backend).",
-                    "请传入函数本身，例如 check('lab08.1', make_recording_backend)。",
-                    got=type(answer).__name__)
+    need_callable(answer, "make_recording_backend")
     for label, model, names, refs, xs in _recording_cases():
         made = answer(list(names))
         if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])):
             raise Wrong("return a pair (backend, store).", "请返回一个二元组 (backend, store)。",
-                        tried=f"make_recording_backend({names!r})", got=type(made).__name__)
+                        tried=f"make_recording_backend({names!r})", got=describe(made))
         backend, store = made
         wants = [refs(model, x) for x in xs]
-        compiled = _compile(model, _code_first(backend))
+        edited: list[fx.GraphModule] = []
+
+        def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
+            edited.append(gm)
+            return _code_first(backend)(gm, example_inputs)
+
+        compiled = _compile(model, watching)
         for x in xs:
             with torch.no_grad():
                 want_out, got_out = model(x), _run(compiled, x)
             if not _close(got_out, want_out):
-                raise Wrong("the compiled model's output changed: a recorder must pass its input on "
-                            "unchanged, and only the recorded node's users should read from it.",
+                raise Wrong("the compiled model's output changed: a recorder must return its input unchanged, and "
+                            "only the recorded node's users should read from it.",
                             "编译后模型的输出变了：记录器必须原样返回输入，并且只让被记录节点的使用者改为读取它。",
                             tried=label, expected="the eager model's output",
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
-                            else type(got_out).__name__)
-        _check_store(label, store, names, wants)
+                            else describe(got_out))
+        _check_store(label, store, names, wants, edited)
 
 
-def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str, torch.Tensor]]) -> None:
-    if not hasattr(store, "get"):
+def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
+                 edited: list[fx.GraphModule]) -> None:
+    if not isinstance(store, dict):
         raise Wrong("store should be a dict from node name to a list of recorded tensors.",
-                    "store 应当是从节点名到已记录张量列表的 dict。", tried=label, got=type(store).__name__)
+                    "store 应当是从节点名到已记录张量列表的 dict。", tried=label, got=describe(store))
     calls = len(wants)
-    if all(not store.get(name) for name in names):
-        raise Wrong("nothing was recorded. Insert the recorder node, call gm.recompile() after editing "
-                    "the graph (the checker reads gm.code first, so without recompile the old code runs), "
-                    "return gm.forward, and fill the store you returned (create it once, outside the backend).",
-                    "什么都没有记录下来。请插入记录节点，修改计算图后调用 gm.recompile()（检查器会先读取 gm.code，"
-                    "不调用 recompile 就会运行旧代码），返回 gm.forward，并写入你返回的那个 store"
-                    "（在后端函数之外只创建一次）。",
-                    tried=label, expected=f"{calls} tensors for each of {names}", got=repr(dict(store)))
+    counts = {name: len(store.get(name) or []) for name in names}
+    if not any(counts.values()):
+        if any(_stale_code(gm) for gm in edited):
+            en, zh = ("the graph was edited but its code was not regenerated, so the old code ran without the "
+                      "recorders (the checker reads gm.code first, as a debugging print would). Regenerate the "
+                      "code after editing the graph.",
+                      "计算图改了，但代码没有重新生成，所以运行的是不含记录器的旧代码（检查器会先读取 gm.code，就像调试时打印一次那样）。"
+                      "修改计算图之后请重新生成代码。")
+        elif not any(gm.graph.find_nodes(op="call_module") for gm in edited):
+            en, zh = ("no call_module node was inserted in any graph: compare node.name (the names the graph shows, "
+                      "e.g. in graph_table) with the names you were given.",
+                      "没有在任何计算图中插入 call_module 节点：请用 node.name（计算图中显示的名字，例如 graph_table 中的）"
+                      "与给定的名字比较。")
+        else:
+            en, zh = ("recorder nodes ran, but the store you returned stayed empty: the recorders must append to "
+                      "that same dict (create it once, outside the backend, and return it).",
+                      "记录节点运行了，但你返回的 store 仍然是空的：记录器必须追加到同一个 dict 中"
+                      "（在后端函数之外只创建一次，并返回它）。")
+        raise Wrong(en, zh, tried=label, expected=f"{calls} tensors for each of {names}", got=repr(counts))
+    for name in names:
+        if not counts[name]:
+            if any(counts[other] > calls for other in names if other != name):
+                raise Wrong(f"nothing was recorded for {name!r}, and another name got too many values: two "
+                            "recorders were added under the same submodule name, and add_submodule replaces the "
+                            "earlier module, so both call_module nodes call the last recorder. Give each recorder "
+                            "a name of its own.",
+                            f"{name!r} 没有任何记录，而另一个名字记录的值太多了：两个记录器用同一个子模块名添加，"
+                            "而 add_submodule 会替换先前的模块，于是两个 call_module 节点调用的都是最后那个记录器。"
+                            "请给每个记录器一个独有的名字。",
+                            tried=label, expected=f"{calls} tensors for each of {names}", got=repr(counts))
+            in_first = bool(edited) and name in {n.name for n in edited[0].graph.nodes}
+            if len(edited) > 1 and not in_first:
+                raise Wrong(f"nothing was recorded for {name!r}. The backend is called once per graph: after the "
+                            "graph break this node is in the second graph, so edit every graph you are given.",
+                            f"{name!r} 没有任何记录。后端对每张计算图各调用一次：图中断之后，这个节点在第二张图里，"
+                            "所以要修改收到的每一张图。",
+                            tried=label, expected=f"{calls} tensors for {name!r}", got=repr(counts))
+            raise Wrong(f"nothing was recorded for {name!r}, though other names were.",
+                        f"{name!r} 没有任何记录，而其他名字有记录。", tried=label,
+                        expected=f"{calls} tensors for {name!r}", got=repr(counts))
     for name in names:
         got = list(store.get(name) or [])
-        if not got:
-            raise Wrong(f"nothing was recorded for {name!r}. The backend is called once per graph: "
-                        "with a graph break the node can be in the second graph, so edit every graph "
-                        "you are given.",
-                        f"{name!r} 没有任何记录。后端对每张计算图各调用一次：出现图中断时，该节点可能在第二张图里，"
-                        "所以要修改收到的每一张图。",
-                        tried=label, expected=f"{calls} tensors for {name!r}", got="[]")
-        if any(not isinstance(t, torch.Tensor) or type(t) not in (torch.Tensor, nn.Parameter) for t in got):
-            raise Wrong(f"{name!r} holds {type(got[0]).__name__} values, not real tensors recorded at run "
-                        "time. Record tensors (call .item() later, outside the graph) and return gm.forward "
-                        "so the recorder runs at every call; a tracing backend runs it once, on fake tensors.",
-                        f"{name!r} 记录的是 {type(got[0]).__name__}，而不是运行时的真实张量。请记录张量"
-                        "（需要数值时再在图外调用 .item()），并返回 gm.forward，让记录器在每次调用时运行；"
-                        "会再次追踪计算图的后端只会在假张量上运行它一次。",
+        if any(type(t) not in (torch.Tensor, nn.Parameter) for t in got):
+            kind = type(next(t for t in got if type(t) not in (torch.Tensor, nn.Parameter))).__name__
+            raise Wrong(f"{name!r} holds {kind} values, not real tensors recorded at run time. Record tensors "
+                        "(turn them into numbers later, outside the graph) and return the edited module's forward "
+                        "so the recorder runs at every call; a backend that traces the graph again runs it once, "
+                        "on fake tensors.",
+                        f"{name!r} 记录的是 {kind}，而不是运行时的真实张量。请记录张量（需要数值时再在图外转换），"
+                        "并返回修改后模块的 forward，让记录器在每次调用时运行；再次追踪计算图的后端只会在假张量上运行它一次。",
                         tried=label, got=", ".join(type(t).__name__ for t in got))
         if len(got) != calls:
-            raise Wrong(f"{name!r} should get one tensor per call of the compiled model.",
-                        f"编译后的模型每调用一次，{name!r} 应当记录一个张量。",
+            raise Wrong(f"{name!r} should get one tensor per call of the compiled model. A new input shape makes "
+                        "Dynamo compile again and call the backend again: edit every graph you are given, each time.",
+                        f"编译后的模型每调用一次，{name!r} 应当记录一个张量。新的输入形状会让 Dynamo 重新编译并再次调用后端："
+                        "每次收到的每一张图都要修改。",
                         tried=f"{label}, called {calls} times", expected=f"{calls} tensors",
                         got=f"{len(got)} tensors")
         for i, (t, want) in enumerate(zip(got, wants)):
             if _close(t, want[name]):
                 continue
             if name == "y" and _close(t, want[name] + 1.0):
-                raise Wrong("the recorded 'y' was changed later by y.add_(1): store a copy "
-                            "(t.detach().clone()), not the tensor itself.",
-                            "记录下的 'y' 之后被 y.add_(1) 原地修改了：请保存副本（t.detach().clone()），"
-                            "而不是张量本身。",
+                raise Wrong("the recorded 'y' was changed later by y.add_(1): store a copy of the value, not the "
+                            "tensor itself.",
+                            "记录下的 'y' 之后被 y.add_(1) 原地修改了：请保存值的副本，而不是张量本身。",
                             tried=f"{label}, call {i + 1}", expected="y before y.add_(1)",
                             got="y after y.add_(1)")
+            other = next((o for o in names if o != name and _close(t, want[o])), None)
+            if other is not None:
+                raise Wrong(f"the value recorded for {name!r} is the value of {other!r}: each recorder must store "
+                            "under the name of the node it follows.",
+                            f"{name!r} 记录的值其实是 {other!r} 的值：每个记录器都必须以它所跟随的节点的名字保存。",
+                            tried=f"{label}, call {i + 1}", expected=f"the value of {name!r}",
+                            got=f"the value of {other!r}")
             raise Wrong(f"the value recorded for {name!r} differs from the eager model's.",
                         f"{name!r} 记录的值与 eager 模型不一致。",
                         tried=f"{label}, call {i + 1}", expected=f"tensor of shape {tuple(want[name].shape)}",
-                        got=_max_diff(t, want[name]) if isinstance(t, torch.Tensor) else type(t).__name__)
+                        got=_max_diff(t, want[name]) if isinstance(t, torch.Tensor) else describe(t))
 
 
 # -- exercise 2: swap relu for clamp ------------------------------------------------------
@@ -226,12 +300,14 @@ def _is_clamp(node: fx.Node) -> bool:
     return node.op == "call_method" and node.target in ("clamp", "clip", "clamp_min")
 
 
-def _relu_kind(node: fx.Node) -> str:
+def _relu_kind(node: fx.Node) -> tuple[str, str]:
     if node.op == "call_method":
-        return "the method call x.relu() (a call_method node whose target is the string 'relu')"
+        return ("the method call x.relu() (a call_method node whose target is the string 'relu')",
+                "方法调用 x.relu()（target 为字符串 'relu' 的 call_method 节点）")
     if node.target is torch.nn.functional.relu:
-        return "torch.nn.functional.relu (what an nn.ReLU module becomes in Dynamo's graph)"
-    return "torch.relu"
+        return ("torch.nn.functional.relu (what an nn.ReLU module becomes in Dynamo's graph)",
+                "torch.nn.functional.relu（nn.ReLU 模块在 Dynamo 计算图中的形式）")
+    return "torch.relu", "torch.relu"
 
 
 class _ModuleReLU(nn.Module):
@@ -277,23 +353,33 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
     return None
 
 
-@task("lab08.2", "a backend that swaps relu for clamp", "把 relu 换成 clamp 的后端")
+@task("lab08.2", "a backend that swaps relu for clamp", "把 relu 换成 clamp 的后端", hints=[
+    ("Print the graph a backend gets for a model with nn.ReLU, torch.relu and x.relu(): how does each ReLU "
+     "appear as a node (its op and its target)?",
+     "打印一个同时含有 nn.ReLU、torch.relu 和 x.relu() 的模型交给后端的计算图：每个 ReLU 各自以什么样的节点出现"
+     "（它的 op 和 target）？"),
+    ("Lecture 08, section 3 'A backend that edits the graph': insert the new node next to the old one, move "
+     "every use of the old node to the new one, remove the old node, regenerate the code, and return the "
+     "edited module's forward.",
+     "第 08 讲第 3 节“修改计算图的后端”：在旧节点旁边插入新节点，把旧节点的所有使用者转到新节点上，删除旧节点，"
+     "重新生成代码，并返回修改后模块的 forward。"),
+    ("The new node takes the relu's input and only the keyword min=0; a relu's own kwargs (inplace) do not carry "
+     "over. A graph break gives the backend a second graph to edit.",
+     "新节点接收 relu 的输入，关键字参数只有 min=0；relu 自己的 kwargs（inplace）不能照搬。图中断会让后端再收到一张需要修改的计算图。"),
+])
 def _swap(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the backend function itself, e.g. check('lab08.2', relu_to_clamp).",
-                    "请传入后端函数本身，例如 check('lab08.2', relu_to_clamp)。", got=type(answer).__name__)
-    torch.manual_seed(82)
-    cases = [("a model with an nn.ReLU module", _ModuleReLU().eval(), torch.randn(5, 4)),
-             ("a model with torch.relu, x.relu() and F.relu", _ThreeReLUs().eval(), torch.randn(5, 4)),
-             ("a model with a relu on each side of a graph break", _ReLUAroundBreak().eval(),
-              torch.randn(3, 4))]
+    need_callable(answer, "relu_to_clamp")
+    cases = [("a model with an nn.ReLU module", _seeded(_ModuleReLU(), 83), _inputs(830, (5, 4))[0]),
+             ("a model with torch.relu, x.relu() and F.relu", _seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
+             ("a model with a relu on each side of a graph break", _seeded(_ReLUAroundBreak(), 85),
+              _inputs(850, (3, 4))[0])]
     for label, model, x in cases:
-        seen: list[tuple[int, Any, fx.GraphModule]] = []
+        seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
-            relus = sum(1 for n in gm.graph.nodes if _is_relu(n))
+            inputs = [n.args[0] for n in gm.graph.nodes if _is_relu(n) and n.args]
             returned = _code_first(answer)(gm, example_inputs)
-            seen.append((relus, returned, gm))
+            seen.append((inputs, returned, gm))
             return returned
 
         compiled = _compile(model, watching)
@@ -304,45 +390,72 @@ def _swap(answer: Any) -> None:
             except TypeError as exc:
                 if "inplace" not in str(exc):
                     raise
-                raise Wrong("torch.clamp got relu's keyword argument inplace=False: build the clamp node "
-                            "with kwargs {'min': 0} only, not with the relu node's kwargs.",
-                            "torch.clamp 收到了 relu 的关键字参数 inplace=False：构造 clamp 节点时只传 "
-                            "{'min': 0}，不要沿用 relu 节点的 kwargs。",
-                            tried=label, expected="clamp(x, min=0)",
+                raise Wrong("torch.clamp got relu's keyword argument inplace=False: the clamp node needs only "
+                            "the keyword min=0, not the relu node's kwargs.",
+                            "torch.clamp 收到了 relu 的关键字参数 inplace=False：clamp 节点只需要关键字参数 min=0，"
+                            "不要沿用 relu 节点的 kwargs。",
+                            tried=label, expected="clamp with min=0 only",
                             got=str(exc).splitlines()[0][:120]) from None
-        for relus, returned, gm in seen:
-            _check_swapped_graph(label, relus, returned, gm)
+        for relu_inputs, returned, gm in seen:
+            _check_swapped_graph(label, relu_inputs, returned, gm)
         if not _close(got, want):
-            raise Wrong("the compiled model's output changed: clamp(x, min=0) must take relu's input.",
-                        "编译后模型的输出变了：clamp(x, min=0) 的输入必须是原来 relu 的输入。",
+            raise Wrong("the compiled model's output changed, although every relu became a clamp.",
+                        "每个 relu 都换成了 clamp，但编译后模型的输出变了。",
                         tried=label, expected="the eager model's output",
-                        got=_max_diff(got, want) if isinstance(got, torch.Tensor) else type(got).__name__)
+                        got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
 
 
-def _check_swapped_graph(label: str, relus: int, returned: Any, gm: fx.GraphModule) -> None:
+def _clamp_min(node: fx.Node) -> Any:
+    """The lower bound a clamp node applies (None when it has none)."""
+    return node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+
+
+def _check_swapped_graph(label: str, relu_inputs: list[fx.Node], returned: Any, gm: fx.GraphModule) -> None:
     edited = _edited_graph(returned, gm)
     if edited is None:
-        raise Wrong("return the edited GraphModule's forward (gm.forward), as in the lecture, so the "
-                    "graph that runs is the one you edited.",
-                    "请像讲义中那样返回修改后 GraphModule 的 forward（gm.forward），这样运行的才是你修改过的计算图。",
-                    tried=label, expected="gm.forward", got=type(returned).__name__)
+        raise Wrong("return the edited GraphModule's forward, as in the lecture, so the graph that runs is the one "
+                    "you edited.",
+                    "请像讲义中那样返回修改后 GraphModule 的 forward，这样运行的才是你修改过的计算图。",
+                    tried=label, expected="the edited module's forward", got=describe(returned))
     left = [n for n in edited.graph.nodes if _is_relu(n)]
+    unused = [n for n in left if not n.users]
+    if unused:
+        raise Wrong("the relu's users now read from the clamp, but the relu node itself is still in the graph "
+                    "(with no users): remove it from the graph.",
+                    "relu 的使用者已经改为读取 clamp，但 relu 节点本身仍留在计算图中（没有任何使用者）：请把它从计算图中删除。",
+                    tried=label, expected="no relu node", got=f"node {unused[0].name} with no users")
     if left:
-        raise Wrong(f"a relu is still in the graph: {_relu_kind(left[0])}. Match all three spellings.",
-                    f"计算图里仍有 relu：{_relu_kind(left[0])}。三种写法都要匹配。",
+        en, zh = _relu_kind(left[0])
+        raise Wrong(f"a relu is still in the graph: {en}. Match all three spellings.",
+                    f"计算图里仍有 relu：{zh}。三种写法都要匹配。",
                     tried=label, expected="no relu node", got=f"node {left[0].name}: {left[0].op} "
                     f"{getattr(left[0].target, '__name__', left[0].target)}")
-    clamps = sum(1 for n in edited.graph.nodes if _is_clamp(n))
-    if clamps < relus:
-        raise Wrong("each relu should become a clamp node (torch.clamp(x, min=0)).",
-                    "每个 relu 都应当变成一个 clamp 节点（torch.clamp(x, min=0)）。",
-                    tried=label, expected=f"at least {relus} clamp nodes", got=f"{clamps}")
-    if edited.code.strip() != edited.graph.python_code("self").src.strip():
-        raise Wrong("the graph was edited but its code was not regenerated: call gm.recompile() after "
-                    "editing, otherwise gm.forward still runs the old code (the checker reads gm.code "
-                    "before calling your backend, as a debugging print would).",
-                    "计算图改了，但代码没有重新生成：修改后要调用 gm.recompile()，否则 gm.forward 运行的仍是旧代码"
-                    "（检查器在调用你的后端之前读取了 gm.code，就像调试时打印一次那样）。",
+    clamps = [n for n in edited.graph.nodes if _is_clamp(n)]
+    if len(clamps) < len(relu_inputs):
+        raise Wrong("each relu should become a clamp node with min=0.", "每个 relu 都应当变成一个 min=0 的 clamp 节点。",
+                    tried=label, expected=f"at least {len(relu_inputs)} clamp nodes", got=f"{len(clamps)}")
+    wrong_bound = [n for n in clamps if _clamp_min(n) != 0 or n.kwargs.get("max") is not None]
+    if wrong_bound:
+        node = wrong_bound[0]
+        raise Wrong("a clamp node does not clamp at min=0 only: relu keeps values of at least 0 and leaves larger "
+                    "ones as they are.",
+                    "有一个 clamp 节点的界限不是仅有 min=0：relu 保留不小于 0 的值，较大的值保持不变。",
+                    tried=label, expected="clamp(input, min=0)",
+                    got=f"node {node.name}: args {len(node.args)}, kwargs {sorted(node.kwargs)}")
+    taken = {n.args[0].name for n in clamps if n.args and isinstance(n.args[0], fx.Node)}
+    missing = [n.name for n in relu_inputs if n.name not in taken]
+    if missing:
+        raise Wrong("a clamp node does not take the relu's input: each clamp must read the node the relu read "
+                    "(not the relu itself, and not another node).",
+                    "有一个 clamp 节点接收的不是 relu 的输入：每个 clamp 都必须读取原来 relu 读取的那个节点（不是 relu 本身，也不是别的节点）。",
+                    tried=label, expected=f"clamp nodes reading {[n.name for n in relu_inputs]}",
+                    got=f"clamp nodes reading {sorted(taken)}")
+    if _stale_code(edited):
+        raise Wrong("the graph was edited but its code was not regenerated, so the old code still runs (the "
+                    "checker reads gm.code before calling your backend, as a debugging print would). Regenerate "
+                    "the code after editing the graph.",
+                    "计算图改了，但代码没有重新生成，所以运行的仍是旧代码（检查器在调用你的后端之前读取了 gm.code，"
+                    "就像调试时打印一次那样）。修改计算图之后请重新生成代码。",
                     tried=label, expected="gm.code matching gm.graph", got="gm.code from before the edit")
 
 
@@ -365,6 +478,10 @@ def _split_chain(x: torch.Tensor) -> torch.Tensor:
     return x.exp().sin().cos().neg().abs().sigmoid()  # graph 1: 6 ops
 
 
+def _scaled_wave(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x).cos() * y  # 3 ops, 2 placeholders
+
+
 def _ops(gm: fx.GraphModule) -> int:
     return sum(1 for n in gm.graph.nodes if n.op in _OPS)
 
@@ -373,7 +490,7 @@ def _call_functions(gm: fx.GraphModule) -> int:
     return sum(1 for n in gm.graph.nodes if n.op == "call_function")
 
 
-def _limit_run(make: Any, limit: int, fn: Any, x: torch.Tensor) -> tuple[list[fx.GraphModule], Any, Any]:
+def _limit_run(make: Any, limit: int, fn: Any, args: tuple[torch.Tensor, ...]) -> tuple[list[fx.GraphModule], Any, Any]:
     """Compile ``fn`` with the learner's backend; return the graphs, the output, the exception."""
     backend = make(limit)
     if not callable(backend):
@@ -389,35 +506,113 @@ def _limit_run(make: Any, limit: int, fn: Any, x: torch.Tensor) -> tuple[list[fx
     compiled = _compile(fn, watching)
     try:
         with quiet():
-            return graphs, compiled(x), None
+            return graphs, compiled(*args), None
     except Exception as exc:  # what torch.compile surfaces is part of what we check
         if isinstance(getattr(exc, "inner_exception", exc), NotImplementedError):
             raise NotImplementedError from None
         return graphs, None, exc
 
 
-@task("lab08.3", "a backend that refuses graphs over n ops", "拒绝超过 n 个算子的计算图的后端")
+_REF_GRAPHS: dict[str, list[fx.GraphModule]] = {}
+
+
+def _reference_graphs(what: str, fn: Any, args: tuple[torch.Tensor, ...]) -> list[fx.GraphModule]:
+    """Every graph Dynamo hands a backend for ``fn`` (a backend that refuses nothing); computed once."""
+    if what not in _REF_GRAPHS:
+        graphs: list[fx.GraphModule] = []
+        compiled = _compile(fn, lambda gm, example_inputs: graphs.append(gm) or gm.forward)
+        with quiet():
+            compiled(*args)
+        torch._dynamo.reset()
+        _REF_GRAPHS[what] = graphs
+    return _REF_GRAPHS[what]
+
+
+def _refused_at(graphs: list[fx.GraphModule], limit: int, count: Callable[[fx.GraphModule], int],
+                strict: bool) -> int | None:
+    """Index of the first graph a backend counting with ``count`` refuses (None: it refuses none)."""
+    for i, gm in enumerate(graphs):
+        if count(gm) > limit or (strict and count(gm) == limit):
+            return i
+    return None
+
+
+#: Known ways to count or compare wrongly: name, count, refuses at exactly n, English, 中文.
+_LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str]] = [
+    ("every node", lambda gm: len(gm.graph.nodes), False,
+     "you count every node: placeholders and the output node are not ops. Count only call_function, "
+     "call_method and call_module nodes.",
+     "你统计了所有节点：placeholder 和 output 节点不是算子。请只统计 call_function、call_method 和 call_module 节点。"),
+    ("every node but the output", lambda gm: sum(1 for n in gm.graph.nodes if n.op != "output"), False,
+     "you count the placeholders as ops: an input is not an op. Count only call_function, call_method and "
+     "call_module nodes.",
+     "你把 placeholder 也算作算子了：输入不是算子。请只统计 call_function、call_method 和 call_module 节点。"),
+    ("call_function only", _call_functions, False,
+     "you count only call_function nodes: x.cos() is a call_method node, and it is an op too.",
+     "你只统计了 call_function 节点：x.cos() 是 call_method 节点，它也是算子。"),
+    ("refuses at exactly n", _ops, True,
+     "you refuse a graph with exactly n ops: refuse only graphs with more than n.",
+     "你拒绝了恰好有 n 个算子的计算图：只应拒绝算子数超过 n 的计算图。"),
+    ("never refuses", lambda gm: 0, False,
+     "the backend never refused a graph, not even one with more ops than the limit.",
+     "这个后端从不拒绝计算图，即使算子数超过了上限。"),
+]
+
+
+@task("lab08.3", "a backend that refuses graphs over n ops", "拒绝超过 n 个算子的计算图的后端", hints=[
+    ("Print the nodes of a small graph with their op: which of them are operations, and which are the inputs "
+     "and the output?",
+     "打印一张小计算图的节点及其 op：哪些是运算，哪些是输入和输出？"),
+    ("Lecture 08, section 6 'When a backend says no': a backend refuses a graph by raising; torch.compile "
+     "reports it as BackendCompilerFailed, whose inner_exception is yours. A graph that is accepted runs as the "
+     "backend returns it.",
+     "第 08 讲第 6 节“当后端拒绝编译时”：后端通过抛出异常来拒绝一张计算图；torch.compile 把它报告为 BackendCompilerFailed，"
+     "其 inner_exception 就是你的异常。被接受的计算图按后端返回的样子运行。"),
+    ("Over n means more than n: a graph with exactly n ops is accepted. The backend is called once per graph, "
+     "and a graph break makes two.",
+     "超过 n 指的是多于 n：恰好有 n 个算子的计算图应当被接受。后端对每张计算图各调用一次，而图中断会产生两张图。"),
+])
 def _limited(answer: Any) -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab08.3', make_limited_backend).",
-                    "请传入函数本身，例如 check('lab08.3', make_limited_backend)。", got=type(answer).__name__)
-    x = torch.randn(6)
+    need_callable(answer, "make_limited_backend")
+    x, y = _inputs(86, (6,), (6,))
     cases = [(4, _chain(3), "a chain of 3 ops"), (4, _chain(4), "a chain of exactly 4 ops"),
              (1, _chain(1), "a chain of 1 op"), (4, _chain(7), "a chain of 7 ops"),
              (5, _chain(6), "a chain of 6 ops (3 of them method calls)"),
-             (4, _split_chain, "a function split by a graph break into graphs of 3 and 6 ops")]
+             (4, _split_chain, "a function split by a graph break into graphs of 3 and 6 ops"),
+             (4, _scaled_wave, "a function of two tensors with 3 ops")]
+    runs = []
     for limit, fn, what in cases:
+        args = (x, y) if fn is _scaled_wave else (x,)
+        graphs, out, exc = _limit_run(answer, limit, fn, args)
+        inner = getattr(exc, "inner_exception", exc) if isinstance(exc, BackendCompilerFailed) else exc
+        refused = len(graphs) - 1 if exc is not None and type(inner).__name__ == "GraphTooLarge" else None
+        runs.append((limit, fn, what, graphs, out, exc, exc is None or refused is not None, refused, args))
+    if all(run[6] for run in runs):  # every run either ran or refused with GraphTooLarge: compare decisions
+        decisions = [run[7] for run in runs]
+        refs = [_reference_graphs(what, fn, (x, y) if fn is _scaled_wave else (x,)) for _, fn, what, *_ in runs]
+        truth = [_refused_at(g, limit, _ops, False) for g, (limit, *_) in zip(refs, runs)]
+        if decisions != truth:
+            first = next(i for i, (d, t) in enumerate(zip(decisions, truth)) if d != t)
+            limit, _, what = cases[first]
+
+            def said(index: int | None) -> str:
+                return "compiled and ran" if index is None else f"refused graph {index + 1}"
+            for _, count, strict, en, zh in _LIMIT_MISTAKES:
+                if [_refused_at(g, limit_, count, strict) for g, (limit_, *_) in zip(refs, runs)] == decisions:
+                    raise Wrong(en, zh, tried=f"{what}, make_limited_backend({limit})",
+                                expected=f"{said(truth[first])} (graphs of {[_ops(g) for g in refs[first]]} ops)",
+                                got=said(decisions[first]))
+    for limit, fn, what, graphs, out, exc, _, _, args in runs:
         label = f"{what}, make_limited_backend({limit})"
-        graphs, out, exc = _limit_run(answer, limit, fn, x)
         sizes = [_ops(gm) for gm in graphs]
         too_big = [s for s in sizes if s > limit]
         if exc is None and not too_big:
-            if not _close(out, fn(x)):
-                raise Wrong("under the limit the backend should return gm.forward unchanged.",
-                            "未超过上限时，后端应当原样返回 gm.forward。", tried=label,
-                            expected="the eager result", got=_max_diff(out, fn(x))
+            if not _close(out, fn(*args)):
+                raise Wrong("under the limit the graph should run as it is: return its forward unchanged.",
+                            "未超过上限时，计算图应当原样运行：请原样返回它的 forward。", tried=label,
+                            expected="the eager result", got=_max_diff(out, fn(*args))
                             if isinstance(out, torch.Tensor) else type(out).__name__)
             continue
         if exc is None:
@@ -426,8 +621,8 @@ def _limited(answer: Any) -> None:
             if all(_call_functions(gm) <= limit for gm in graphs):
                 hint = ("count call_method nodes too: x.cos() is a call_method node, not call_function.",
                         "call_method 节点也要计数：x.cos() 是 call_method 节点，而不是 call_function。")
-            raise Wrong(hint[0] + " Raise GraphTooLarge when the count is over n.",
-                        hint[1] + "算子数超过 n 时请抛出 GraphTooLarge。", tried=label,
+            raise Wrong(hint[0] + " Refuse it with GraphTooLarge when the count is over n.",
+                        hint[1] + "算子数超过 n 时请用 GraphTooLarge 拒绝它。", tried=label,
                         expected=f"BackendCompilerFailed wrapping GraphTooLarge ({max(too_big)} ops > {limit})",
                         got="no exception")
         inner = getattr(exc, "inner_exception", exc) if isinstance(exc, BackendCompilerFailed) else exc
