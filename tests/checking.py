@@ -3,6 +3,7 @@ must be rejected with feedback in both languages."""
 from __future__ import annotations
 
 import functools
+import linecache
 import re
 import warnings
 from pathlib import Path
@@ -39,11 +40,15 @@ def _solution_namespace(lab: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"solutions_{lab}"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for cell in nb.cells:
+        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or _CHECK_CALL.search(cell.source):
                 continue
             source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
-            exec(compile(source, f"<{path.name}>", "exec"), namespace)  # noqa: S102 - our own notebook
+            # Each cell gets its own name in linecache, as in a kernel: torch.jit.script and
+            # inspect.getsource read the source of functions the notebook defines.
+            name = f"<{path.name} cell {index}>"
+            linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+            exec(compile(source, name, "exec"), namespace)  # noqa: S102 - our own notebook
     return namespace
 
 
