@@ -1,5 +1,6 @@
-"""Checkers of lab02 (TorchScript IR): reference answers pass, stubs are not implemented,
-and the common mistakes get their specific hint."""
+"""Checkers of lab02 (TorchScript IR): the references from solutions/ pass, other right forms
+pass, stubs are not implemented, and the mistakes learners make are rejected and named in both
+languages."""
 from __future__ import annotations
 
 import itertools
@@ -9,77 +10,104 @@ from typing import Optional
 import pytest
 import torch
 
-from fxcourse import check
+from fxcourse import check, hint
 from fxcourse.checks import lab02
-from fxcourse.checks.lab02 import MaskedPool
+from fxcourse.zoo import MaskedPool
+
+from checking import expect_passed, expect_wrong, solution
 
 C = torch._C
+TASKS = {"lab02.1": "count_kinds", "lab02.2": "make_fixed_pool", "lab02.3": "run_passes"}
 
 
 def _stub(*args):
     raise NotImplementedError("replace this line with your code")
 
 
-def _all_nodes(block):
-    for node in block.nodes():
-        yield node
-        for sub in node.blocks():
-            yield from _all_nodes(sub)
-
-
 def count_kinds(graph):
-    return dict(Counter(node.kind() for node in _all_nodes(graph)))
-
-
-def make_fixed_pool():
-    class FixedPool(MaskedPool):
-        def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None,
-                    scale: Optional[float] = None) -> torch.Tensor:
-            h = self.proj(x)
-            if mask is not None:
-                h = h.masked_fill(~mask, 0.0)
-            if scale is None:
-                scale = 1.0 / h.shape[-1]
-            return h.sum(-1) * scale
-
-    return FixedPool
+    return solution("lab02", "count_kinds")(graph)
 
 
 def run_passes(graph):
-    C._jit_pass_cse(graph)
-    C._jit_pass_constant_propagation(graph)
-    C._jit_pass_dce(graph)
-    return graph
+    return solution("lab02", "run_passes")(graph)
 
 
-@pytest.mark.parametrize("task_id, answer", [
-    ("lab02.1", count_kinds), ("lab02.2", make_fixed_pool), ("lab02.3", run_passes),
-])
-def test_reference_answers_pass(task_id, answer):
-    result = check(task_id, answer)
-    assert result.status == "passed", result.to_text()
+def _pool(forward):
+    """A subclass of MaskedPool with ``forward`` as its forward, as make_fixed_pool returns it."""
+    return lambda: type("Pool", (MaskedPool,), {"forward": forward})
 
 
-@pytest.mark.parametrize("task_id", ["lab02.1", "lab02.2", "lab02.3"])
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_reference_answer_from_the_solutions_passes(task_id):
+    expect_passed(task_id, solution("lab02", TASKS[task_id]))
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
 def test_stubs_are_not_implemented(task_id):
     assert check(task_id, _stub).status == "not_implemented"
 
 
-def test_the_fixed_class_itself_is_accepted_too():
-    assert check("lab02.2", make_fixed_pool()).status == "passed"
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_hints_go_from_a_nudge_to_the_lecture_without_code(task_id):
+    count = hint(task_id, 1).count
+    assert 2 <= count <= 3
+    last = hint(task_id, count)
+    assert "course/02_torchscript_script_ir.ipynb" in last.en and "course/02_torchscript_script_ir.ipynb" in last.zh
+    for level in range(1, count + 1):
+        step = hint(task_id, level)
+        assert "Optional[torch.Tensor]" not in step.en and "_jit_pass_" not in step.en and "def " not in step.en
+
+
+def test_lab02_2_the_fixed_class_itself_is_accepted_too():
+    expect_passed("lab02.2", solution("lab02", "make_fixed_pool")())
+
+
+def test_lab02_2_a_plain_nn_module_with_the_same_forward_passes():
+    class Standalone(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(6, 6)
+
+        def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                    scale: Optional[float] = None) -> torch.Tensor:
+            h = self.proj(x)
+            if mask is not None:
+                h = torch.where(mask, h, torch.zeros_like(h))
+            return h.sum(-1) * (scale if scale is not None else 1.0 / h.shape[-1])
+
+    expect_passed("lab02.2", lambda: Standalone)
+
+
+def test_maskedpool_is_importable_from_the_zoo():
+    from fxcourse import zoo
+
+    assert zoo.MaskedPool is MaskedPool and "MaskedPool" in zoo.__all__
+    assert not hasattr(lab02, "MaskedPool")  # not hidden in the checker
 
 
 # --------------------------------------------------------------------------- lab02.1
 
 
-def test_top_level_only_is_told_to_recurse_into_blocks():
-    result = check("lab02.1", lambda g: dict(Counter(n.kind() for n in g.nodes())))
-    assert result.status == "wrong"
-    assert "node.blocks()" in result.en and "node.blocks()" in result.zh
-    assert "'prim::If': 1" in result.expected
+def test_lab02_1_a_counter_and_a_stack_pass_too():
+    def with_stack(graph):
+        counts, todo = Counter(), [graph]
+        while todo:
+            block = todo.pop()
+            for node in block.nodes():
+                counts[node.kind()] += 1
+                todo.extend(node.blocks())
+        return counts
+
+    expect_passed("lab02.1", with_stack)
 
 
-def test_one_level_down_is_told_to_recurse_not_loop_twice():
+def test_lab02_1_top_level_only_is_told_to_recurse_into_blocks():
+    result = expect_wrong("lab02.1", lambda g: dict(Counter(n.kind() for n in g.nodes())))
+    assert "top-level block" in result.en and "顶层 block" in result.zh
+    assert "'prim::If'" in result.got or "prim::If" in result.got or result.got
+
+
+def test_lab02_1_one_level_down_is_told_to_recurse_not_loop_twice():
     def one_level(graph):
         counts = Counter(n.kind() for n in graph.nodes())
         for node in graph.nodes():
@@ -87,123 +115,207 @@ def test_one_level_down_is_told_to_recurse_not_loop_twice():
                 counts.update(inner.kind() for inner in sub.nodes())
         return dict(counts)
 
-    result = check("lab02.1", one_level)
-    assert result.status == "wrong" and "recurse" in result.en
+    result = expect_wrong("lab02.1", one_level)
+    assert "recurse" in result.en and "递归" in result.zh
 
 
-def test_counting_param_and_return_nodes_is_named():
+def test_lab02_1_counting_param_and_return_nodes_is_named():
     def with_param_return(graph):
         counts = Counter(count_kinds(graph))
         counts.update(["prim::Param", "prim::Return"])
         return dict(counts)
 
-    result = check("lab02.1", with_param_return)
-    assert result.status == "wrong" and "prim::Param" in result.en
+    result = expect_wrong("lab02.1", with_param_return)
+    assert "prim::Param" in result.en and "prim::Param" in result.zh
+
+
+def test_lab02_1_each_kind_once_is_named():
+    result = expect_wrong("lab02.1", lambda g: dict.fromkeys(count_kinds(g), 1))
+    assert "every count is 1" in result.en and "每个计数都是 1" in result.zh
 
 
 # --------------------------------------------------------------------------- lab02.2
 
 
-def test_the_broken_model_still_refuses_to_script():
-    result = check("lab02.2", lambda: MaskedPool)
-    assert result.status == "wrong" and "**kwargs" in result.en
+def test_lab02_2_the_broken_model_still_refuses_to_script():
+    result = expect_wrong("lab02.2", lambda: MaskedPool)
+    assert "**kwargs" in result.en and "**kwargs" in result.zh
     assert result.got.startswith("NotSupportedError")
 
 
-def test_dropping_kwargs_only_hits_the_untyped_none_trap():
-    class NoKwargs(MaskedPool):
-        def forward(self, x, mask=None, scale=None):
-            h = self.proj(x)
-            if mask is not None:
-                h = h.masked_fill(~mask, 0.0)
-            if scale is None:
-                scale = 1.0 / h.shape[-1]
-            return h.sum(-1) * scale
+def test_lab02_2_dropping_kwargs_only_is_named_as_the_untyped_mask():
+    def forward(self, x, mask=None, scale=None):
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
 
-    result = check("lab02.2", lambda: NoKwargs)
-    assert result.status == "wrong"
-    assert "Optional[torch.Tensor]" in result.en and "Optional[torch.Tensor]" in result.zh
-    assert "Tensor mask=[ Tensor (undefined) ]" in result.got
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "typed mask as Tensor" in result.en and "mask 的类型定为 Tensor" in result.zh
+    assert "mask: Tensor" in result.got
+    assert "Optional[torch.Tensor]" not in result.en  # no code to paste
     text = result.to_text()
     assert "/__w/" not in text and ".cpp" not in text  # C++ source paths are cleaned away
 
 
-def test_changing_the_default_scale_is_a_different_result():
-    class FixedScale(MaskedPool):
-        def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
-            h = self.proj(x)
-            if mask is not None:
-                h = h.masked_fill(~mask, 0.0)
-            return h.sum(-1) * scale
+def test_lab02_2_annotating_only_mask_is_named_as_the_untyped_scale():
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, scale=None) -> torch.Tensor:
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
 
-    result = check("lab02.2", lambda: FixedScale)
-    assert result.status == "wrong" and "1 / last dimension" in result.en
-    assert result.got.startswith("max abs difference")
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "typed scale as Tensor" in result.en and "scale 的类型定为 Tensor" in result.zh
+    assert "mask" not in result.en.split("typed")[1].split(",")[0]  # the message is about scale, not mask
 
 
-def test_dropping_the_linear_layer_is_caught():
+def test_lab02_2_scale_as_an_optional_tensor_is_named():
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        if scale is None:
+            return h.sum(-1) / h.shape[-1]
+        return h.sum(-1) * scale
+
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "scale is a Python float" in result.en and "Python float" in result.zh
+    assert "Optional[Tensor]" in result.en
+
+
+def test_lab02_2_a_float_default_of_none_is_named():
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, scale: float = None) -> torch.Tensor:
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
+
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "default" in result.en and "默认值" in result.zh
+
+
+def test_lab02_2_changing_the_default_scale_is_named():
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, scale: float = 1.0) -> torch.Tensor:
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(~mask, 0.0)
+        return h.sum(-1) * scale
+
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "default scale" in result.en and "默认的 scale" in result.zh
+
+
+def test_lab02_2_an_inverted_mask_is_named():
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                scale: Optional[float] = None) -> torch.Tensor:
+        h = self.proj(x)
+        if mask is not None:
+            h = h.masked_fill(mask, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
+
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "other way round" in result.en and "mask 用反了" in result.zh
+
+
+def test_lab02_2_renaming_an_argument_is_named():
+    def forward(self, x: torch.Tensor, m: Optional[torch.Tensor] = None,
+                scale: Optional[float] = None) -> torch.Tensor:
+        h = self.proj(x)
+        if m is not None:
+            h = h.masked_fill(~m, 0.0)
+        if scale is None:
+            scale = 1.0 / h.shape[-1]
+        return h.sum(-1) * scale
+
+    result = expect_wrong("lab02.2", _pool(forward))
+    assert "keep x, mask and scale" in result.en and "x、mask、scale" in result.zh
+
+
+def test_lab02_2_dropping_the_linear_layer_is_caught():
     class NoProj(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x.sum(-1)
 
-    result = check("lab02.2", lambda: NoProj)
-    assert result.status == "wrong" and "self.proj" in result.en
+    result = expect_wrong("lab02.2", lambda: NoProj)
+    assert "self.proj" in result.en and "self.proj" in result.zh
 
 
 # --------------------------------------------------------------------------- lab02.3
 
 
-def test_returning_what_a_pass_returns_is_none():
+def test_lab02_3_passes_in_another_order_on_a_copy_pass():
+    def other_order(graph):
+        g = graph.copy()
+        C._jit_pass_dce(g)
+        C._jit_pass_constant_propagation(g)
+        C._jit_pass_cse(g)
+        C._jit_pass_dce(g)
+        return g
+
+    expect_passed("lab02.3", other_order)
+
+
+def test_lab02_3_returning_what_a_pass_returns_is_none():
     def returns_none(graph):
         C._jit_pass_cse(graph)
         C._jit_pass_constant_propagation(graph)
         return C._jit_pass_dce(graph)
 
-    result = check("lab02.3", returns_none)
-    assert result.status == "wrong" and "return the graph" in result.en and result.got == "None"
+    result = expect_wrong("lab02.3", returns_none)
+    assert "return the graph" in result.en and "请返回计算图" in result.zh and result.got == "None"
 
 
-def test_missing_constant_propagation_is_named():
+def test_lab02_3_missing_constant_propagation_is_named():
     def no_constant_propagation(graph):
         C._jit_pass_cse(graph)
         C._jit_pass_dce(graph)
         return graph
 
-    result = check("lab02.3", no_constant_propagation)
-    assert result.status == "wrong" and "_jit_pass_constant_propagation" in result.en
+    result = expect_wrong("lab02.3", no_constant_propagation)
+    assert "_jit_pass_constant_propagation" in result.en and "_jit_pass_constant_propagation" in result.zh
 
 
-def test_missing_cse_is_named():
+def test_lab02_3_missing_cse_is_named():
     def no_cse(graph):
         C._jit_pass_constant_propagation(graph)
         C._jit_pass_dce(graph)
         return graph
 
-    result = check("lab02.3", no_cse)
-    assert result.status == "wrong" and "_jit_pass_cse" in result.en
+    result = expect_wrong("lab02.3", no_cse)
+    assert "_jit_pass_cse" in result.en and "_jit_pass_cse" in result.zh
 
 
-def test_passes_on_a_copy_returning_the_original_is_named():
+def test_lab02_3_passes_on_a_copy_returning_the_original_is_named():
     def on_a_copy(graph):
         run_passes(graph.copy())
         return graph
 
-    result = check("lab02.3", on_a_copy)
-    assert result.status == "wrong" and "unchanged" in result.en and "graph.copy()" in result.en
+    result = expect_wrong("lab02.3", on_a_copy)
+    assert "unchanged" in result.en and "graph.copy()" in result.en and "没有任何变化" in result.zh
 
 
-def test_deleting_a_side_effect_is_caught_by_running_the_graph():
+def test_lab02_3_deleting_a_side_effect_is_caught_by_running_the_graph():
     def aggressive(graph):
         C._jit_pass_cse(graph)
         C._jit_pass_constant_propagation(graph)
         C._jit_pass_dce_allow_deleting_nodes_with_side_effects(graph)
         return graph
 
-    result = check("lab02.3", aggressive)
-    assert result.status == "wrong" and "side effect" in result.en and "aten::mul_" in result.zh
+    result = expect_wrong("lab02.3", aggressive)
+    assert "side effect" in result.en and "aten::mul_" in result.zh and "副作用" in result.zh
 
 
-def test_the_order_of_the_three_passes_does_not_matter_on_the_hidden_graphs():
+def test_lab02_3_the_order_of_the_three_passes_does_not_matter_on_the_hidden_graphs():
     """The checker expects what one run of CSE, constant propagation and DCE leaves; any order
     of the three must leave the same number of nodes, or a learner's order could fail."""
     passes = [run for _, run in lab02._PASSES]

@@ -15,6 +15,8 @@ import torch
 from torch import nn
 
 from . import Wrong, task
+from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from .. import zoo
 
 # --------------------------------------------------------------------------- helpers
 
@@ -57,8 +59,8 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
-def _show(d: dict[str, int]) -> str:
-    return "{" + ", ".join(f"{k!r}: {v}" for k, v in sorted(d.items())) + "}"
+def _close(a: Any, b: torch.Tensor) -> bool:
+    return differs(a, b) is None
 
 
 # --------------------------------------------------------------------------- lab02.1: count kinds
@@ -125,80 +127,164 @@ def _one_level_kinds(graph: Any) -> dict[str, int]:
     return dict(counts)
 
 
-@task("lab02.1", "count node kinds through nested blocks", "穿过嵌套 block 统计节点 kind")
+def _kinds_reference(graph: Any) -> dict[str, int]:
+    return dict(Counter(node.kind() for node in _nodes(graph)))
+
+
+def _as_plain_counts(got: Any) -> Any:
+    """A Counter or any dict is a dict; kinds counted zero times may be left in or out; keys as text."""
+    if isinstance(got, dict):
+        return {str(k): v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
+    return got
+
+
+_KIND_MISTAKES = [
+    Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
+            "return a dict from node kind (a string such as 'aten::add') to count.",
+            "请返回从节点 kind（如 'aten::add' 这样的字符串）到数量的 dict。"),
+    Mistake("top level only", lambda got, want, p: got == _top_level_kinds(p.args[0]),
+            "graph.nodes() only yields the top-level block: the nodes inside prim::If and prim::Loop live in the "
+            "blocks of those nodes. Visit every block of every node.",
+            "graph.nodes() 只给出顶层 block 的节点：prim::If 和 prim::Loop 内部的节点在这些节点的 block 里。"
+            "请访问每个节点的每个 block。"),
+    Mistake("one level down", lambda got, want, p: got == _one_level_kinds(p.args[0]),
+            "you went one level down, but blocks can contain nodes with blocks of their own (a loop inside an if "
+            "inside a loop): recurse, don't just loop twice.",
+            "你只往下走了一层，但 block 里的节点还可能有自己的 block（循环里的 if 里的循环）：请用递归，而不是两层循环。"),
+    Mistake("counted Param and Return", lambda got, want, p: any(k in got for k in ("prim::Param", "prim::Return"))
+            and not any(k in want for k in ("prim::Param", "prim::Return")),
+            "count the nodes that a block's nodes() yields; the hidden prim::Param / prim::Return nodes of each "
+            "block are not among them.",
+            "只统计 block 的 nodes() 给出的节点；每个 block 隐藏的 prim::Param / prim::Return 节点不在其中。"),
+    Mistake("each kind once", lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
+            "every count is 1: the dict records which kinds occur, not how many nodes have each kind.",
+            "每个计数都是 1：这个 dict 只记录了出现过哪些 kind，而不是每种 kind 有多少个节点。"),
+]
+
+
+@task("lab02.1", "count node kinds through nested blocks", "穿过嵌套 block 统计节点 kind", hints=[
+    ("A node such as prim::If or prim::Loop owns blocks, and a block holds nodes that may own blocks again. "
+     "Counting means visiting all of them, however deep.",
+     "prim::If、prim::Loop 这样的节点拥有 block，而 block 中的节点又可能拥有 block。统计就要访问所有这些节点，无论嵌套多深。"),
+    ("A function that counts the nodes of one block and calls itself on every block of each node reaches every "
+     "depth. Lecture course/02_torchscript_script_ir.ipynb, section '5 · Blocks: `prim::If`, `prim::Loop` and "
+     "`with`'.",
+     "一个统计某个 block 中的节点、并对每个节点的每个 block 调用自身的函数，就能到达任意深度。"
+     "见讲义 course/02_torchscript_script_ir.ipynb 第「5 · Block：`prim::If`、`prim::Loop` 与 `with`」节。"),
+])
 def _count_kinds(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab02.1', count_kinds).",
-                    "请传入函数本身，例如 check('lab02.1', count_kinds)。", got=type(answer).__name__)
-    for label, graph in _kind_graphs():
-        want = dict(Counter(node.kind() for node in _nodes(graph)))
-        got = answer(graph.copy())
-        if not isinstance(got, dict):
-            raise Wrong("return a dict from node kind (a string such as 'aten::add') to count.",
-                        "请返回从节点 kind（如 'aten::add' 这样的字符串）到数量的 dict。",
-                        tried=label, expected=_show(want), got=type(got).__name__)
-        got = {str(k): v for k, v in got.items() if v}
-        if got == want:
-            continue
-        if got == _top_level_kinds(graph):
-            hint = ("graph.nodes() only yields the top-level block: the nodes inside prim::If and prim::Loop "
-                    "live in node.blocks(). Recurse into every block of every node.",
-                    "graph.nodes() 只给出顶层 block 的节点：prim::If 和 prim::Loop 内部的节点在 node.blocks() 里。"
-                    "请递归进入每个节点的每个 block。")
-        elif got == _one_level_kinds(graph):
-            hint = ("you went one level down, but blocks can contain nodes with blocks of their own "
-                    "(a loop inside an if inside a loop): recurse, don't just loop twice.",
-                    "你只往下走了一层，但 block 里的节点还可能有自己的 block（循环里的 if 里的循环）："
-                    "请用递归，而不是两层循环。")
-        elif any(k in got for k in ("prim::Param", "prim::Return")) and not any(
-            k in want for k in ("prim::Param", "prim::Return")
-        ):
-            hint = ("count the nodes that block.nodes() yields; the hidden prim::Param / prim::Return nodes "
-                    "of each block are not among them.",
-                    "只统计 block.nodes() 给出的节点；每个 block 隐藏的 prim::Param / prim::Return 节点不在其中。")
-        else:
-            hint = ("every node counts once under node.kind(), wherever it sits: top level or inside any "
-                    "block at any depth.",
-                    "每个节点按 node.kind() 计一次，无论它在顶层还是在任意深度的 block 里。")
-        raise Wrong(*hint, tried=label, expected=_show(want), got=_show(got))
+    need_callable(answer, "count_kinds")
+    probes = [Probe(label, (graph,)) for label, graph in _kind_graphs()]
+    run_probes(lambda graph: _as_plain_counts(answer(graph.copy())), _kinds_reference, probes,
+               mistakes=_KIND_MISTAKES, what="count_kinds",
+               generic=("a count is off: every node counts once under node.kind(), wherever it sits: top level "
+                        "or inside any block at any depth.",
+                        "有计数不对：每个节点按 node.kind() 计一次，无论它在顶层还是在任意深度的 block 里。"))
 
 
 # --------------------------------------------------------------------------- lab02.2: make it script
 
 
-class MaskedPool(nn.Module):
-    """The lab's broken model: ``**unused`` refuses to script; untyped ``None`` defaults script wrongly."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(6, 6)
-
-    def forward(self, x, mask=None, scale=None, **unused):
-        h = self.proj(x)
-        if mask is not None:
-            h = h.masked_fill(~mask, 0.0)
-        if scale is None:
-            scale = 1.0 / h.shape[-1]
-        return h.sum(-1) * scale
-
-
-def _pool_calls() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+def _pool_probes() -> list[Probe]:
     gen = torch.Generator().manual_seed(23)
-    x = torch.randn(5, 6, generator=gen)
+    x = torch.randn(5, 6, generator=gen) * 2
     mask = torch.rand(5, 6, generator=gen) > 0.4
+    x3, mask3 = torch.randn(2, 3, 6, generator=gen), torch.rand(2, 3, 6, generator=gen) > 0.5
     return [
-        ("model(x)", (x,), {}),
-        ("model(x, mask)", (x, mask), {}),
-        ("model(x, scale=2.5)", (x,), {"scale": 2.5}),
-        ("model(x, mask=mask, scale=0.25)", (x,), {"mask": mask, "scale": 0.25}),
-        ("model(x, None, 1.0)", (x, None, 1.0), {}),
+        Probe("model(x), x of shape (5, 6)", (x,)),
+        Probe("model(x, mask), a boolean mask of shape (5, 6)", (x, mask)),
+        Probe("model(x, scale=2.5)", (x,), {"scale": 2.5}),
+        Probe("model(x, mask=mask, scale=-0.25)", (x,), {"mask": mask, "scale": -0.25}),
+        Probe("model(x, None, 1.0)", (x, None, 1.0)),
+        Probe("model(x, mask), x and mask of shape (2, 3, 6)", (x3, mask3)),
+        Probe("model(x, mask) with a mask that is False everywhere", (x, torch.zeros(5, 6, dtype=torch.bool))),
     ]
 
 
-_UNTYPED_NONE = re.compile(r"undefined|proper Tensor|Unable to cast|to Tensor|expected a value of type", re.I)
+def _arg_types(scripted: Any) -> dict[str, str]:
+    """{argument name: TorchScript type} of the scripted forward (without self)."""
+    return {a.name: str(a.type) for a in scripted.forward.schema.arguments if a.name != "self"}
 
 
-@task("lab02.2", "make MaskedPool script correctly", "让 MaskedPool 正确地 script")
+def _pool_mistakes(reference: nn.Module) -> list[Mistake]:
+    def call(p: Probe, **change: Any) -> torch.Tensor:
+        names = ("x", "mask", "scale")
+        kwargs = {**dict(zip(names, p.args)), **p.kwargs}
+        kwargs.update(change)
+        with torch.no_grad():
+            return reference(**kwargs)
+
+    def given(p: Probe, name: str) -> Any:
+        names = ("x", "mask", "scale")
+        return {**dict(zip(names, p.args)), **p.kwargs}.get(name)
+
+    def scaled(got: Any, want: torch.Tensor) -> bool:
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+            return False
+        c = float((got * want).sum() / (want * want).sum())
+        return abs(c - 1.0) > 1e-3 and bool(torch.allclose(got, c * want, atol=1e-5))
+
+    return [
+        Mistake("default scale changed", lambda got, want, p: given(p, "scale") is None and scaled(got, want),
+                "without scale, the result is off by a constant factor: MaskedPool's default scale is 1 divided by "
+                "the size of the last dimension.",
+                "不传 scale 时结果差了一个常数倍：MaskedPool 默认的 scale 是 1 除以最后一维的大小。"),
+        Mistake("mask inverted", lambda got, want, p: given(p, "mask") is not None
+                and _close(got, call(p, mask=~given(p, "mask"))),
+                "the mask is applied the other way round: MaskedPool zeroes the entries where mask is False and "
+                "keeps those where it is True.",
+                "mask 用反了：MaskedPool 把 mask 为 False 的位置置零，保留为 True 的位置。"),
+        Mistake("mask ignored", lambda got, want, p: given(p, "mask") is not None and _close(got, call(p, mask=None)),
+                "the mask made no difference: the entries where mask is False must be zeroed before the sum.",
+                "mask 没有起作用：求和之前，mask 为 False 的位置必须置零。"),
+    ]
+
+
+_OPTIONAL_HINT = ("lecture 02, section 2 shows what an unannotated argument with a None default becomes",
+                  "第 02 讲第 2 节演示了默认值为 None 却没有注解的参数会变成什么")
+
+
+def _diagnose_call(types: dict[str, str], label: str, exc: BaseException) -> Wrong:
+    """Why a scripted call that MaskedPool accepts raised, read from the argument types script chose."""
+    got = f"forward{_signature(types)}; the call raised: {_last_line(exc)}"
+    if list(types)[:3] != ["x", "mask", "scale"]:
+        return Wrong("the scripted forward takes other arguments than MaskedPool's forward: keep x, mask and scale, "
+                     "in that order, so every call MaskedPool accepts still works.",
+                     "script 后的 forward 与 MaskedPool 的 forward 参数不同：请保留 x、mask、scale 三个参数及其顺序，"
+                     "使 MaskedPool 接受的每种调用仍然可用。", tried=f"scripted {label}", got=got)
+    for name, holds in (("mask", ("a boolean tensor", "布尔张量")), ("scale", ("a Python float", " Python float "))):
+        if not types[name].startswith("Optional["):
+            return Wrong(f"it scripts, but TorchScript typed {name} as {types[name]}, which can never be None, so a "
+                         f"call that leaves {name} out (or passes None) fails. {name} holds {holds[0]} or None: give "
+                         f"it a type that says so; {_OPTIONAL_HINT[0]}.",
+                         f"能 script 了，但 TorchScript 把 {name} 的类型定为 {types[name]}，它永远不会是 None，"
+                         f"所以不传 {name}（或传 None）的调用会失败。{name} 的取值是{holds[1]}或 None：请给它一个能表达这一点的类型；"
+                         f"{_OPTIONAL_HINT[1]}。", tried=f"scripted {label}", got=got)
+    if types["scale"] != "Optional[float]":
+        return Wrong(f"TorchScript typed scale as {types['scale']}, but scale is a Python float (or None), as in "
+                     "the calls MaskedPool accepts.",
+                     f"TorchScript 把 scale 的类型定为 {types['scale']}，但 scale 是 Python float（或 None），"
+                     "与 MaskedPool 接受的调用一致。", tried=f"scripted {label}", got=got)
+    return Wrong("the scripted model raised on a call the original accepts.",
+                 "script 后的模型在原模型能接受的调用上抛出了异常。", tried=f"scripted {label}", got=got)
+
+
+def _signature(types: dict[str, str]) -> str:
+    return "(" + ", ".join(f"{name}: {t}" for name, t in types.items()) + ")"
+
+
+@task("lab02.2", "make MaskedPool script correctly", "让 MaskedPool 正确地 script", hints=[
+    ("There are two problems. One stops torch.jit.script at compile time; once it is gone, the model compiles, "
+     "but a call without mask or scale goes wrong. After the first fix, look at the types script gave each "
+     "argument (the scripted forward's schema).",
+     "这里有两个问题。一个让 torch.jit.script 在编译时就失败；解决它之后模型能编译，但不传 mask 或 scale 的调用会出错。"
+     "修好第一个问题后，请查看 script 给每个参数定的类型（script 后 forward 的 schema）。"),
+    ("TorchScript is statically typed: a compiled forward has a fixed list of arguments, and an argument "
+     "without an annotation is a Tensor, never None. mask holds a boolean tensor or None; scale a Python float "
+     "or None. Lecture course/02_torchscript_script_ir.ipynb, section '2 · What does not script'.",
+     "TorchScript 是静态类型的：编译后的 forward 参数列表是固定的，没有注解的参数是 Tensor，永远不会是 None。"
+     "mask 的取值是布尔张量或 None；scale 是 Python float 或 None。见讲义 course/02_torchscript_script_ir.ipynb 第「2 · 哪些代码无法 script」节。"),
+])
 def _fixed_pool(answer: Any) -> None:
     made = answer
     if callable(made) and not isinstance(made, (type, nn.Module)):
@@ -206,15 +292,15 @@ def _fixed_pool(answer: Any) -> None:
     model = made() if isinstance(made, type) else made
     if not isinstance(model, nn.Module):
         raise Wrong("make_fixed_pool() should return your class (a subclass of MaskedPool or nn.Module).",
-                    "make_fixed_pool() 应当返回你的类（MaskedPool 或 nn.Module 的子类）。",
-                    got=type(model).__name__)
-    torch.manual_seed(31)
-    reference = MaskedPool().eval()
+                    "make_fixed_pool() 应当返回你的类（MaskedPool 或 nn.Module 的子类）。", got=describe(model))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(31)
+        reference = zoo.MaskedPool().eval()
     try:
         model.load_state_dict(reference.state_dict())
     except RuntimeError as exc:
-        raise Wrong("keep MaskedPool's parameters (self.proj = nn.Linear(6, 6)) so the weights can be loaded.",
-                    "请保留 MaskedPool 的参数（self.proj = nn.Linear(6, 6)），以便加载权重。",
+        raise Wrong("keep MaskedPool's parameters (self.proj, a Linear(6, 6)) so a MaskedPool's weights can be loaded.",
+                    "请保留 MaskedPool 的参数（self.proj，一个 Linear(6, 6)），以便加载 MaskedPool 的权重。",
                     got=_first_line(exc)) from None
     model.eval()
     try:
@@ -224,50 +310,38 @@ def _fixed_pool(answer: Any) -> None:
     except Exception as exc:
         message = _first_line(exc)
         if "variable number of arguments" in message:
-            hint = ("torch.jit.script still refuses it: a compiled forward cannot take **kwargs; remove "
-                    "**unused.", "torch.jit.script 仍然拒绝：编译后的 forward 不能接收 **kwargs；请删掉 **unused。")
+            hint = ("torch.jit.script still refuses it: a compiled forward cannot take **kwargs, so the catch-all "
+                    "argument has to go.",
+                    "torch.jit.script 仍然拒绝：编译后的 forward 不能接收 **kwargs，所以这个兜底参数必须去掉。")
+        elif "default value of type" in message or "Expected a default value" in message:
+            hint = ("torch.jit.script refuses a default that does not fit the argument's type: None fits only a type "
+                    f"that allows None; {_OPTIONAL_HINT[0]}.",
+                    f"torch.jit.script 拒绝与参数类型不符的默认值：None 只适合允许 None 的类型；{_OPTIONAL_HINT[1]}。")
         else:
             hint = ("torch.jit.script still refuses it; read the first line of the error.",
                     "torch.jit.script 仍然拒绝；请阅读报错的第一行。")
         raise Wrong(*hint, tried=f"torch.jit.script({type(model).__name__}())", got=message) from None
-    schema = str(scripted.forward.schema)
-    for label, args, kwargs in _pool_calls():
-        with torch.no_grad():
-            want = reference(*args, **kwargs)
-            try:
-                got = scripted(*args, **kwargs)
-            except NotImplementedError:
-                raise
-            except Exception as exc:
-                if _UNTYPED_NONE.search(str(exc)):
-                    raise Wrong(
-                        "it scripts, but an argument whose default is None has no Optional annotation. "
-                        "Unannotated arguments are Tensors, so mask=None became an undefined tensor (and "
-                        "`mask is not None` is always true); annotate mask: Optional[torch.Tensor] and "
-                        "scale: Optional[float].",
-                        "能 script 了，但默认值为 None 的参数没有 Optional 注解。没有注解的参数是 Tensor，所以 "
-                        "mask=None 变成了未定义张量（`mask is not None` 恒为真）；请注解 "
-                        "mask: Optional[torch.Tensor] 和 scale: Optional[float]。",
-                        tried=f"scripted {label}", expected=f"tensor of shape {tuple(want.shape)}",
-                        got=f"schema {schema}; the call raised: {_last_line(exc)}",
-                    ) from None
-                raise Wrong("the scripted model raised on a call the original accepts.",
-                            "script 后的模型在原模型能接受的调用上抛出了异常。",
-                            tried=f"scripted {label}", expected=f"tensor of shape {tuple(want.shape)}",
-                            got=f"schema {schema}; the call raised: {_first_line(exc)}") from None
-        if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, atol=1e-5):
-            shown = (f"max abs difference {float((got - want).abs().max()):.3g}"
-                     if isinstance(got, torch.Tensor) and got.shape == want.shape
-                     else (tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__))
-            raise Wrong("the scripted model computes something different from MaskedPool; keep its "
-                        "behaviour (mask fills with 0, the default scale is 1 / last dimension).",
-                        "script 后的模型与 MaskedPool 的计算结果不同；请保持原有行为（mask 处填 0，"
-                        "默认 scale 为 1 / 最后一维）。",
-                        tried=f"scripted {label}", expected=f"tensor of shape {tuple(want.shape)}",
-                        got=str(shown))
+    types = _arg_types(scripted)
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        label = "(" + ", ".join([describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items()]) + ")"
+        try:
+            return scripted(*args, **kwargs)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            raise _diagnose_call(types, f"model{label}", exc) from None
+
+    run_probes(run, reference, _pool_probes(), mistakes=_pool_mistakes(reference), what="the scripted model",
+               generic=("the scripted model computes something different from MaskedPool; keep its behaviour (zero "
+                        "where mask is False, sum over the last dimension, times scale; by default 1 / last "
+                        "dimension).",
+                        "script 后的模型与 MaskedPool 的计算结果不同；请保持原有行为（mask 为 False 处置零，沿最后一维求和，"
+                        "再乘以 scale；默认为 1 / 最后一维）。"))
 
 
 # --------------------------------------------------------------------------- lab02.3: passes
+
 
 
 def _loop_with_repeats(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -354,11 +428,18 @@ def _run(graph: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
 
 
 @task("lab02.3", "clean a graph with DCE, CSE and constant propagation",
-      "用 DCE、CSE 和常量传播清理计算图")
+      "用 DCE、CSE 和常量传播清理计算图", hints=[
+    ("Each pass changes the graph it is given and returns nothing. Run all three on that graph, then hand "
+     "back the graph itself.",
+     "每个变换都原地修改传给它的计算图，并且不返回任何东西。请在这张图上运行全部三个变换，然后把这张图本身返回。"),
+    ("CSE merges repeated pure nodes, constant propagation evaluates nodes whose inputs are all constants, "
+     "dead-code elimination removes unused nodes without side effects (a node that writes into an input stays). "
+     "Lecture course/02_torchscript_script_ir.ipynb, section '6 · Passes by hand: DCE, CSE, constant propagation'.",
+     "CSE 合并重复的纯节点，常量传播计算所有输入都是常量的节点，死代码消除删除结果无人使用且没有副作用的节点"
+     "（原地写入输入的节点会保留）。见讲义 course/02_torchscript_script_ir.ipynb 第「6 · 亲手运行变换：DCE、CSE、常量传播」节。"),
+])
 def _run_passes(answer: Any) -> None:
-    if not callable(answer):
-        raise Wrong("pass the function itself, e.g. check('lab02.3', run_passes).",
-                    "请传入函数本身，例如 check('lab02.3', run_passes)。", got=type(answer).__name__)
+    need_callable(answer, "run_passes")
     for label, original, make_inputs in _pass_cases():
         given = original.copy()
         before = _count(given)
@@ -394,20 +475,21 @@ def _run_passes(answer: Any) -> None:
         except Exception as exc:
             raise Wrong("the returned graph no longer runs.", "返回的计算图已无法运行。",
                         tried=f"{label} on unseen inputs", got=_first_line(exc)) from None
-        if not torch.allclose(got_out, want_out, atol=1e-5):
+        diff = differs(got_out, want_out)
+        if diff:
             raise Wrong("the returned graph computes a different result from the original; a pass must not "
                         "change what the graph computes.",
                         "返回的计算图与原图的计算结果不同；变换不应改变计算图计算的内容。",
-                        tried=f"{label} on unseen inputs", expected=str(want_out), got=str(got_out))
-        for w, g in zip(want_args, got_args):
-            if isinstance(w, torch.Tensor) and not torch.equal(w, g):
-                raise Wrong("the original graph changes one of its inputs in place (aten::mul_), and the returned "
-                            "graph no longer does: a node with a side effect was deleted although its result is "
-                            "unused. Use torch._C._jit_pass_dce, which keeps such nodes.",
-                            "原图会原地修改一个输入（aten::mul_），返回的计算图却不再这样做：一个有副作用的节点"
-                            "因为结果没人使用而被删除了。请使用会保留这类节点的 torch._C._jit_pass_dce。",
-                            tried=f"{label} on unseen inputs", expected=f"input after the call: {w}",
-                            got=f"input after the call: {g}")
+                        tried=f"{label} on unseen inputs", expected=describe(want_out), got=diff)
+        diff = differs(got_args, want_args, where="inputs after the call")
+        if diff:
+            raise Wrong("the original graph changes one of its inputs in place (aten::mul_), and the returned "
+                        "graph no longer does: a node with a side effect was deleted although its result is "
+                        "unused. The dead-code pass of the lecture keeps such nodes; the one that deletes them "
+                        "does not.",
+                        "原图会原地修改一个输入（aten::mul_），返回的计算图却不再这样做：一个有副作用的节点"
+                        "因为结果没人使用而被删除了。讲义中的死代码消除变换会保留这类节点；会删除它们的那个变换则不会。",
+                        tried=f"{label} on unseen inputs", got=diff)
         if got > want:
             for name, run in _PASSES:
                 probe = result.copy()
