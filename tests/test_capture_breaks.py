@@ -160,16 +160,19 @@ def scaled(x, n):
 
 def test_one_record_per_recompile_naming_each_failed_guard():
     cap = capture(scaled, torch.ones(2), 2)
-    cap.call_again(torch.ones(3), 3)  # one cache entry to check: one failure
-    cap.call_again(torch.ones(4, 2), 4)  # two cache entries, each fails its own guard
+    cap.call_again(torch.ones(3), 3)  # one cache entry; both of its guards on x and n fail
+    cap.call_again(torch.ones(4, 2), 4)  # two cache entries to check
     assert [r.call for r in cap.recompiles] == [2, 3]
-    assert [len(r.failures) for r in cap.recompiles] == [1, 2]
-    second = cap.recompiles[1]
-    assert any("rank mismatch" in f for f in second.failures)
-    assert any("n == 2" in f for f in second.failures), second.failures
-    assert all(f in second.reason or f.split(": ", 1)[1] in second.reason for f in second.failures)
+    first, second = cap.recompiles
+    assert {f.split(": ", 1)[0] for f in first.failures} == {"0/0"}
+    assert any(f.endswith(": n == 2") for f in first.failures), first.failures
+    assert any("tensor 'x'" in f for f in first.failures), first.failures
+    assert {f.split(": ", 1)[0] for f in second.failures} == {"0/0", "0/1"}
+    assert any(f.startswith("0/1: tensor 'x' rank mismatch") for f in second.failures), second.failures
+    assert any(f == "0/0: n == 2" for f in second.failures), second.failures
+    assert second.reason == "; ".join(f.split(": ", 1)[1] for f in second.failures)
     text = cap.to_text()
-    assert text.count("call 3: scaled") == 1 and "    - 0/0:" in text
+    assert text.count("call 3: scaled:") == 1 and "    - 0/0: n == 2" in text
 
 
 # -- guards -----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ every call), would otherwise change what the learner passed in.
 >>> bn = torch.nn.BatchNorm1d(2).train()
 >>> x = torch.ones(3, 2)
 >>> with untouched(bn):
-...     _ = bn(fresh((x,))[0].add_(1)).eval()
+...     _ = bn(fresh((x,))[0].add_(1))
+...     _ = bn.eval()
 >>> bn.training, bn.num_batches_tracked.item(), bn.running_mean.tolist(), x[0].tolist()
 (True, 0, [0.0, 0.0], [1.0, 1.0])
 """

@@ -81,9 +81,11 @@ class GraphBreak:
 class Recompile:
     """One recompilation: the call that triggered it and every guard that failed.
 
-    ``failures`` has one line per cache entry Dynamo tried (``"0/1: tensor 'x' size
-    mismatch ..."``); Dynamo stops checking an entry at its first failing guard, so each
-    line names that guard. ``reason`` is all of them, joined with ``"; "``.
+    ``failures`` has one line per failed guard, prefixed by the cache entry it belongs to
+    (``"0/1: tensor 'x' size mismatch ..."``): first the guard Dynamo reported for each
+    entry (Dynamo stops at an entry's first failing guard), then the entry's other
+    failing guards, found by checking each of its guards. ``reason`` is all of them,
+    joined with ``"; "``.
     """
 
     call: int
@@ -116,7 +118,7 @@ class _Recorder:
 
     def guard_failed(self, failure: Any) -> None:
         """Dynamo calls this once per failed cache entry; entries of one recompile are grouped."""
-        text = first_line(str(failure.reason), limit=300)
+        text = _tidy(str(failure.reason))
         entry = text.split(":", 1)[0]
         name = failure.orig_code.co_name
         last = self.failures[-1] if self.failures else None
@@ -125,7 +127,42 @@ class _Recorder:
             last = Recompile(self.call, name, "")
             self.failures.append(last)
         last.failures.append(text)
+        last.failures += [f"{entry}: {more}" for more in _more_failures(text)]
         last.reason = "; ".join(re.sub(r"^\s*\d+/\d+: ", "", f) for f in last.failures)
+
+
+def _tidy(reason: str) -> str:
+    """``0/1: n == 2``: Dynamo's reason without the source comment it appends."""
+    return first_line(reason.split("  #", 1)[0], limit=300)
+
+
+def _more_failures(first: str) -> list[str]:
+    """The entry's other failing guards, beyond the first one Dynamo reported.
+
+    Dynamo calls guard_fail_fn from the function that holds the entry's guard manager
+    and the frame's locals; read them from there (nothing more is said if that moved).
+    """
+    import sys
+
+    from ._dynamo_cache import failed_guards
+
+    caller = sys._getframe(2)
+    for _ in range(4):
+        if caller is None:
+            return []
+        names = caller.f_locals
+        if "guard_manager" in names and "f_locals" in names:
+            break
+        caller = caller.f_back
+    else:
+        return []
+    said = first.split(": ", 1)[-1]
+    more = []
+    for line in failed_guards(names["guard_manager"], names["f_locals"]):
+        if line == said or (line.startswith("tensor '") and said.startswith(line.split(" does not", 1)[0])):
+            continue
+        more.append(line)
+    return more
 
 
 class Capture(Viewable):
@@ -245,7 +282,7 @@ class Capture(Viewable):
         if self.recompiles:
             out.append("recompilations:")
             for r in self.recompiles:
-                out.append(f"  call {r.call}: {r.function}: " + ("" if len(r.failures) > 1 else r.reason))
+                out.append(f"  call {r.call}: {r.function}:" + ("" if len(r.failures) > 1 else f" {r.reason}"))
                 if len(r.failures) > 1:
                     out += [f"    - {f}" for f in r.failures]
             out.append("")

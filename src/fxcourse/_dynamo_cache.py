@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ._text import one_line_error, scrub
 from .errors import FxCourseError, describe
 
-__all__ = ["Frame", "cache_entries", "guard_lines", "target_function", "walk"]
+__all__ = ["Frame", "cache_entries", "failed_guards", "guard_lines", "target_function", "walk"]
 
 
 def target_function(obj: Any, where: str) -> types.FunctionType:
@@ -106,6 +106,46 @@ def _walk_guards(guard_manager: Any) -> list[str]:
     for guard in getattr(root, "get_epilogue_lambda_guards", lambda: [])():
         leaf(guard)
     return lines
+
+
+def failed_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[str]:
+    """Every guard of a cache entry that ``f_locals`` fails, one line each (``n == 2``).
+
+    Dynamo's own recompile reason stops at an entry's first failing guard; this checks
+    each leaf guard of the tree against the value its manager's source names. Guards
+    that cannot be checked this way are left out; on any surprise the list is empty.
+    """
+    try:
+        scope = {"L": f_locals, "G": guard_manager.global_scope["G"]}
+        found: list[str] = []
+
+        def visit(mgr: Any, value: Any) -> None:
+            for leaf in mgr.get_leaf_guards():
+                try:
+                    ok = leaf(value)
+                except Exception:
+                    continue
+                if ok is False:
+                    found.append(_failed_line(type(leaf).__name__, mgr, leaf))
+            for child in mgr.get_child_managers():
+                try:
+                    child_value = eval(child.get_source(), {"__builtins__": __builtins__}, dict(scope))
+                except Exception:
+                    continue
+                visit(child, child_value)
+
+        visit(guard_manager.root, f_locals)
+        return list(dict.fromkeys(found))
+    except Exception:
+        return []
+
+
+def _failed_line(kind: str, mgr: Any, leaf: Any) -> str:
+    source = re.sub(r"L\['(\w+)'\]", r"\1", mgr.get_source() if hasattr(mgr, "get_source") else "")
+    if kind == "TENSOR_MATCH":
+        return f"tensor '{source}' does not match its TENSOR_MATCH guard (shape, stride, dtype or device)"
+    part = leaf.verbose_code_parts()[0].split(" #")[0].strip()
+    return scrub(re.sub(r"L\['(\w+)'\]", r"\1", part), ids=True)
 
 
 @dataclass
