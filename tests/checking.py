@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import linecache
 import re
+import sys
+import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,10 @@ def expect_passed(task_id: str, answer: Any) -> CheckResult:
 def _solution_namespace(lab: str) -> dict[str, Any]:
     (path,) = sorted((ROOT / "solutions").glob(f"{lab}_*.ipynb"))
     nb = nbformat.read(path, as_version=4)
-    namespace: dict[str, Any] = {"__name__": f"solutions_{lab}"}
+    # A real module, as a kernel's __main__ is: torch.export imports the module a class was defined in.
+    module = types.ModuleType(f"solutions_{lab}")
+    sys.modules[module.__name__] = module
+    namespace: dict[str, Any] = module.__dict__
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for index, cell in enumerate(nb.cells):
