@@ -261,3 +261,25 @@ def test_frame_with_nothing_to_capture_is_said_to_be_skipped():
     assert (cap.graph_count, cap.break_count) == (0, 0)
     assert cap.skip_reason.startswith("Dynamo skipped the frame of") or "no tensor operation" in cap.skip_reason
     assert cap.skip_reason in cap.to_text()
+
+
+class CachesOnFirstCall(nn.Module):
+    """Like torchvision's MultiScaleRoIAlign: a value computed on the first call and kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = None
+
+    def forward(self, x):
+        if self.scale is None:
+            self.scale = float(x.abs().max().item())  # a graph break, on the first call only
+        return x / self.scale
+
+
+def test_attributes_set_during_the_call_are_put_back():
+    model = CachesOnFirstCall()
+    x = torch.randn(3, generator=torch.Generator().manual_seed(7))
+    first = capture(model, x)
+    assert model.scale is None  # the learner's model has not been "called"
+    second = capture(model, x)
+    assert first.break_count == second.break_count >= 1

@@ -52,10 +52,15 @@ def _modules(obj: Any) -> list[torch.nn.Module]:
 
 @contextlib.contextmanager
 def untouched(obj: Any) -> Iterator[None]:
-    """Snapshot the parameters, buffers and train/eval flags of ``obj`` (an ``nn.Module``
-    or a bound method of one) and put them back when the block ends."""
+    """Snapshot the parameters, buffers and attributes of ``obj`` (an ``nn.Module`` or a
+    bound method of one) and of its submodules, and put them back when the block ends.
+
+    Tensors are restored by value; other attributes (the train/eval flag, a value a
+    module computes on its first call and keeps, such as torchvision's ``MultiScaleRoIAlign``
+    scales) by identity: an attribute that was reassigned, added or deleted is put back.
+    """
     roots = _modules(obj)
-    flags = [(m, m.training) for root in roots for m in root.modules()]
+    attributes = [(m, dict(vars(m))) for root in roots for m in root.modules()]
     tensors: list[tuple[torch.Tensor, torch.Tensor]] = []
     seen: set[int] = set()
     for root in roots:
@@ -70,5 +75,13 @@ def untouched(obj: Any) -> Iterator[None]:
             for t, saved in tensors:
                 if t.shape == saved.shape and t.dtype == saved.dtype and not torch.equal(t, saved):
                     t.copy_(saved)
-        for m, flag in flags:
-            m.training = flag
+        for m, saved_vars in attributes:
+            now = vars(m)
+            for key in [k for k in now if k not in saved_vars]:
+                del now[key]
+            for key, value in saved_vars.items():
+                if now.get(key, _MISSING) is not value:
+                    now[key] = value
+
+
+_MISSING = object()

@@ -19,7 +19,9 @@ each call.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import os
 import re
 from typing import Any, Callable
@@ -396,7 +398,8 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
             fix=f"the error is the backend's, not the model's: fix or replace backend {backend_name}, "
                 'or use backend="eager" to see the graphs without compiling them',
             where="capture")
-    if _runs_eagerly(fn, args, kwargs):
+    eager_error = _eager_error(fn, args, kwargs)
+    if eager_error is None:
         return FxCourseError(
             got=f"{_name(fn)}, which runs without torch.compile, but Dynamo fails on it with "
                 f"{one_line_error(exc, limit=300)}",
@@ -405,19 +408,20 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
                 "or rewrite it (e.g. no try/except around a tensor op that raises)",
             where="capture")
     return FxCourseError(
-        got=f"{_name(fn)} raising {one_line_error(exc)}",
+        got=f"{_name(fn)} raising {one_line_error(eager_error)}",
         accepted="a function or nn.Module that runs on the arguments given",
         fix=f"call it without capture first ({_name(fn)}(*args)) and fix that error",
         where="capture")
 
 
-def _runs_eagerly(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _eager_error(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException | None:
+    """What ``fn`` raises without Dynamo (None when it runs), its output kept out of sight."""
     try:
-        with untouched(fn), quiet(stderr=True):
+        with untouched(fn), quiet(stderr=True), contextlib.redirect_stdout(io.StringIO()):
             fn(*fresh(args), **fresh(kwargs))
-        return True
-    except Exception:
-        return False
+        return None
+    except Exception as exc:
+        return exc
 
 
 def _lookup(backend: Any) -> tuple[Callable[..., Any], str]:
