@@ -44,12 +44,18 @@ def no_tensors(a, b):
 
 
 def dynamo_logged_breaks(fn, args):
-    """How many graph breaks Dynamo's own log reports (TORCH_LOGS=graph_breaks) for fn(*args)."""
+    """How many graph breaks Dynamo's own log reports (TORCH_LOGS=graph_breaks) for fn(*args).
+
+    Only records of the graph_breaks artifact count: Dynamo also logs ordinary warnings
+    that start with "Graph break" (e.g. the hint about capture_scalar_outputs before an
+    .item() break), which are not breaks of their own.
+    """
     messages = []
 
     class Listen(logging.Handler):
         def emit(self, record):
-            messages.append(record.getMessage())
+            if record.name.endswith(".__graph_breaks"):  # the artifact, not ordinary warnings
+                messages.append(record.getMessage())
 
     torch._dynamo.reset()
     torch._dynamo.utils.reset_graph_break_dup_checker()

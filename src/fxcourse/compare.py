@@ -225,9 +225,10 @@ def _failed(method: str, error: BaseException | None) -> str:
 
 
 def _is_graph_break(exc: BaseException) -> bool:
-    from torch._dynamo.exc import Unsupported
+    """Unsupported and UserError are what Dynamo turns into graph breaks without fullgraph."""
+    from torch._dynamo.exc import Unsupported, UserError
 
-    return isinstance(exc, Unsupported)
+    return isinstance(exc, (Unsupported, UserError))
 
 
 def _baked(notes: list[str]) -> str:
