@@ -101,6 +101,49 @@ print(json.dumps(out))
 """
 
 
+# Lecture 10's lowering stack: imported in a child process (torch_mlir imports torch).
+LOWERING = {"torch-mlir": ("torch_mlir.fx", "20261001"), "iree-base-compiler": ("iree.compiler", "3.13.0"),
+            "iree-base-runtime": ("iree.runtime", "3.13.0"), "ml_dtypes": ("ml_dtypes", None)}
+LOWERING_FIX = ("pip install 'torch-mlir==20261001' 'iree-base-compiler==3.13.0' 'iree-base-runtime==3.13.0' "
+                "ml_dtypes  (after torch; or run scripts/setup.sh again)")
+_LOWERING_PROBE = r"""
+import importlib, json
+errors = {}
+for dist, module in %r:
+    try:
+        importlib.import_module(module)
+    except Exception as e:
+        errors[dist] = f"{type(e).__name__}: {e}".splitlines()[0]
+print(json.dumps({"lowering_import_errors": errors}))
+"""
+
+
+def lowering_findings(python: str = sys.executable) -> list[Finding]:
+    """One finding per package of lecture 10's lowering stack: installed, tested version, imports."""
+    pairs = [(dist, module) for dist, (module, _) in LOWERING.items()]
+    errors: dict[str, str] = {}
+    try:
+        probe = subprocess.run([python, "-c", _LOWERING_PROBE % (pairs,)], capture_output=True, text=True,
+                               timeout=300)
+        reply = json.loads(probe.stdout.strip().splitlines()[-1])
+        errors = reply.get("lowering_import_errors", {})  # absent: not a Python that ran the probe
+    except (json.JSONDecodeError, IndexError, OSError, subprocess.TimeoutExpired) as exc:
+        errors = {dist: f"the import check did not answer ({type(exc).__name__})" for dist in LOWERING}
+    findings = []
+    for dist, (_, tested) in LOWERING.items():
+        v = _version(dist)
+        ok = v is not None and (tested is None or _matches(v, tested)) and dist not in errors
+        if v is None:
+            en, zh = "not installed (lecture 10 and lab 10 need it)", "未安装（第 10 讲和实验 10 需要它）"
+        elif dist in errors:
+            en, zh = f"{v} installed, but import failed: {errors[dist]}", f"已安装 {v}，但导入失败：{errors[dist]}"
+        else:
+            shown = f"tested: {tested}" if tested else "any version"
+            en, zh = f"{v} ({shown})", f"{v}（{'已测试：' + tested if tested else '版本不限'}）"
+        findings.append(Finding(dist, ok, en, zh, "" if ok else LOWERING_FIX))
+    return findings
+
+
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
@@ -114,7 +157,8 @@ def _matches(version: str, tested: str) -> bool:
 
 
 def diagnose(python: str = sys.executable) -> Report:
-    """Check the tested matrix, the torch/torchvision pair, a C++ compiler, depyf and nbval."""
+    """Check the tested matrix, the torch/torchvision pair, a C++ compiler, Graphviz's
+    ``dot`` and a CJK font (for pictures and plots), depyf and nbval."""
     report = Report()
     add = report.findings.append
     py = platform.python_version()
@@ -149,10 +193,55 @@ def diagnose(python: str = sys.executable) -> Report:
                 f"找到 {compiler}（Inductor 的 CPU 后端需要编译 C++）" if compiler else
                 "未找到；torch.compile 默认后端 Inductor 在 CPU 上需要 C++ 编译器",
                 "" if compiler else "install g++ (Debian/Ubuntu: apt-get install g++)"))
+    add(_graphviz_finding())
+    add(_cjk_font_finding())
     for dist in ("depyf", "nbval", "jupyterlab"):
         v = _version(dist)
         ok = v is not None and _matches(v, TESTED[dist])
         add(Finding(dist, ok, f"{v} (tested: {TESTED[dist]})" if v else "not installed",
                     f"{v}（已测试：{TESTED[dist]}）" if v else "未安装",
                     "" if ok else "run scripts/setup.sh (or pip install -e .)"))
+    report.findings.extend(lowering_findings(python))
     return report
+
+
+def _graphviz_finding() -> Finding:
+    """``dot`` draws every picture of the course (``fxcourse.draw``)."""
+    from ._draw import dot_missing_message
+
+    dot = shutil.which("dot")
+    version = ""
+    if dot is not None:
+        try:
+            run = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=30)
+            version = (run.stderr or run.stdout).strip().splitlines()[0] if run.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError, IndexError):
+            version = ""
+    if version:
+        return Finding("graphviz", True, f"{version} (draws the course's pictures)",
+                       f"{version}（用于绘制课程中的计算图）")
+    en, zh = dot_missing_message()
+    what = "`dot` found but it does not run" if dot else "`dot` not found"
+    what_zh = "找到 `dot` 但无法运行" if dot else "未找到 `dot`"
+    return Finding("graphviz", False, f"{what}: fxcourse.draw cannot render pictures",
+                   f"{what_zh}：fxcourse.draw 无法绘图。{zh}", en)
+
+
+def _cjk_font_finding() -> Finding:
+    """A CJK font lets plots show their 中文 labels (fontconfig lists it)."""
+    fc_list = shutil.which("fc-list")
+    fonts = ""
+    if fc_list is not None:
+        try:
+            fonts = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True, text=True,
+                                   timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            fonts = ""
+    families = sorted({line.split(",")[0].strip() for line in fonts.splitlines() if line.strip()})
+    if families:
+        return Finding("CJK font", True, f"{families[0]} (plots show 中文 labels)",
+                       f"{families[0]}（图表可显示中文标签）")
+    return Finding("CJK font", False, "no Chinese font found: plots show their English labels only",
+                   "未找到中文字体：图表只显示英文标签",
+                   "install a CJK font: Debian/Ubuntu `sudo apt-get install fonts-noto-cjk` "
+                   "(or run scripts/setup.sh again)")
