@@ -2,6 +2,7 @@
 # Idempotent set-up for fxcourse: a virtual environment in .venv with the pinned packages.
 #   scripts/setup.sh           what the course needs
 #   scripts/setup.sh --test    also the test extras and Debian's chromium for the browser test
+# Both install Debian's graphviz (pictures) and fonts-noto-cjk (中文 in plots) when missing.
 # Re-running reuses what is installed: torch is checked by importing it, the package by a
 # stamp holding pyproject.toml's hash.
 set -euo pipefail
@@ -11,14 +12,26 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 say() { printf '[setup] %s\n' "$*"; }
 
-# 1. Debian packages (only for the test command): the browser test drives a real Chromium.
-#    fonts-noto-cjk lets the browser (and its screenshots) show the 中文 cells.
-if [ "$want_test" = 1 ] && { ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; }; then
-  say "installing Debian's chromium and CJK fonts for the browser test / 为浏览器测试安装 chromium 与中文字体"
-  sudo_cmd=""
-  [ "$(id -u)" != 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq chromium fonts-noto-cjk >/dev/null
+# 1. Debian packages. Graphviz's `dot` draws the course's pictures and fonts-noto-cjk lets
+#    plots (and the browser test's screenshots) show 中文: both for the course and the tests.
+#    The test command also needs Chromium for the browser test.
+apt_packages=()
+command -v dot >/dev/null 2>&1 || apt_packages+=(graphviz)
+fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || apt_packages+=(fonts-noto-cjk)
+if [ "$want_test" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_packages+=(chromium)
+fi
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian packages: ${apt_packages[*]} / 安装 Debian 软件包：${apt_packages[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" != 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${apt_packages[@]}" >/dev/null
+  else
+    say "please install ${apt_packages[*]} with your system's package manager (conda: environment.yml has graphviz)"
+    say "请用系统的包管理器安装 ${apt_packages[*]}（conda 用户：environment.yml 已包含 graphviz）"
+  fi
 fi
 
 # 2. The virtual environment.

@@ -93,6 +93,7 @@ class GraphDiff(TableView):
         self.added = added
         self.removed = removed
         self.changed = changed
+        self.graphs: tuple[fx.Graph, fx.Graph] | None = None  # (before, after), set by graph_diff
 
     def __len__(self) -> int:
         return len(self.added) + len(self.removed) + len(self.changed)
@@ -167,7 +168,9 @@ def graph_diff(before: Any, after: Any, context: int = 2) -> GraphDiff:
     rows = _rows(old, new, pairs, marks, paired)
     table = Table(list(COLUMNS), *_fold(rows, context), css_class="fxcourse-graph-diff",
                   caption=f"graph_diff: {summary}")
-    return GraphDiff(table, summary, added, removed, changed)
+    diff = GraphDiff(table, summary, added, removed, changed)
+    diff.graphs = (old_graph, new_graph)  # draw() needs both graphs to mark the edges
+    return diff
 
 
 def _fx_graph(obj: Any, which: str) -> fx.Graph:

@@ -1,0 +1,173 @@
+"""Writing dot source: quoting, node and edge lines, clusters, one legend per picture.
+
+Every picture ``draw`` makes goes through :class:`Dot`, so quoting and styling live in one
+place. Labels are plain dot strings (``"``, ``\\`` and newlines escaped); the legend is an
+HTML-like label (``<``, ``>``, ``&`` escaped).
+"""
+from __future__ import annotations
+
+import html
+from typing import Iterable
+
+__all__ = ["Dot", "STYLES", "quote"]
+
+FONT = "Helvetica"
+LABEL_WIDTH = 48  # characters per label line; longer lines are cut with …
+
+# kind -> (node attributes, legend text). Fills follow graph_table's row colours.
+STYLES: dict[str, tuple[str, str]] = {
+    "placeholder": ('fillcolor="#e8f1fb" color="#4a78b0"', "an input"),
+    "get_attr": ('fillcolor="#f3ecfa" color="#7a55a8"', "reads a parameter or buffer"),
+    "call_function": ('fillcolor="#ffffff" color="#555555"', "calls a free function (torch.relu, operator.add)"),
+    "call_method": ('fillcolor="#fdf6e3" color="#a0802a"', "calls a method on a value (x.sum())"),
+    "call_module": ('fillcolor="#eaf7ea" color="#3f8a3f"', "calls a submodule"),
+    "output": ('fillcolor="#fbe9e7" color="#b0493a"', "what the graph returns"),
+    "module": ('fillcolor="#eaf7ea" color="#3f8a3f" peripheries=2', "a collapsed module (its node count)"),
+    "outside": ('fillcolor="#f4f4f4" color="#999999" style="rounded,filled,dashed" fontcolor="#666666"',
+                "outside the focused module"),
+    "more": ('shape=note fillcolor="#fff8c5" color="#a0802a"', "nodes not drawn (see the note)"),
+    # ExportedProgram inputs
+    "parameter": ('fillcolor="#f3ecfa" color="#7a55a8"', "input: a parameter"),
+    "buffer": ('fillcolor="#fdeaf3" color="#a8557a"', "input: a buffer"),
+    "constant": ('fillcolor="#eeeeee" color="#777777"', "input: a constant tensor"),
+    "user input": ('fillcolor="#e8f1fb" color="#4a78b0"', "input: a user input"),
+    "other input": ('fillcolor="#e8f1fb" color="#4a78b0" style="rounded,filled,dashed"',
+                    "input: another kind (token, custom object)"),
+    # TorchScript
+    "ts-param": ('fillcolor="#e8f1fb" color="#4a78b0"', "graph input (prim::Param)"),
+    "ts-node": ('fillcolor="#ffffff" color="#555555"', "an aten:: or prim:: node"),
+    "ts-constant": ('shape=plain style="" fontcolor="#666666" fontsize=9', "prim::Constant (grey text)"),
+    "ts-control": ('fillcolor="#fff3cd" color="#a0802a" penwidth=2', "prim::If / prim::Loop; blocks boxed"),
+    "ts-return": ('fillcolor="#fbe9e7" color="#b0493a"', "return (graph or block output)"),
+    # capture
+    "break": ('shape=octagon fillcolor="#ffe0e0" color="#c0392b" penwidth=2 style="filled"',
+              "graph break: reason and your source line"),
+    # graph_diff
+    "added": ('fillcolor="#d8f5dd" color="#1a7f37" penwidth=2', "added node / edge (green)"),
+    "removed": ('fillcolor="#ffebe9" color="#cf222e" style="rounded,filled,dashed" fontcolor="#8a1c24"',
+                "removed node / edge (red, dashed)"),
+    "changed": ('fillcolor="#fff8c5" color="#9a6700" penwidth=2', "changed node: retargeted, renamed"),
+    "rewired": ('fillcolor="#ffffff" color="#bc4c00" penwidth=2', "rewired: new inputs (orange edges)"),
+    "same": ('fillcolor="#ffffff" color="#999999" fontcolor="#555555"', "unchanged"),
+}
+_SWATCH = {"call_function": "#ffffff", "ts-node": "#ffffff", "same": "#ffffff", "rewired": "#ffffff",
+           "ts-constant": "#ffffff", "break": "#ffe0e0"}
+
+
+def quote(text: str) -> str:
+    """``text`` as a quoted dot string; ``\\n`` in ``text`` becomes a line break.
+
+    >>> quote('<built-in function add> "x" \\\\ y')
+    '"<built-in function add> \\\\"x\\\\" \\\\\\\\ y"'
+    """
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "")
+    return '"' + text.replace("\n", "\\n") + '"'
+
+
+def cut(text: str, width: int = LABEL_WIDTH) -> str:
+    """One label line, at most ``width`` characters (``…`` marks a cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Dot:
+    """A dot document under construction: ``node``, ``edge``, ``cluster``/``end``, ``finish``."""
+
+    def __init__(self, title: str = "") -> None:
+        self.title = title
+        self.note = ""
+        self.node_count = 0
+        self.edge_count = 0
+        self._lines: list[str] = []
+        self._edges: list[str] = []
+        self._kinds: dict[str, None] = {}  # legend entries in first-use order
+        self._depth = 1
+        self._clusters = 0
+        self._done: str | None = None
+
+    def use(self, kind: str) -> str:
+        """The attributes of ``kind``, recording it for the legend."""
+        self._kinds.setdefault(kind, None)
+        return STYLES[kind][0]
+
+    def node(self, node_id: str, label: str, kind: str, extra: str = "") -> None:
+        attrs = self.use(kind)
+        self._lines.append(f"{'  ' * self._depth}{quote(node_id)} [label={quote(label)} {attrs}{extra}]")
+        self.node_count += 1
+
+    def edge(self, tail: str, head: str, attrs: str = "") -> None:
+        # Edges are written at the top level: an edge inside a cluster would pull both of
+        # its ends into that cluster.
+        tail_head = f"{quote(tail)} -> {quote(head)}"
+        self._edges.append(f"  {tail_head}{f' [{attrs}]' if attrs else ''}")
+        self.edge_count += 1
+
+    def edge_kind(self, kind: str) -> None:
+        """Record an edge style (``added``, ``removed``) for the legend."""
+        self._kinds.setdefault(kind, None)
+
+    def cluster(self, label: str, attrs: str = 'style="rounded" color="#888888"') -> None:
+        pad = "  " * self._depth
+        self._lines.append(f"{pad}subgraph cluster_{self._clusters} {{")
+        self._lines.append(f"{pad}  label={quote(label)} labeljust=l {attrs}")
+        self._clusters += 1
+        self._depth += 1
+
+    def end(self) -> None:
+        self._depth -= 1
+        self._lines.append(f"{'  ' * self._depth}}}")
+
+    def raw(self, line: str) -> None:
+        self._lines.append(f"{'  ' * self._depth}{line}")
+
+    def finish(self) -> "Dot":
+        """Add the title, the note and the legend (one HTML-like graph label above the
+        picture, so the legend never stretches the layout); the source is fixed from here on."""
+        if self._done is None:
+            label = self._graph_label()
+            head = [
+                "digraph G {",
+                f'  graph [rankdir=TB fontname="{FONT}" fontsize=11 nodesep=0.25 ranksep=0.3'
+                f' labelloc=t labeljust=l charset="UTF-8"' + (f" label=<{label}>" if label else "") + "]",
+                f'  node [shape=box style="rounded,filled" fontname="{FONT}" fontsize=10'
+                ' margin="0.08,0.03" height=0.3]',
+                f'  edge [color="#666666" arrowsize=0.6 fontname="{FONT}" fontsize=9]',
+            ]
+            self._done = "\n".join([*head, *self._lines, *self._edges, "}"]) + "\n"
+        return self
+
+    def source(self) -> str:
+        return self.finish()._done or ""
+
+    def _graph_label(self) -> str:
+        rows = []
+        if self.title:
+            rows.append(f'<tr><td align="left"><b>{_html(self.title)}</b></td></tr>')
+        for line in self.note.splitlines():
+            rows.append(f'<tr><td align="left"><font point-size="10">{_html(line)}</font></td></tr>')
+        if self._kinds:
+            legend = "".join(_legend_row(kind) for kind in self._kinds)
+            rows.append('<tr><td align="left"><table border="0" cellborder="1" cellspacing="0" '
+                        f'cellpadding="2"><tr><td colspan="2"><font point-size="9"><b>legend</b></font></td></tr>'
+                        f"{legend}</table></td></tr>")
+        if not rows:
+            return ""
+        return f'<table border="0" cellborder="0" cellspacing="0" cellpadding="1">{"".join(rows)}</table>'
+
+
+def _html(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _legend_row(kind: str) -> str:
+    attrs, text = STYLES[kind]
+    fill = _SWATCH.get(kind) or attrs.split('fillcolor="', 1)[-1].split('"', 1)[0]
+    if not fill.startswith("#"):
+        fill = "#ffffff"
+    return (f'<tr><td bgcolor="{fill}"><font point-size="9">{_html(kind)}</font></td>'
+            f'<td align="left"><font point-size="9">{_html(text)}</font></td></tr>')
+
+
+def lines(parts: Iterable[str]) -> str:
+    """Non-empty label lines joined with newlines, each cut to :data:`LABEL_WIDTH`."""
+    return "\n".join(cut(p) for p in parts if p)
