@@ -27,6 +27,8 @@ _LAZY = {
     "bytecode": "_bytecode",
     "Bytecode": "_bytecode",
     "capture": "_capture",
+    "lowering": "_lowering",
+    "Lowering": "_lowering",
     "Capture": "_capture",
     "draw": "_draw",
     "Drawing": "_draw",
