@@ -52,19 +52,22 @@ def _modules(obj: Any) -> list[torch.nn.Module]:
 
 @contextlib.contextmanager
 def untouched(obj: Any) -> Iterator[None]:
-    """Snapshot the parameters, buffers and attributes of ``obj`` (an ``nn.Module`` or a
+    """Snapshot the buffers and attributes of ``obj`` (an ``nn.Module`` or a
     bound method of one) and of its submodules, and put them back when the block ends.
 
-    Tensors are restored by value; other attributes (the train/eval flag, a value a
-    module computes on its first call and keeps, such as torchvision's ``MultiScaleRoIAlign``
-    scales) by identity: an attribute that was reassigned, added or deleted is put back.
+    Buffers (BatchNorm's running statistics, counters) are restored by value; other
+    attributes (the train/eval flag, a value a module computes on its first call and
+    keeps, such as torchvision's ``MultiScaleRoIAlign`` scales) by identity: an attribute
+    that was reassigned, added or deleted is put back. Parameters are not copied (that
+    would cost as much as a capture of a large model): a forward that writes into its
+    own weights in place keeps that change.
     """
     roots = _modules(obj)
     attributes = [(m, dict(vars(m))) for root in roots for m in root.modules()]
     tensors: list[tuple[torch.Tensor, torch.Tensor]] = []
     seen: set[int] = set()
     for root in roots:
-        for t in [*root.parameters(), *root.buffers()]:
+        for t in root.buffers():
             if id(t) not in seen:
                 seen.add(id(t))
                 tensors.append((t, t.detach().clone()))

@@ -8,8 +8,8 @@ break with no tensor op before it (a forward hook, an unsupported first statemen
 break inside an inlined helper) is counted too; ``torch._dynamo.explain`` misses those.
 
 The caller's objects are left as they were: the function runs on copies of the tensors
-passed in, and a module's parameters, buffers and train/eval flags are put back after
-each call.
+passed in, and a module's buffers and attributes (the train/eval flag, values cached on a
+first call) are put back after each call.
 
 >>> from fxcourse import zoo
 >>> model, args = zoo.example("mlp")

@@ -9,10 +9,10 @@ eager on the example input *and* on a second input, and how long it took.
 The ``dynamo fullgraph=False`` row is :func:`fxcourse.capture` itself, so the two always
 agree on graphs and breaks. ``torch.export.export`` runs in its default mode, non-strict
 in PyTorch 2.13: that is what a learner gets when they call it. Everything runs in the
-caller's grad mode, on copies of the inputs, and a module's parameters, buffers and
-train/eval flags are put back after every attempt. TorchScript can crash the interpreter
-on code it does not expect; its two rows are tried in a child process first, and a crash
-there is that row's failure.
+caller's grad mode, on copies of the inputs, and a module's buffers and attributes
+(train/eval flag included) are put back after every attempt. TorchScript can crash the
+interpreter on code it does not expect; its two rows are tried in a child process first,
+and a crash there is that row's failure.
 
 Warnings (``DeprecationWarning`` from TorchScript, the ``TracerWarning`` that gives away a
 baked-in branch) and log lines are recorded on the row instead of being printed.
