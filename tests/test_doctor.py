@@ -55,3 +55,20 @@ def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):
 def test_other_torchvision_errors_keep_their_message():
     f = diagnose_torchvision_error("ImportError: no module named 'PIL'", "2.13.0", "0.28.0")
     assert not f.ok and "no module named 'PIL'" in f.en
+
+
+def test_graphviz_and_a_cjk_font_are_found_here():
+    report = diagnose(python=sys.executable)
+    found = {f.name: f for f in report.findings}
+    assert found["graphviz"].ok and "graphviz version" in found["graphviz"].en
+    assert found["CJK font"].ok and "CJK" in found["CJK font"].en
+
+
+def test_missing_dot_and_fonts_say_how_to_install_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no fc-list here
+    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    found = {f.name: f for f in report.findings}
+    assert not found["graphviz"].ok and "apt-get install graphviz" in found["graphviz"].fix
+    assert "conda install -c conda-forge graphviz" in found["graphviz"].fix and "请安装 Graphviz" in found["graphviz"].zh
+    assert not found["CJK font"].ok and "fonts-noto-cjk" in found["CJK font"].fix and "中文字体" in found["CJK font"].zh
+    assert "FAIL graphviz" in report.to_text()
