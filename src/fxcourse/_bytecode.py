@@ -34,7 +34,7 @@ from ._render import Viewable, esc
 __all__ = ["Bytecode", "Section", "bytecode"]
 
 _PY = f"Python {sys.version_info.major}.{sys.version_info.minor}"
-GUARD_LINES = 40  # guards per section shown by default; full=True shows all
+GUARD_LINES = 120  # guards per section shown by default; full=True shows all
 CODE_LINES = 200  # lines of each Python or bytecode view shown by default
 _FULL = "to_text(full=True) or to_html(full=True) shows all"
 _STYLE = ("display:flex;gap:1em;align-items:flex-start", "flex:1;min-width:0",

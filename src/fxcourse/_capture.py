@@ -39,8 +39,8 @@ __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 _OPS_NOTE = ("ops: call_function nodes, counted as torch._dynamo.explain counts them "
              "(method calls such as y.sum() are call_method nodes)")
 _STYLE = table_style("fxcourse-capture-table", {})
-GUARD_LINES = 40  # guards shown by default in HTML; to_html(full=True) shows all
-CODE_LINES = 60  # lines of each graph's code shown by default; full=True shows all
+GUARD_LINES = 120  # guards shown by default in HTML; to_html(full=True) shows all
+CODE_LINES = 120  # lines of each graph's code shown by default; full=True shows all
 _FULL = "to_text(full=True) or to_html(full=True) shows all"
 _NO_CHECK = "no check of its own: the GLOBAL_STATE guard covers it"
 
