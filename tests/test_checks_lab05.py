@@ -285,3 +285,62 @@ def test_lab05_4_rejects_float_positions():
         return torch.where(pos < lengths[:, None], pos, -1.0)
     result = expect_wrong("lab05.4", floats)
     assert "torch.int64" in result.en and "dtype" in result.zh
+
+
+# -- found by an adversarial review: near-misses a learner writes ---------------------------------
+def test_lab05_2_rejects_comparing_the_exact_class():
+    exact = _tracer_answer(lambda self, m, name, types: type(m) in types or fx.Tracer.is_leaf_module(self, m, name))
+    result = expect_wrong("lab05.2", exact)
+    assert "subclass" in result.en and "子类" in result.zh and "'soft'" in result.en
+    _no_pasteable_code(result)
+
+
+def test_lab05_2_rejects_comparing_class_names():
+    by_class_name = _tracer_answer(lambda self, m, name, types: type(m).__name__ in {t.__name__ for t in types}
+                                   or fx.Tracer.is_leaf_module(self, m, name))
+    result = expect_wrong("lab05.2", by_class_name)
+    assert "class name" in result.en and "类名" in result.zh
+
+
+def test_lab05_2_rejects_keeping_an_nn_sequential_whole():
+    every_torch_module = _tracer_answer(lambda self, m, name, types: isinstance(m, types)
+                                        or m.__module__.startswith("torch.nn"))
+    result = expect_wrong("lab05.2", every_torch_module)
+    assert "body became one call_module" in result.en and "nn.Sequential" in result.zh
+    assert "traced through instead" not in result.en  # the old, misleading diagnosis
+    _no_pasteable_code(result)
+
+
+def test_lab05_3_rejects_autowrapping_the_whole_module():
+    import sys
+
+    def whole_module(model, fn):
+        tracer = fx.Tracer(autowrap_modules=(sys.modules[fn.__module__],))
+        graph = tracer.trace(model)
+        return fx.GraphModule(tracer.root, graph)
+    result = expect_wrong("lab05.3", whole_module)
+    assert "centre became call_function" in result.en and "所在模块的所有函数" in result.zh
+    _no_pasteable_code(result)
+
+
+def test_lab05_3_accepts_a_list_of_functions_and_the_model_as_root():
+    def as_list(model, fn):
+        graph = fx.Tracer(autowrap_functions=[fn]).trace(model)
+        return fx.GraphModule(model, graph)
+    expect_passed("lab05.3", as_list)
+
+
+def test_lab05_4_names_one_column_too_many():
+    def wide(lengths):
+        pos = torch.arange(lengths.max() + 1)
+        return torch.where(pos < lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", wide)
+    assert "one column too many" in result.en and "多了一列" in result.zh and "(3, 5)" in result.got
+
+
+def test_lab05_4_width_from_the_sum_is_not_blamed_on_the_trace_alone():
+    def summed(lengths):
+        pos = torch.arange(lengths.sum())
+        return torch.where(pos < lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", summed)
+    assert "not this input's largest length" in result.en and "最大长度" in result.zh

@@ -284,3 +284,81 @@ def test_lab06_3_another_right_answer_passes():
             counts.append(len(_debug_get_cache_entry_list(fn)))  # the function stands for its code object
         return counts
     expect_passed("lab06.3", by_function)
+
+
+# -- found by an adversarial review: near-misses a learner writes ---------------------------------
+
+def test_lab06_3_resetting_before_every_call_is_named():
+    def reset_each_time(fn, calls):
+        sizes = []
+        for args in calls:
+            torch._dynamo.reset()
+            torch.compile(fn, backend="eager")(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", reset_each_time)
+    assert "every count is 1" in result.en and "每个计数都是 1" in result.zh
+    assert result.got == "[1, 1, 1, 1, 1]"
+
+
+def test_lab06_3_counting_the_resume_functions_entries_is_named():
+    from fxcourse._dynamo_cache import walk
+
+    def with_resume(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(sum(len(frame.entries) for frame in walk(fn)))
+        return sizes
+    result = expect_wrong("lab06.3", with_resume)
+    assert "resume function's cache entries" in result.en and "恢复函数的缓存条目" in result.zh
+    assert "_halves" in result.tried and "earlier compile" not in result.en  # not blamed on a stale cache
+
+
+def test_lab06_3_counting_every_resume_global_of_the_module_is_named():
+    def module_resumes_too(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)) + sum(
+                len(_debug_get_cache_entry_list(value.__code__)) for name, value in fn.__globals__.items()
+                if name.startswith("__resume_at")))
+        return sizes
+    result = expect_wrong("lab06.3", module_resumes_too)
+    assert "resume function too" in result.en and "恢复函数的缓存条目也算进去" in result.zh
+    assert "_halves" in result.tried and "earlier compile" not in result.en
+
+
+def test_lab06_3_a_new_compile_for_each_call_passes():
+    def compile_each_call(fn, calls):
+        torch._dynamo.reset()
+        sizes = []
+        for args in calls:
+            torch.compile(fn, backend="eager")(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    expect_passed("lab06.3", compile_each_call)
+
+
+def test_lab06_4_fns_own_name_is_named():
+    result = expect_wrong("lab06.4", lambda fn, *args: sorted(_walk(fn, *args) + [fn.__code__.co_name]))
+    assert "own code name" in result.en and "自己的代码名" in result.zh and "_no_break" in result.tried
+
+
+def test_lab06_4_every_resume_global_of_the_module_is_named():
+    from fxcourse.checks import lab06
+
+    torch.compile(lab06._one_break, backend="eager")(torch.ones(2))  # leaves a resume function in the module
+    torch._dynamo.reset()
+
+    def every_global(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        return sorted(value.__code__.co_name for name, value in fn.__globals__.items()
+                      if name.startswith("__resume_at"))
+    result = expect_wrong("lab06.4", every_global)
+    assert "other functions" in result.en and "其他函数的恢复函数" in result.zh and "_no_break" in result.tried

@@ -212,6 +212,16 @@ class _Block(nn.Module):
         return torch.relu(self.lin(x)) + x
 
 
+class _SoftRescale(_Rescale):
+    """A subclass of a leaf class: an instance of ``_Rescale`` too, so a leaf as well."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.norm()
+        if n > 2.0:
+            return x / (2 * n)
+        return x
+
+
 class _NetA(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -245,6 +255,22 @@ class _NetC(nn.Module):
         return self.head(self.mid(self.norm(x)))
 
 
+class _NetD(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.soft = _SoftRescale()
+        self.block = _Block()
+        self.tail = nn.Sequential(nn.Linear(4, 4), _Threshold())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tail(self.block(self.soft(x)))
+
+
+def _exact_type_misses(model: nn.Module, leaf_types: tuple[type, ...]) -> list[str]:
+    """Submodules that are instances of a leaf class through a subclass (``type(m)`` is not listed)."""
+    return [n for n, m in model.named_modules() if n and isinstance(m, leaf_types) and type(m) not in leaf_types]
+
+
 def _expected_modules(model: nn.Module, leaf_types: tuple[type, ...]) -> tuple[set[str], set[str], set[str]]:
     """(leaf paths, torch.nn paths outside leaves, custom traceable paths) of a checker model."""
     leaves = {n for n, m in model.named_modules() if n and isinstance(m, leaf_types)}
@@ -271,13 +297,14 @@ def _expected_modules(model: nn.Module, leaf_types: tuple[type, ...]) -> tuple[s
 ])
 def _leaf_modules(answer: Any) -> None:
     need_callable(answer, "trace_with_leaves")
-    cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold))]
+    cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold)),
+             (_NetD, (_Rescale, _Threshold))]
     for build, leaf_types in cases:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(3)
             model = build().eval()
-        names = ", ".join(t.__name__ for t in leaf_types)
-        tried = f"trace_with_leaves({build.__name__}(), ({names},))"
+        names = ", ".join(t.__name__ for t in leaf_types) + ("," if len(leaf_types) == 1 else "")
+        tried = f"trace_with_leaves({build.__name__}(), ({names}))"
         try:
             got = answer(model, leaf_types)
         except AttributeError as exc:
@@ -285,6 +312,14 @@ def _leaf_modules(answer: Any) -> None:
                 raise
             raise _root_before_trace(exc, tried) from None
         except fx.proxy.TraceError as exc:
+            subclassed = _exact_type_misses(model, leaf_types)
+            if subclassed:
+                raise Wrong(f"tracing entered {subclassed[0]!r}, whose class is a subclass of one in leaf_types: an "
+                            "instance of a subclass is an instance of the leaf class too, so it is a leaf as well. "
+                            "Comparing a module's exact class (or its class name) with leaf_types misses it.",
+                            f"追踪进入了 {subclassed[0]!r}，它的类是 leaf_types 中某个类的子类：子类的实例也是该叶子类的实例，"
+                            "所以它同样是叶子。拿模块的确切类（或类名）与 leaf_types 比较会漏掉它。",
+                            tried=tried, got=one_line_error(exc)) from None
             raise Wrong("tracing still entered a data-dependent module. Decide by the module's class "
                         "(leaf_types), not by its name: the same class can sit anywhere, under any name "
                         "(here also inside an nn.Sequential).",
@@ -302,6 +337,16 @@ def _leaf_modules(answer: Any) -> None:
                         "的默认规则判断。",
                         tried=tried, expected=f"traced through: {', '.join(sorted(custom))}",
                         got=f"call_module {', '.join(too_coarse)}")
+        kept_whole = sorted(set(called) - leaves - default - custom)
+        if kept_whole:
+            raise Wrong(f"{', '.join(kept_whole)} became one call_module node, but it is neither an instance of "
+                        "leaf_types nor a layer the tracer's default rule keeps (the default traces into "
+                        "containers such as nn.Sequential and keeps the layers inside). Leave every module that is "
+                        "not in leaf_types to the default rule.",
+                        f"{', '.join(kept_whole)} 成了一个 call_module 节点，但它既不是 leaf_types 的实例，也不是追踪器默认规则"
+                        "会保留的层（默认规则会进入 nn.Sequential 这类容器，保留其中的各层）。不属于 leaf_types 的模块请交给默认规则。",
+                        tried=tried, expected=f"call_module {', '.join(sorted(leaves | default))}",
+                        got=f"call_module {', '.join(sorted(called))}")
         missing_default = sorted(default - set(called))
         if missing_default:
             raise Wrong("torch.nn layers were traced through instead of staying one call_module each: "
@@ -341,6 +386,11 @@ def mix_parts(parts: Any) -> torch.Tensor:
     return out
 
 
+def centre(x: torch.Tensor) -> torch.Tensor:
+    """A traceable helper in the same module as the others: traced through unless it is ``fn``."""
+    return x - x.mean(-1, keepdim=True)
+
+
 class _TwoCalls(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -356,7 +406,7 @@ class _Mixer(nn.Module):
         self.lin = nn.Linear(6, 6)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(mix_parts(self.lin(x).chunk(3, dim=-1)))
+        return torch.sigmoid(mix_parts(self.lin(centre(x)).chunk(3, dim=-1)))
 
 
 @task("lab05.3", "keep a helper function as one call_function", "把辅助函数保留为一个 call_function", hints=[
@@ -413,6 +463,17 @@ def _helper_leaf(answer: Any) -> None:
                         "辅助函数的每次调用都应当是一个 call_function 节点，其 target 就是该函数本身（即传给 trace_keeping 的函数对象）。",
                         tried=tried, expected=f"{calls} call_function node(s) for {fn.__name__}",
                         got=f"{count}")
+        others = sorted({n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"
+                         and n.target is not fn and getattr(n.target, "__module__", None) == fn.__module__})
+        if others:
+            raise Wrong(f"{', '.join(others)} became call_function nodes too, though only {fn.__name__} (the function "
+                        "trace_keeping was given) should be kept whole: keep exactly that function object, not every "
+                        "function of its module; everything else is traced through as symbolic_trace would.",
+                        f"{', '.join(others)} 也成了 call_function 节点，而只有 {fn.__name__}（传给 trace_keeping 的函数）"
+                        "应当保留为整体：请只保留这一个函数对象，而不是它所在模块的所有函数；其余部分都像 symbolic_trace "
+                        "那样被追踪展开。",
+                        tried=tried, expected=f"only {fn.__name__} kept as call_function",
+                        got=f"also {', '.join(others)}")
         _matches_eager(gm, model, [(f"{tried}(x of shape {shape})", (torch.randn(*shape, generator=gen),))
                                    for shape in shapes])
 
@@ -468,11 +529,16 @@ _POSITION_MISTAKES = [
     Mistake("rows", lambda got, want, p: got.ndim != 2 or got.shape[0] != want.shape[0],
             "the result needs one row per entry of lengths.",
             "结果中 lengths 的每一项都要对应一行。"),
+    Mistake("one column too many", lambda got, want, p: got.shape[1] == want.shape[1] + 1,
+            "the result has one column too many: the width is the largest length itself, since a row of "
+            "length n holds positions 0 to n - 1.",
+            "结果多了一列：宽度就是最大的那个长度本身，因为长度为 n 的行包含位置 0 到 n - 1。"),
     Mistake("width", lambda got, want, p: got.shape[1] != want.shape[1],
-            "the width must follow this input's largest length: a width fixed in the code, or one computed "
-            "once while tracing, is baked into the graph and stays wrong for other lengths.",
-            "宽度必须随当前输入的最大长度变化：写死在代码里的宽度，或者追踪时只算一次的宽度，都会被固化进计算图，"
-            "换一组 lengths 就错了。"),
+            "the width is not this input's largest length. It must come from the lengths of each call: a width "
+            "fixed in the code, or one computed once while tracing, is baked into the graph and stays wrong for "
+            "other lengths.",
+            "宽度不等于当前输入的最大长度。它必须由每次调用的 lengths 得出：写死在代码里的宽度，或者追踪时只算一次的宽度，"
+            "都会被固化进计算图，换一组 lengths 就错了。"),
     Mistake("one slot too many", lambda got, want, p: _valid_counts(got) != _valid_counts(want)
             and _valid_counts(got) == [min(c + 1, want.shape[1]) for c in _valid_counts(want)],
             "each row has one position too many: a row of length n holds positions 0 to n - 1, and the slot "

@@ -477,12 +477,13 @@ def _cache_cases() -> list[tuple[str, Callable[..., Any], list[tuple[Any, ...]]]
     ]
 
 
-_SIZES: dict[str, tuple[list[int], list[int]]] = {}
+_SIZES: dict[str, tuple[list[int], list[int], list[int]]] = {}
 
 
 def _reference_sizes(label: str, fn: Callable[..., Any],
-                     calls: list[tuple[Any, ...]]) -> tuple[list[int], list[int]]:
-    """(cache entries on fn.__code__, graphs compiled so far) after each call; computed once."""
+                     calls: list[tuple[Any, ...]]) -> tuple[list[int], list[int], list[int]]:
+    """(cache entries on fn.__code__, graphs compiled so far, entries on fn's code and every resume
+    function's code together) after each call; computed once."""
     if label not in _SIZES:
         torch._dynamo.reset()
         graphs: list[Any] = []
@@ -492,14 +493,15 @@ def _reference_sizes(label: str, fn: Callable[..., Any],
             return gm.forward
 
         compiled = torch.compile(fn, backend=counting)
-        sizes, counts = [], []
+        sizes, counts, with_resume = [], [], []
         with quiet():
             for args in calls:
                 compiled(*args)
                 sizes.append(len(cache_entries(fn.__code__)))
                 counts.append(len(graphs))
+                with_resume.append(sum(len(frame.entries) for frame in walk(fn)))
         torch._dynamo.reset()
-        _SIZES[label] = (sizes, counts)
+        _SIZES[label] = (sizes, counts, with_resume)
     return _SIZES[label]
 
 
@@ -512,22 +514,37 @@ def _describe_calls(calls: list[tuple[Any, ...]]) -> str:
     return ", ".join("(" + ", ".join(one(a) for a in args) + ")" for args in calls)
 
 
-#: Known wrong results of lab06.3: predicate(got, want, graph counts), English, 中文.
-_CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int]], bool], str, str]] = [
-    (lambda got, want, graphs: got == graphs,
-     "those are graph counts: count the cache entries of fn's own code object. After a break the resume "
-     "function has a cache of its own, and one cache entry can hold more than one graph's worth of code.",
-     "这些是计算图的数量：应统计 fn 自己的代码对象上的缓存条目。中断之后的恢复函数有自己的缓存，"
-     "而且一个缓存条目并不等于一张计算图。"),
-    (lambda got, want, graphs: all(g == 0 for g in got),
+#: Known wrong results of lab06.3: predicate(got, want, graph counts, counts with the resume
+#: functions' entries), English, 中文.
+_CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]], bool], str, str]] = [
+    (lambda got, want, graphs, with_resume: got == graphs,
+     "those are graph counts (the same as counting the resume function's cache entries along with fn's): "
+     "count only the cache entries of fn's own code object. After a break the resume function has a cache of "
+     "its own, and one cache entry can hold more than one graph's worth of code.",
+     "这些是计算图的数量（与把恢复函数的缓存条目和 fn 的一起计数结果相同）：请只统计 fn 自己的代码对象上的缓存条目。"
+     "中断之后的恢复函数有自己的缓存，而且一个缓存条目并不等于一张计算图。"),
+    (lambda got, want, graphs, with_resume: all(g == 0 for g in got),
      "every count is 0: read the cache of the code object Dynamo compiled (fn's own, not the wrapper "
      "torch.compile returns), after calling the compiled function.",
      "所有计数都是 0：应在调用编译后的函数之后，读取 Dynamo 编译的那个代码对象（fn 自己的，而不是 "
      "torch.compile 返回的包装函数的）的缓存。"),
-    (lambda got, want, graphs: got == [0] + want[:-1],
+    (lambda got, want, graphs, with_resume: got == [0] + want[:-1],
      "each count is one call late: record the count after each call, not before it.",
      "每个计数都晚了一次调用：请在每次调用之后记录计数，而不是之前。"),
-    (lambda got, want, graphs: got[0] > want[0] and all(g >= w for g, w in zip(got, want)),
+    (lambda got, want, graphs, with_resume: all(g == 1 for g in got) and max(want) > 1,
+     "every count is 1: the cache was emptied before each call, so entries never add up. Empty it once, "
+     "before the first call, then make every call on the same cache (lecture 06, section 5).",
+     "每个计数都是 1：每次调用之前缓存都被清空了，所以条目不会累积。请只在第一次调用之前清空一次，然后所有调用都在同一个缓存上进行"
+     "（第 06 讲第 5 节）。"),
+    # Before the stale-entry mistake: an answer that forgot the reset already failed on _poly, which has
+    # no break; on a function with a break, counts that are too high come from the resume functions.
+    (lambda got, want, graphs, with_resume: with_resume != want and (got == with_resume or all(
+        g >= w for g, w in zip(got, want))),
+     "the counts include cache entries of the resume function too: after a graph break it is a code object "
+     "of its own, with its own cache. Count only the entries on fn's own code object.",
+     "这些计数把恢复函数的缓存条目也算进去了：图中断之后，恢复函数是一个独立的代码对象，有自己的缓存。"
+     "请只统计 fn 自己的代码对象上的条目。"),
+    (lambda got, want, graphs, with_resume: got[0] > want[0] and all(g >= w for g, w in zip(got, want)),
      "the counts are too high from the first call on: entries left by an earlier compile of fn are still in "
      "its cache. Start from an empty cache (lecture 06, section 5).",
      "从第一次调用起计数就偏大：之前编译 fn 留下的条目还在它的缓存里。请从空缓存开始（第 06 讲第 5 节）。"),
@@ -548,7 +565,7 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int]], bool], s
 def _cache_sizes(answer: Any) -> None:
     need_callable(answer, "cache_sizes")
     for label, fn, calls in _cache_cases():
-        want, graph_counts = _reference_sizes(label, fn, calls)
+        want, graph_counts, with_resume = _reference_sizes(label, fn, calls)
         # Leave a stale entry behind, as an earlier experiment in a notebook would.
         with quiet():
             torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
@@ -563,7 +580,7 @@ def _cache_sizes(answer: Any) -> None:
         if got == want:
             continue
         for matches, en, zh in _CACHE_MISTAKES:
-            if matches(got, want, graph_counts):
+            if matches(got, want, graph_counts, with_resume):
                 raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
         raise Wrong("the counts differ from the cache entries on fn's code object after each call.",
                     "这些计数与每次调用之后 fn 的代码对象上的缓存条目数不一致。",
@@ -616,6 +633,17 @@ def _reference_names(label: str, fn: Callable[..., Any], x: torch.Tensor) -> lis
 
 #: Known wrong results of lab06.4: predicate(got, want, label), English, 中文.
 _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, str]] = [
+    (lambda got, want, label: label in got,
+     "fn's own code name is in the list: fn is where the search starts, not a resume function. Return only the "
+     "resume functions.",
+     "列表里有 fn 自己的代码名：fn 是搜索的起点，而不是恢复函数。请只返回恢复函数。"),
+    (lambda got, want, label: any(n.startswith("torch_dynamo_resume_in") and f"resume_in_{label}_at" not in n
+                                  for n in got),
+     "some names are resume functions of other functions: fn.__globals__ is the namespace of fn's whole module, "
+     "shared by every function defined there. Start from fn's own cache entries and follow only the names "
+     "their code refers to.",
+     "有些名字是其他函数的恢复函数：fn.__globals__ 是 fn 所在整个模块的命名空间，模块中定义的每个函数都共用它。"
+     "请从 fn 自己的缓存条目出发，只跟随它们的代码所引用的名字。"),
     (lambda got, want, label: any(n.startswith("__resume_at") for n in got),
      "those are the global names the transformed code refers to; return each resume function's own code name "
      "(the name of its code object, which starts with torch_dynamo_resume_in_).",
