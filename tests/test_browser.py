@@ -163,3 +163,48 @@ def test_resnet18_graph_table_renders_styled_in_jupyterlab(jupyterlab):
             page.screenshot(path=str(OUTPUT / "resnet18_graph_table.png"))
         finally:
             browser.close()
+
+
+def test_a_drawing_and_a_plot_render_in_jupyterlab(jupyterlab):
+    """draw() shows as SVG and bar_plot() as PNG in a JupyterLab output, 中文 labels included."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+    from playwright.sync_api import sync_playwright
+
+    base, token, root = jupyterlab
+    (root / "views").mkdir(exist_ok=True)
+    drawing = ("import torch\nfrom fxcourse import capture, draw, zoo\n"
+               "model, args = zoo.example('gate')\ndraw(capture(model, *args))")
+    plot = ("from fxcourse import bar_plot\n"
+            "bar_plot({('eager', '即时执行'): 12.5, ('compiled', '编译后'): 3.2},"
+            " title=('time per call', '每次调用耗时'), unit='µs')")
+    nbformat.write(new_notebook(cells=[new_code_cell(drawing), new_code_cell(plot)], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}),
+        root / "views" / "pictures.ipynb")
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            _open(page, base, token, "views/pictures.ipynb")
+            _menu(page, "Run", "Run All Cells")
+            svg = page.locator(".jp-OutputArea-output.jp-RenderedSVG").first
+            svg.wait_for(timeout=120_000)
+            png = page.locator(".jp-OutputArea-output.jp-RenderedImage img").first
+            png.wait_for(timeout=120_000)
+            # JupyterLab shows the SVG inline or as an <img>; either way it must have drawn
+            box = svg.bounding_box()
+            assert box and box["width"] > 300 and box["height"] > 300, box
+            inline = svg.locator("svg")
+            if inline.count():
+                text = inline.first.inner_text()
+                assert "graph break 1" in text and "图中断" in text
+            else:
+                assert svg.locator("img").first.evaluate("i => i.naturalWidth") > 300
+            assert png.evaluate("i => i.complete && i.naturalWidth") > 500
+            assert page.locator(".jp-OutputArea-output .jp-RenderedText").count() == 0  # no repr text instead
+            svg.scroll_into_view_if_needed()
+            page.screenshot(path=str(OUTPUT / "drawing_and_plot.png"), full_page=True)
+            assert (OUTPUT / "drawing_and_plot.png").stat().st_size > 20_000
+        finally:
+            browser.close()
