@@ -168,6 +168,6 @@ def _legend_row(kind: str) -> str:
             f'<td align="left"><font point-size="9">{_html(text)}</font></td></tr>')
 
 
-def lines(parts: Iterable[str]) -> str:
-    """Non-empty label lines joined with newlines, each cut to :data:`LABEL_WIDTH`."""
-    return "\n".join(cut(p) for p in parts if p)
+def lines(parts: Iterable[str], width: int = LABEL_WIDTH) -> str:
+    """Non-empty label lines joined with newlines, each cut to ``width`` characters."""
+    return "\n".join(cut(p, width) for p in parts if p)

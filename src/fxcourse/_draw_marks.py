@@ -59,7 +59,7 @@ def capture_dot(cap: Any, max_nodes: int | None, shapes: bool) -> Dot:
             node_id = f"break{i}"
             number = breaks.index(item) + 1
             where = f"{item.location} in {item.function}" if item.function else item.location
-            label = lines([f"graph break {number} / 图中断 {number}", where, item.line, item.reason])
+            label = lines([f"graph break {number} / 图中断 {number}", where, item.line, item.reason], width=72)
             dot.node(node_id, label, "break")
             if previous is not None:
                 dot.edge(previous, node_id, 'color="#c0392b" style="bold" arrowsize=0.8')
