@@ -281,3 +281,44 @@ def test_lab00_hints_climb_from_a_nudge_to_the_lecture():
         assert 2 <= len(steps) <= 3
         assert "course/" in steps[-1].en and "course/" in steps[-1].zh
         assert all("torch.where(" not in s.en and "torch.jit.script(" not in s.en for s in steps)
+
+
+def test_lab00_1_editing_the_graph_while_counting_is_wrong():
+    def erase_output(gm):
+        counts = Counter(n.op for n in gm.graph.nodes)
+        gm.graph.erase_node([n for n in gm.graph.nodes if n.op == "output"][0])
+        return dict(counts)
+
+    result = expect_wrong("lab00.1", erase_output)
+    assert "changed the graph it was given" in result.en and "修改了传给它的计算图" in result.zh
+
+
+def test_lab00_1_float_counts_are_named():
+    result = expect_wrong("lab00.1", lambda gm: {k: float(v) for k, v in Counter(n.op for n in gm.graph.nodes).items()})
+    assert "not a Python int" in result.en and "不是 Python int" in result.zh
+
+
+def test_lab00_1_counting_users_is_not_called_counting_modules():
+    result = expect_wrong("lab00.1", lambda gm: {n.op: len(n.users) for n in gm.graph.nodes})
+    assert "submodules" not in result.en and "a count is off" in result.en and "有计数不对" in result.zh
+
+
+def test_lab00_3_deciding_per_element_is_named():
+    class ElementGate(zoo.Gate):
+        def forward(self, x):
+            y = self.linear(x)
+            return torch.where(y > 0, torch.relu(y), -y)
+
+    result = expect_wrong("lab00.3", ElementGate)
+    assert "entry by entry" in result.en and "逐个元素" in result.zh
+
+
+def test_lab00_3_a_first_row_decision_is_not_called_one_branch():
+    class FirstRowGate(zoo.Gate):
+        def forward(self, x):
+            y = self.linear(x)
+            return torch.where(y[0].sum() > 0, torch.relu(y), -y)
+
+    result = expect_wrong("lab00.3", FirstRowGate)
+    assert "same branch whatever the input" not in result.en and "同一个分支" not in result.zh
+    assert "another result than Gate" in result.en and "结果不同" in result.zh

@@ -3,6 +3,7 @@ pass, stubs are not implemented, and the mistakes learners make are rejected and
 languages."""
 from __future__ import annotations
 
+import copy
 import io
 import warnings
 from collections import Counter
@@ -313,3 +314,62 @@ def test_lab01_4_tracing_with_the_first_tensor_only_is_named():
 
     result = expect_wrong("lab01.4", first_only)
     assert "whole tuple" in result.en and "整个 tuple" in result.zh
+
+
+def test_lab01_1_skipping_the_first_node_is_wrong():
+    def skip_first(traced):
+        nodes = list(traced.inlined_graph.nodes())[1:]
+        return dict(Counter(n.kind() for n in nodes if n.kind().startswith("aten::")))
+
+    result = expect_wrong("lab01.1", skip_first)
+    assert "relu, sin, neg" in result.tried and "a count is off" in result.en and "有计数不对" in result.zh
+
+
+def test_lab01_1_the_kind_method_as_key_is_named():
+    result = expect_wrong("lab01.1", lambda traced: dict(Counter(n.kind for n in traced.inlined_graph.nodes())))
+    assert "bound methods" in result.en and "绑定方法" in result.zh
+
+
+def test_lab01_3_a_float64_divisor_is_named():
+    class Float64Mean(nn.Module):
+        def forward(self, x):
+            n = torch.arange(1, x.shape[0] + 1, dtype=torch.float64).unsqueeze(1)
+            return x.cumsum(0) / n
+
+    result = expect_wrong("lab01.3", Float64Mean)
+    assert "dtype" in result.en and "dtype" in result.zh and "float64" in result.got
+
+
+def test_lab01_3_divisors_along_the_wrong_axis_say_which_input():
+    class FlatDivisors(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.arange(1, x.shape[0] + 1, dtype=x.dtype)
+
+    result = expect_wrong("lab01.3", FlatDivisors)
+    assert "line up with the rows" in result.en and "与行对齐" in result.zh and "shape (4, 3)" in result.tried
+
+
+def test_lab01_3_in_place_message_names_the_module_in_both_languages():
+    class InPlace(nn.Module):
+        def forward(self, x):
+            return x.cumsum_(0) / torch.arange(1, x.shape[0] + 1, dtype=x.dtype).unsqueeze(1)
+
+    result = expect_wrong("lab01.3", InPlace)
+    assert result.zh.startswith("TraceableRunningMean() 原地修改了输入")
+
+
+def test_lab01_4_a_deep_copy_of_the_trace_is_not_a_round_trip():
+    def deep_copy(model, example_inputs):
+        return copy.deepcopy(torch.jit.trace(model, example_inputs))
+
+    result = expect_wrong("lab01.4", deep_copy)
+    assert "did not come out of torch.jit.load" in result.en and "不是 torch.jit.load 读回来的" in result.zh
+
+
+def test_lab01_4_loading_a_copy_of_the_bytes_passes():
+    def through_getvalue(model, example_inputs):
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
+        return torch.jit.load(io.BytesIO(buffer.getvalue()))
+
+    expect_passed("lab01.4", through_getvalue)

@@ -328,3 +328,54 @@ def test_lab02_3_the_order_of_the_three_passes_does_not_matter_on_the_hidden_gra
             counts.add(lab02._count(g))
         assert len(counts) == 1, (label, counts)
         assert counts.pop() < lab02._count(graph), label
+
+
+def _pool_with_scale(annotation_default):
+    """A MaskedPool whose scale uses 0.0 as its 'not given' value instead of None."""
+    class ZeroSentinelPool(MaskedPool):
+        def forward(self, x, mask: Optional[torch.Tensor] = None, scale: float = 0.0):
+            h = self.proj(x)
+            if mask is not None:
+                h = h.masked_fill(~mask, 0.0)
+            if scale == 0.0:
+                scale = 1.0 / h.shape[-1]
+            return h.sum(-1) * scale
+    return ZeroSentinelPool
+
+
+def test_lab02_2_a_zero_sentinel_for_scale_is_caught_by_an_explicit_none():
+    result = expect_wrong("lab02.2", lambda: _pool_with_scale(0.0))
+    assert "typed scale as float" in result.en and "把 scale 的类型定为 float" in result.zh
+    assert "None" in result.tried
+
+
+def test_lab02_2_keyword_only_scale_is_not_called_kwargs():
+    def make():
+        class KeywordOnlyPool(MaskedPool):
+            def forward(self, x, mask: Optional[torch.Tensor] = None, *, scale: Optional[float] = None):
+                h = self.proj(x)
+                if mask is not None:
+                    h = h.masked_fill(~mask, 0.0)
+                if scale is None:
+                    scale = 1.0 / h.shape[-1]
+                return h.sum(-1) * scale
+        return KeywordOnlyPool
+
+    result = expect_wrong("lab02.2", make)
+    assert "keyword-only" in result.en and "仅限关键字参数" in result.zh and "**kwargs" not in result.en
+
+
+def test_lab02_2_a_float64_result_is_named():
+    def make():
+        class DoublePool(MaskedPool):
+            def forward(self, x, mask: Optional[torch.Tensor] = None, scale: Optional[float] = None):
+                h = self.proj(x)
+                if mask is not None:
+                    h = h.masked_fill(~mask, 0.0)
+                if scale is None:
+                    scale = 1.0 / h.shape[-1]
+                return (h.sum(-1) * scale).double()
+        return DoublePool
+
+    result = expect_wrong("lab02.2", make)
+    assert "another dtype" in result.en and "dtype 与 MaskedPool 的不同" in result.zh

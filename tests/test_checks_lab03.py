@@ -277,11 +277,14 @@ def _build(*, sub=operator.sub, swap=False, output=True, root_of=lambda root: ro
     return build_graph
 
 
-def test_lab03_4_accepts_torch_sub_a_method_call_a_dict_root_and_a_copied_root():
+def test_lab03_4_accepts_torch_sub_and_a_dict_of_the_roots_parts():
     expect_passed("lab03.4", _build(sub=torch.sub))
-    expect_passed("lab03.4", _build(method=True))
     expect_passed("lab03.4", _build(root_of=lambda root: {"proj": root.proj, "scale": root.scale}))
-    expect_passed("lab03.4", _build(root_of=copy.deepcopy))
+
+
+def test_lab03_4_a_method_call_for_the_subtraction_is_not_a_call_function_node():
+    result = expect_wrong("lab03.4", _build(method=True))
+    assert "two call_function nodes" in result.en and "两个 call_function 节点" in result.zh
 
 
 def test_lab03_4_rejects_a_graph_without_output():
@@ -348,3 +351,97 @@ def test_lab03_4_rejects_returning_the_graph():
 def test_lab03_4_rejects_tracing_the_parts():
     result = expect_wrong("lab03.4", lambda root: fx.symbolic_trace(root))
     assert "nothing to trace" in result.en and "追踪" in result.zh
+
+
+def _target_name(t):
+    return t if isinstance(t, str) else f"{t.__module__}.{t.__name__}"
+
+
+def test_lab03_1_editing_the_graph_while_counting_is_wrong():
+    def counts_then_prunes(gm):
+        counts = Counter((n.op, _target_name(n.target)) for n in gm.graph.nodes)
+        gm.graph.erase_node(next(n for n in gm.graph.nodes if n.op == "output"))
+        return dict(counts)
+
+    result = expect_wrong("lab03.1", counts_then_prunes)
+    assert "changed the graph it was given" in result.en and "修改了传给它的计算图" in result.zh
+
+
+class _TargetKeyed(fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.shapes = {}
+
+    def run_node(self, n):
+        value = super().run_node(n)
+        if isinstance(value, torch.Tensor):
+            self.shapes[n.target] = tuple(value.shape)
+        return value
+
+
+def test_lab03_3_keys_by_target_are_named():
+    result = expect_wrong("lab03.3", _TargetKeyed)
+    assert "node targets" in result.en and "target" in result.zh and "node.name" in result.zh
+
+
+class _SharedShapes(fx.Interpreter):
+    shapes: dict = {}  # one dict for every instance
+
+    def run_node(self, n):
+        value = super().run_node(n)
+        if isinstance(value, torch.Tensor):
+            self.shapes[n.name] = tuple(value.shape)
+        return value
+
+
+def test_lab03_3_a_dict_shared_by_every_recorder_is_named():
+    _SharedShapes.shapes = {}
+    result = expect_wrong("lab03.3", _SharedShapes)
+    assert "left from another recorder" in result.en and "另一个记录器" in result.zh
+
+
+def _by_hand(root, *, sub=operator.sub, method=False, root_for_module=None):
+    g = fx.Graph()
+    x, y = g.placeholder("x"), g.placeholder("y")
+    d = g.call_method("sub", (x, y)) if method else g.call_function(sub, (x, y))
+    p = g.call_module("proj", (d,))
+    s = g.get_attr("scale")
+    g.output(g.call_method("mul", (p, s)) if method else g.call_function(operator.mul, (p, s)))
+    return fx.GraphModule(root if root_for_module is None else root_for_module, g)
+
+
+def test_lab03_4_call_method_nodes_are_not_what_the_lab_asks():
+    result = expect_wrong("lab03.4", lambda root: _by_hand(root, method=True))
+    assert "call_function nodes" in result.en and "call_function 节点" in result.zh
+
+
+def test_lab03_4_tracing_a_wrapper_is_not_building():
+    def traced(root):
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj, self.scale = root.proj, root.scale
+
+            def forward(self, x, y):
+                return self.proj(x - y) * self.scale
+        return fx.symbolic_trace(Wrapper())
+
+    result = expect_wrong("lab03.4", traced)
+    assert "recorded by a tracer" in result.en and "追踪器记录下来的" in result.zh
+
+
+def test_lab03_4_a_copy_of_the_root_is_named():
+    result = expect_wrong("lab03.4", lambda root: _by_hand(root, root_for_module=copy.deepcopy(root)))
+    assert "copies of the root's weights" in result.en and "副本" in result.zh
+
+
+def test_lab03_4_adding_instead_of_subtracting_says_what_differs():
+    result = expect_wrong("lab03.4", lambda root: _by_hand(root, sub=operator.add))
+    assert "differs from root.proj(x - y) * root.scale" in result.en and "your GraphModule" not in result.zh
+
+
+def test_lab03_4_a_dict_of_the_roots_own_parts_passes():
+    def from_dict(root):
+        return _by_hand(root, root_for_module={"proj": root.proj, "scale": root.scale})
+
+    expect_passed("lab03.4", from_dict)

@@ -328,3 +328,29 @@ def test_lab04_3_rejects_forward_hooks_on_modules_only():
         return probed, records
     result = expect_wrong("lab04.3", hooks)
     assert "exactly the requested node names" in result.en and "节点名" in result.zh
+
+
+def test_lab04_2_a_replacement_that_is_not_silu_is_named():
+    def to_sigmoid(gm):
+        found = subgraph_rewriter.replace_pattern(gm, lambda x: x * torch.sigmoid(x), lambda x: torch.sigmoid(x))
+        found += subgraph_rewriter.replace_pattern(gm, lambda x: torch.sigmoid(x) * x, lambda x: torch.sigmoid(x))
+        return len(found)
+
+    result = expect_wrong("lab04.2", to_sigmoid)
+    assert "calls torch.nn.functional.silu nowhere" in result.en and "没有任何 torch.nn.functional.silu" in result.zh
+
+
+def test_lab04_2_rewriting_a_copy_is_named():
+    reference = solution("lab04", "silu_rewrite")
+    result = expect_wrong("lab04.2", lambda gm: reference(copy.deepcopy(gm)))
+    assert "gm itself still holds" in result.en and "gm 本身仍保留" in result.zh
+
+
+def test_lab04_2_a_method_sigmoid_pattern_is_explained():
+    def method_pattern(gm):
+        found = subgraph_rewriter.replace_pattern(gm, lambda x: x * x.sigmoid(), lambda x: F.silu(x))
+        found += subgraph_rewriter.replace_pattern(gm, lambda x: x.sigmoid() * x, lambda x: F.silu(x))
+        return len(found)
+
+    result = expect_wrong("lab04.2", method_pattern)
+    assert "a tensor method" in result.en and "张量方法" in result.zh

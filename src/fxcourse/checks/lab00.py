@@ -73,6 +73,27 @@ def _gm(probe: Probe) -> fx.GraphModule:
     return probe.args[0]
 
 
+_OPCODES = {"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"}
+
+
+def _graph_text(gm: fx.GraphModule) -> str:
+    return str(gm.graph)
+
+
+def _leaves_graph_alone(answer: Callable[[fx.GraphModule], Any], probe: Probe) -> Callable[[fx.GraphModule], Any]:
+    """``answer`` as a function that fails when it edits the graph it was given (a counter only reads)."""
+    def call(gm: fx.GraphModule) -> Any:
+        before = _graph_text(gm)
+        got = answer(gm)
+        if _graph_text(gm) != before:
+            raise Wrong("count_by_opcode changed the graph it was given (a node was added, removed or rewired); "
+                        "counting only reads the nodes.",
+                        "count_by_opcode 修改了传给它的计算图（增加、删除或重连了节点）；统计只需读取节点。",
+                        tried=probe.label, expected="the graph unchanged", got="a changed graph")
+        return got
+    return call
+
+
 _OPCODE_MISTAKES = [
     Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
             "return a dict from opcode (a string such as 'placeholder') to the number of nodes.",
@@ -87,8 +108,14 @@ _OPCODE_MISTAKES = [
             lambda got, want, p: got == {k: v for k, v in want.items() if k not in ("placeholder", "output")},
             "the inputs (placeholder) and the output are nodes too; every node counts once under its opcode.",
             "输入（placeholder）和输出（output）也是节点；每个节点都按其 opcode 计一次。"),
+    Mistake("counts that are not ints",
+            lambda got, want, p: set(got) == set(want) and any(type(v) is not int for v in got.values()),
+            "the keys are right, but a count is not a Python int (a float, a string or a tensor): count "
+            "nodes into plain integers.",
+            "键是对的，但有的计数不是 Python int（而是 float、字符串或张量）：请用普通整数统计节点数。"),
     Mistake("counted modules",
-            lambda got, want, p: sum(got.values()) == len(dict(_gm(p).named_modules()))
+            lambda got, want, p: not set(got) <= _OPCODES
+            and sum(got.values()) == len(dict(_gm(p).named_modules()))
             and sum(got.values()) != sum(want.values()),
             "that counts the submodules of the GraphModule; walk the nodes of its graph instead.",
             "这统计的是 GraphModule 的子模块；应遍历它的计算图中的节点。"),
@@ -114,10 +141,12 @@ _OPCODE_MISTAKES = [
 ])
 def _count_by_opcode(answer: Any) -> None:
     need_callable(answer, "count_by_opcode")
-    run_probes(lambda gm: _as_plain_counts(answer(gm)), _count_reference, _opcode_probes(),
-               mistakes=_OPCODE_MISTAKES, what="count_by_opcode",
-               generic=("a count is off: every node counts once under its opcode (node.op).",
-                        "有计数不对：每个节点都按其 opcode（node.op）计一次。"))
+    for probe in _opcode_probes():
+        counted = _leaves_graph_alone(answer, probe)
+        run_probes(lambda gm: _as_plain_counts(counted(gm)), _count_reference, [probe],
+                   mistakes=_OPCODE_MISTAKES, what="count_by_opcode",
+                   generic=("a count is off: every node counts once under its opcode (node.op).",
+                            "有计数不对：每个节点都按其 opcode（node.op）计一次。"))
 
 
 # -- probes shared by lab00.2 and lab00.3: zoo.Gate on both branches -------------------------------
@@ -179,19 +208,21 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
     def gated(cond: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.where(cond, torch.relu(y), -y)
 
-    up, down = (p.args[0] for p in _gate_probes(gate, seed)[:2])
-    seen: list[tuple[str, str]] = []
+    xs = [p.args[0] for p in _gate_probes(gate, seed)]
+    right = tuple("relu" if float(y_of(x).sum()) > 0 else "neg" for x in xs)
+    swapped = tuple("neg" if b == "relu" else "relu" for b in right)
+    seen: list[tuple[str, ...]] = []
 
-    def behaviour() -> tuple[str, str]:
-        """Which branch fn takes on an input with sum of y > 0, then on one with sum of y <= 0."""
+    def behaviour() -> tuple[str, ...]:
+        """Which branch fn takes on each probe input (both signs of the sum of y, in three shapes)."""
         if not seen:
             taken = []
-            for x in (up, down):
+            for x in xs:
                 with torch.no_grad():
                     out = fn(x.clone())
                 y = y_of(x)
                 taken.append("relu" if _close(out, torch.relu(y)) else "neg" if _close(out, -y) else "other")
-            seen.append((taken[0], taken[1]))
+            seen.append(tuple(taken))
         return seen[0]
 
     return [
@@ -199,10 +230,11 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
                 and _close(got, torch.relu(y_of(p.args[0]))),
                 "when y.sum() is exactly 0, Gate takes the `-y` branch (its test is a strict `> 0`); yours took relu(y).",
                 "当 y.sum() 恰好为 0 时，Gate 走的是 `-y` 分支（它的条件是严格的 `> 0`）；你的结果走了 relu(y)。"),
-        Mistake("branches swapped", lambda got, want, p: behaviour() == ("neg", "relu"),
+        Mistake("branches swapped", lambda got, want, p: behaviour() == swapped,
                 "the two branches are swapped: relu(y) belongs to a positive sum, -y to the rest.",
                 "两个分支对调了：和为正时应返回 relu(y)，其余情况返回 -y。"),
-        Mistake("one branch for every input", lambda got, want, p: behaviour() in (("relu", "relu"), ("neg", "neg")),
+        Mistake("one branch for every input", lambda got, want, p: len(set(behaviour())) == 1
+                and behaviour()[0] != "other",
                 "the result follows the same branch whatever the input: only one path of the `if` was kept.",
                 "无论输入如何，结果都走同一个分支：`if` 只保留下了一条路径。"),
         Mistake("decided per row",
@@ -210,6 +242,11 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
                 "the branch is chosen row by row; Gate makes one decision for the whole input, from the sum of "
                 "all of y.",
                 "你按行分别选择了分支；Gate 对整个输入只做一次判断，依据是 y 所有元素之和。"),
+        Mistake("decided per element",
+                lambda got, want, p: _close(got, gated(y_of(p.args[0]) > 0, y_of(p.args[0]))),
+                "the branch is chosen entry by entry (each entry of y against 0); Gate makes one decision for the "
+                "whole input, from the sum of all of y.",
+                "你逐个元素地选择了分支（y 的每个元素与 0 比较）；Gate 对整个输入只做一次判断，依据是 y 所有元素之和。"),
         Mistake("decided on the input", lambda got, want, p: _close(got, gated(p.args[0].sum() > 0, y_of(p.args[0]))),
                 "the branch follows the sign of the sum of x; Gate decides on the sum of y = self.linear(x).",
                 "你的分支跟随的是 x 之和的符号；Gate 依据的是 y = self.linear(x) 之和。"),
@@ -293,7 +330,7 @@ def _both_branches(answer: Any) -> None:
         captured = _capture(answer, gate, label)
         tried = f"capture_gate({label})"
         run_probes(_quietly(captured, tried), gate, _gate_probe_set(gate, 20 + i, tried),
-                   mistakes=_gate_mistakes(gate, captured, 20 + i)[1:3], what="your captured model",
+                   mistakes=_gate_mistakes(gate, captured, 20 + i)[1:3], what=tried,
                    generic=("the captured model gives another result than the eager model it was made from "
                             "(capture the model you were given, with its weights).",
                             "捕获得到的模型与它所来自的 eager 模型结果不同（请捕获传给你的那个模型，连同它的权重）。"))

@@ -6,8 +6,9 @@ the result on new inputs (other batch sizes, other signs). ``torch.jit`` warns o
 """
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -76,6 +77,11 @@ def _scaled_softmax(x: torch.Tensor) -> torch.Tensor:
     return (x * 0.5).softmax(-1).log()
 
 
+def _relu_sin(x: torch.Tensor) -> torch.Tensor:
+    """Its inlined graph starts with an aten:: node (no constant or GetAttr before it)."""
+    return torch.sin(torch.relu(x)).neg()
+
+
 def _kinds_reference(traced: Any) -> dict[str, int]:
     return dict(_aten_kinds(traced.inlined_graph))
 
@@ -94,6 +100,7 @@ def _aten_probes() -> list[Probe]:
          _built(_TinyCNN, 3).eval(), torch.randn(1, 3, 6, 6, generator=gen)),
         ("torch.jit.trace(<a GRUCell and a Linear>.eval(), x)", _built(_Gru, 4).eval(), torch.randn(2, 3, generator=gen)),
         ("torch.jit.trace(<a function: scale, softmax, log>, x)", _scaled_softmax, torch.randn(2, 5, generator=gen)),
+        ("torch.jit.trace(<a function: relu, sin, neg>, x)", _relu_sin, torch.randn(3, generator=gen)),
         ("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
          _built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
     ]
@@ -112,6 +119,9 @@ _ATEN_MISTAKES = [
     Mistake("kind without namespace", lambda got, want, p: set(got) == {k.split("::", 1)[1] for k in want},
             "use the full kind string with its namespace (such as 'aten::relu'), as node.kind() returns it.",
             "请使用带命名空间的完整类型字符串（如 'aten::relu'），与 node.kind() 的返回值一致。"),
+    Mistake("the kind method as a key", lambda got, want, p: any("bound method" in str(k) for k in got),
+            "the keys are bound methods, not strings: a node's kind is the string its kind method returns.",
+            "这些键是绑定方法，而不是字符串：节点的类型是它的 kind 方法返回的字符串。"),
     Mistake("counted prim:: nodes", lambda got, want, p: any(not str(k).startswith("aten::") for k in got),
             "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
             "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
@@ -343,6 +353,11 @@ def _mean_along_dim1(x: torch.Tensor) -> torch.Tensor:
 
 
 _EAGER_MEAN_MISTAKES = [
+    Mistake("dtype changed", lambda got, want, p: isinstance(got, torch.Tensor) and got.shape == want.shape
+            and got.dtype != want.dtype,
+            "the values may be right, but the result's dtype is not the input's: a tensor of divisors made with "
+            "another dtype promotes the result. Keep the input's dtype.",
+            "数值也许是对的，但结果的 dtype 与输入不同：用另一种 dtype 构造的除数张量会把结果提升成那种类型。请保持输入的 dtype。"),
     Mistake("divided by the total", lambda got, want, p: _close(got, p.args[0].cumsum(0) / p.args[0].shape[0]),
             "every row was divided by the total number of rows; out[t] is the mean of the t + 1 rows x[0] … x[t].",
             "每一行都除以了总行数；out[t] 是 x[0] … x[t] 这 t + 1 行的均值。"),
@@ -388,8 +403,22 @@ def _running_mean(answer: Any) -> None:
             x[1] = 0.0  # a row of zeros among rows of both signs
         return x
 
-    eager = [Probe(f"model(x), x of shape {(n, c)}", (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
-    run_probes(model, _running_mean_reference, eager, mistakes=_EAGER_MEAN_MISTAKES, what="your module in eager mode",
+    def eager_call(x: torch.Tensor) -> Any:
+        try:
+            return model(x)
+        except NotImplementedError:
+            raise  # the stub (NotImplementedError is a RuntimeError)
+        except RuntimeError as exc:
+            raise Wrong("in eager mode your module raised on an input RunningMean accepts: the rows are the first "
+                        "dimension and the features the second, so a tensor with one entry per row must line up "
+                        "with the rows.",
+                        "在 eager 模式下，你的模块在 RunningMean 能接受的输入上抛出了异常：行是第一维、特征是第二维，"
+                        "所以每行一个值的张量必须与行对齐。",
+                        tried=f"TraceableRunningMean()(x), x of shape {tuple(x.shape)}",
+                        got=str(exc).strip().splitlines()[-1]) from None
+
+    eager = [Probe(f"TraceableRunningMean()(x), x of shape {(n, c)}", (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
+    run_probes(eager_call, _running_mean_reference, eager, mistakes=_EAGER_MEAN_MISTAKES, what="TraceableRunningMean()",
                generic=("in eager mode your module already differs from RunningMean: out[t] is the mean of "
                         "x[0] … x[t].", "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值。"))
 
@@ -453,6 +482,24 @@ def _tensors_of(module: nn.Module) -> list[torch.Tensor]:
     return list(module.parameters()) + list(module.buffers())
 
 
+@contextlib.contextmanager
+def _watching_load() -> Iterator[list[Any]]:
+    """Record every module ``torch.jit.load`` returns while the answer runs (the function is put back after)."""
+    loads: list[Any] = []
+    original = torch.jit.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        module = original(*args, **kwargs)
+        loads.append(module)
+        return module
+
+    torch.jit.load = load
+    try:
+        yield loads
+    finally:
+        torch.jit.load = original
+
+
 _SAVE_LOAD = ("lecture 01, section 9 saves and loads a trace",
               "第 01 讲第 9 节演示了追踪结果的保存与加载")
 
@@ -477,7 +524,7 @@ def _roundtrip(answer: Any) -> None:
          _built(_Pair, 24).eval(), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
     ]
     for tried, model, make in cases:
-        with quiet(stderr=False):
+        with quiet(stderr=False), _watching_load() as loads:
             try:
                 loaded = answer(model, make(2))
             except AttributeError as exc:
@@ -509,6 +556,12 @@ def _roundtrip(answer: Any) -> None:
                         f"that went through saving and loading; {_SAVE_LOAD[0]}.",
                         f"这个模块仍与原模型共享张量：它就是追踪结果本身，而不是经过保存和加载得到的副本；{_SAVE_LOAD[1]}。",
                         tried=tried, expected="a loaded copy", got=describe(loaded))
+        if not any(loaded is one for one in loads):
+            raise Wrong("that module did not come out of torch.jit.load: it is a copy made in memory some other way "
+                        f"(or a new trace), so it never went through saving and loading; {_SAVE_LOAD[0]}.",
+                        f"这个模块不是 torch.jit.load 读回来的：它是用别的办法在内存中得到的副本（或重新追踪的结果），"
+                        f"从未经过保存和加载；{_SAVE_LOAD[1]}。",
+                        tried=tried, expected="the module torch.jit.load returned", got=describe(loaded))
         for batch in (2, 5, 1):
             args = make(batch)
             shown = f"loaded({', '.join(f'tensor of shape {tuple(a.shape)}' for a in args)})"

@@ -6,6 +6,7 @@ graph's nodes, with eager PyTorch, or with the unmodified graph run as a functio
 """
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 from collections import Counter
@@ -196,6 +197,8 @@ def _pool_probes() -> list[Probe]:
         Probe("model(x, scale=2.5)", (x,), {"scale": 2.5}),
         Probe("model(x, mask=mask, scale=-0.25)", (x,), {"mask": mask, "scale": -0.25}),
         Probe("model(x, None, 1.0)", (x, None, 1.0)),
+        Probe("model(x, mask, None): scale passed as None", (x, mask, None)),
+        Probe("model(x, scale=0.0)", (x,), {"scale": 0.0}),
         Probe("model(x, mask), x and mask of shape (2, 3, 6)", (x3, mask3)),
         Probe("model(x, mask) with a mask that is False everywhere", (x, torch.zeros(5, 6, dtype=torch.bool))),
     ]
@@ -225,6 +228,10 @@ def _pool_mistakes(reference: nn.Module) -> list[Mistake]:
         return abs(c - 1.0) > 1e-3 and bool(torch.allclose(got, c * want, atol=1e-5))
 
     return [
+        Mistake("dtype changed", lambda got, want, p: isinstance(got, torch.Tensor) and got.shape == want.shape
+                and got.dtype != want.dtype,
+                "the result has another dtype than MaskedPool's: keep the dtype of the computation (float32 here).",
+                "结果的 dtype 与 MaskedPool 的不同：请保持计算本来的 dtype（这里是 float32）。"),
         Mistake("default scale changed", lambda got, want, p: given(p, "scale") is None and scaled(got, want),
                 "without scale, the result is off by a constant factor: MaskedPool's default scale is 1 divided by "
                 "the size of the last dimension.",
@@ -309,7 +316,14 @@ def _fixed_pool(answer: Any) -> None:
         raise
     except Exception as exc:
         message = _first_line(exc)
-        if "variable number of arguments" in message:
+        kinds = {prm.kind for prm in inspect.signature(type(model).forward).parameters.values()}
+        if "variable number of arguments" in message and inspect.Parameter.VAR_KEYWORD not in kinds \
+                and inspect.Parameter.KEYWORD_ONLY in kinds:
+            hint = ("torch.jit.script refuses keyword-only arguments that have defaults (the ones after a bare `*`). "
+                    "Make them ordinary arguments: callers can still pass them by keyword.",
+                    "torch.jit.script 不接受带默认值的仅限关键字参数（单独的 `*` 之后的参数）。请把它们改成普通参数："
+                    "调用方仍然可以按关键字传入。")
+        elif "variable number of arguments" in message:
             hint = ("torch.jit.script still refuses it: a compiled forward cannot take **kwargs, so the catch-all "
                     "argument has to go.",
                     "torch.jit.script 仍然拒绝：编译后的 forward 不能接收 **kwargs，所以这个兜底参数必须去掉。")
@@ -332,7 +346,7 @@ def _fixed_pool(answer: Any) -> None:
         except Exception as exc:
             raise _diagnose_call(types, f"model{label}", exc) from None
 
-    run_probes(run, reference, _pool_probes(), mistakes=_pool_mistakes(reference), what="the scripted model",
+    run_probes(run, reference, _pool_probes(), mistakes=_pool_mistakes(reference), what="torch.jit.script(make_fixed_pool()())",
                generic=("the scripted model computes something different from MaskedPool; keep its behaviour (zero "
                         "where mask is False, sum over the last dimension, times scale; by default 1 / last "
                         "dimension).",

@@ -254,7 +254,13 @@ def _op_histogram(answer: Any) -> None:
     for probe in _histogram_probes():
         gm = probe.args[0]
         want = _histogram_of(gm)
+        before = str(gm.graph)
         got = answer(gm)
+        if str(gm.graph) != before:
+            raise Wrong("op_histogram changed the graph it was given (a node was added, removed or rewired); "
+                        "counting only reads the nodes.",
+                        "op_histogram 修改了传给它的计算图（增加、删除或重连了节点）；统计只需读取节点。",
+                        tried=probe.label, expected="the graph unchanged", got="a changed graph")
         if not isinstance(got, dict):
             raise Wrong("return a dict from (opcode, target) to count.",
                         "请返回从 (opcode, target) 到数量的 dict。",
@@ -407,6 +413,7 @@ def _missing_ops(got: Any, want: dict, gm: fx.GraphModule) -> set[str]:
 
 
 def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
+    names = {n.name for n in gm.graph.nodes}
     return [
         Mistake("lists", lambda got, want, p: any(isinstance(v, list) for v in got.values()),
                 "record each shape as a tuple (a torch.Size is fine too), not a list.",
@@ -417,6 +424,17 @@ def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
                 "a tensor, not only call_* nodes (run_node runs for every node).",
                 "placeholder、get_attr 或 output 节点没有形状：请记录所有值为张量的节点，而不只是 call_* 节点"
                 "（run_node 对每个节点都会运行）。"),
+        Mistake("keyed by target", lambda got, want, p: bool(set(got) - set(want) - names)
+                and all(any(k is n.target or k == n.target for n in gm.graph.nodes) for k in set(got) - set(want)),
+                "some keys are node targets (a function, or a module path); key self.shapes by node.name, the "
+                "name each node has in the graph.",
+                "有些键是节点的 target（函数或模块路径）；self.shapes 的键应是 node.name，即节点在计算图中的名字。"),
+        Mistake("entries from another graph", lambda got, want, p: bool(set(got) - set(want))
+                and not set(got) - set(want) <= names,
+                "self.shapes names nodes that this graph does not have: they were left from another recorder's run. "
+                "Each recorder needs its own dict, made in __init__, not one dict shared by every instance.",
+                "self.shapes 里有本计算图中不存在的节点名：它们是另一个记录器运行时留下的。"
+                "每个记录器都需要在 __init__ 中创建自己的 dict，而不是所有实例共用一个 dict。"),
         Mistake("non-tensor values", lambda got, want, p: bool(set(got) - set(want)),
                 "self.shapes has entries for nodes whose value is not a tensor (an int, a tuple of tensors); "
                 "record tensors only.",
@@ -605,15 +623,38 @@ def _build_graph(answer: Any) -> None:
                         "the node that returns the result.",
                         "计算图没有 output 节点，所以它的 forward 返回 None：请用返回结果的节点结束计算图。",
                         tried=label, expected="a graph ending in an output node", got="no output node")
+        if getattr(gm.graph, "_tracer_cls", None) is not None:
+            raise Wrong("this graph was recorded by a tracer (symbolic_trace of a module you wrote), not built: "
+                        "create each node yourself with the torch.fx.Graph API.",
+                        "这张计算图是追踪器记录下来的（对你写的模块做了 symbolic_trace），而不是构建出来的："
+                        "请用 torch.fx.Graph API 亲手创建每个节点。",
+                        tried=label, expected="a graph built node by node", got="a traced graph")
         shape = {"placeholder": len(_opcodes(gm, "placeholder")), "call_module": _opcodes(gm, "call_module"),
-                 "get_attr": _opcodes(gm, "get_attr")}
-        want_shape = {"placeholder": 2, "call_module": ["proj"], "get_attr": ["scale"]}
+                 "get_attr": _opcodes(gm, "get_attr"), "call_function": len(_opcodes(gm, "call_function")),
+                 "call_method": len(_opcodes(gm, "call_method"))}
+        want_shape = {"placeholder": 2, "call_module": ["proj"], "get_attr": ["scale"], "call_function": 2,
+                      "call_method": 0}
         diff = differs(shape, want_shape, where="nodes")
         if diff is not None:
-            raise Wrong("the graph should have two placeholder nodes (x, y), one call_module node for proj "
-                        "and one get_attr node for scale (the parameter is read, not copied into the graph).",
-                        "计算图应有两个 placeholder 节点（x、y）、一个调用 proj 的 call_module 节点，以及一个读取 "
-                        "scale 的 get_attr 节点（参数是读出来的，而不是复制进计算图）。",
+            raise Wrong("the graph should have two placeholder nodes (x, y), one call_module node for proj, "
+                        "one get_attr node for scale (the parameter is read, not copied into the graph) and two "
+                        "call_function nodes, the subtraction and the product (not call_method nodes).",
+                        "计算图应有两个 placeholder 节点（x、y）、一个调用 proj 的 call_module 节点、一个读取 "
+                        "scale 的 get_attr 节点（参数是读出来的，而不是复制进计算图），以及两个 call_function 节点："
+                        "减法和乘法（不是 call_method 节点）。",
                         tried=label, expected=repr(want_shape), got=diff)
         run_probes(gm, _computes(root), _inputs(features, seed), mistakes=_graph_mistakes(root, gm),
-                   what="your GraphModule")
+                   what="build_graph(root)",
+                   generic=("gm(x, y) differs from root.proj(x - y) * root.scale: check each call_function node's "
+                            "function and the order of its args, and that the output returns the product.",
+                            "gm(x, y) 与 root.proj(x - y) * root.scale 不同：请检查每个 call_function 节点的函数和 args "
+                            "的顺序，以及 output 返回的是否是乘积。"))
+        held = {id(t) for t in (*root.parameters(), *root.buffers())}
+        copies = [name for name, t in (*gm.named_parameters(), *gm.named_buffers()) if id(t) not in held]
+        if copies:
+            raise Wrong("the GraphModule holds copies of the root's weights, not the root's own (a change to "
+                        "root's weights, as training makes, would not reach it): build it on the root you were "
+                        "given, not on a copy.",
+                        "这个 GraphModule 持有的是 root 权重的副本，而不是 root 自己的权重（训练等对 root 权重的修改"
+                        "不会传到它那里）：请用传给你的 root 本身来构建，而不是它的副本。",
+                        tried=label, expected="the root's own proj and scale", got=f"a copy of {copies[0]!r}")

@@ -375,12 +375,26 @@ def _silu_rewrite(answer: Any) -> None:
                         "rewrite both orders the exercise names.",
                         "x * sigmoid(x) 没有被替换；对匹配器而言操作数顺序很重要：练习中提到的两种顺序都要改写。",
                         tried=label, expected=f"{want_count} replaced", got=f"{silus} replaced")
+        if silus == 0 and plain + swapped < want_count:
+            raise Wrong("the SiLUs written out by hand are gone, but the graph calls torch.nn.functional.silu "
+                        "nowhere: the replacement must compute silu of the matched value.",
+                        "手写的 SiLU 不见了，但计算图里没有任何 torch.nn.functional.silu 调用：替换函数必须对匹配到的值计算 silu。",
+                        tried=label, expected=f"{want_count} calls to F.silu",
+                        got=f"0 calls to F.silu, {plain + swapped} SiLU(s) still written out")
+        if silus == 0 and isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            raise Wrong(f"you report {count} replacement(s), but gm itself still holds every SiLU written out by "
+                        "hand: the rewrite has to edit the GraphModule it was given, in place, not a copy.",
+                        f"你报告了 {count} 次替换，但 gm 本身仍保留着所有手写的 SiLU：改写必须原地修改传入的 "
+                        "GraphModule，而不是它的副本。",
+                        tried=label, expected=f"{want_count} calls to F.silu in gm", got="0 calls to F.silu in gm")
         if silus == 0:
-            raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way. "
-                        "The graph multiplies with `*` (operator.mul), so a pattern written with another "
-                        "multiplication function matches nothing; and the rewriter must get gm itself.",
-                        "什么都没有被改写：模式只能匹配以同样方式写出的同样算子。计算图里的乘法是 `*`"
-                        "（operator.mul），用别的乘法函数写的模式什么也匹配不到；另外改写函数必须拿到 gm 本身。",
+            raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way. The "
+                        "graph calls torch.sigmoid as a function and multiplies with `*` (operator.mul); a pattern "
+                        "that spells either one differently (a tensor method, another multiplication function) "
+                        "matches nothing.",
+                        "什么都没有被改写：模式只能匹配以同样方式写出的同样算子。计算图以函数形式调用 torch.sigmoid，"
+                        "并用 `*`（operator.mul）做乘法；只要模式对其中任何一个换了写法（张量方法、别的乘法函数），"
+                        "就什么也匹配不到。",
                         tried=label, expected=f"{want_count} calls to F.silu", got="0 calls to F.silu")
         if silus != want_count or plain or swapped:
             raise Wrong("the graph should call torch.nn.functional.silu once per SiLU written out by "
