@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ._text import first_line, one_line_error
+from ._text import first_line
 
-__all__ = ["LoggedBreak", "Recording", "parse_break", "recording"]
+__all__ = ["LoggedBreak", "Recording", "describe_skip", "parse_break", "recording"]
 
 _ARTIFACT = "graph_breaks"
 _AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
@@ -215,11 +215,3 @@ def describe_skip(skips: list[str], code: Any, name: str) -> str:
     return (f"Dynamo traced {name} but found no tensor operation to put in a graph "
             "(everything ran as ordinary Python)")
 
-
-def error_text(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, for a backend or Dynamo failure."""
-    return one_line_error(exc, limit=300)
-
-
-def basename(path: str) -> str:
-    return os.path.basename(path) if path != "?" else path
