@@ -158,7 +158,8 @@ def bar_plot(values: Mapping[Any, Any], *, title: Label, unit: Label = "", log: 
     cjk = cjk_font()
     notes = [] if cjk else [_NO_FONT]
     rows = [(_text(c, cjk is not None), _text(s, cjk is not None) if s else "", v) for c, s, v in rows]
-    figure = _figure(rows, [_text(s, cjk is not None) for s in series_names], _text(title, cjk is not None),
+    figure = _figure(rows, [_text(s, cjk is not None) for s in series_names],
+                     _text(title, cjk is not None).replace(" / ", "\n", 1),  # one line per language
                      _text(unit, cjk is not None), log, fmt, cjk)
     return Plot(figure, _text(title, cjk is not None), rows, _text(unit, cjk is not None), notes)
 
