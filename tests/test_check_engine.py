@@ -209,7 +209,7 @@ class _Out:
     ({"a": torch.ones(1)}, {"a": torch.ones(1), "b": torch.ones(1)}, "keys"),
     ({"a": torch.ones(1)}, {"a": torch.zeros(1)}, "result['a']"),
     ([torch.ones(1)], [torch.ones(1), torch.ones(1)], "1 items, expected 2"),
-    (1, 1.0, "a int"),
+    (1, 1.0, "an int (1), expected a float"),
     (True, 1, "True, expected 1"),
     (None, torch.ones(1), "None"),
     (_Out(torch.ones(1), "a"), _Out(torch.ones(1), "b"), "result.label"),

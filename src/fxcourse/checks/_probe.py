@@ -41,7 +41,7 @@ def describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"{type(value).__name__} of {len(value)} items"
     if isinstance(value, dict):
-        return f"dict with keys {sorted(map(repr, value))}"
+        return f"dict with keys {_keys(value)}"
     if value is None or isinstance(value, (bool, int, float, str)):
         text = repr(value)
         return text if len(text) <= 80 else text[:79] + "…"
@@ -107,18 +107,17 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
         return None
     if isinstance(want, (int, float)) and not isinstance(want, bool):
         if type(got) is not type(want):
-            return f"{where}: a {type(got).__name__} ({describe(got)}), expected a {type(want).__name__}"
+            return f"{where}: {_a(got)} ({describe(got)}), expected {_a(want)}"
         if isinstance(want, float) and (math.isnan(want) or math.isnan(got)):
             return None if math.isnan(want) and math.isnan(got) else f"{where}: {got!r}, expected {want!r}"
         if got == want or (isinstance(want, float) and math.isclose(got, want, rel_tol=rtol, abs_tol=atol)):
             return None
         return f"{where}: {got!r}, expected {want!r}"
     if type(got) is not type(want):
-        return f"{where}: a {type(got).__name__}, expected a {type(want).__name__}"
+        return f"{where}: {_a(got)}, expected {_a(want)}"
     if isinstance(want, dict):
         if set(got) != set(want):
-            return f"{where}: keys {sorted(map(repr, got)) if not _all_str(got) else sorted(got)}, " \
-                   f"expected {sorted(map(repr, want)) if not _all_str(want) else sorted(want)}"
+            return f"{where}: keys {_keys(got)}, expected {_keys(want)}"
         for key in want:
             diff = differs(got[key], want[key], rtol=rtol, atol=atol, where=f"{where}[{key!r}]")
             if diff:
@@ -146,8 +145,15 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
     return None if same else f"{where}: {describe(got)}, expected {describe(want)}"
 
 
-def _all_str(d: dict) -> bool:
-    return all(isinstance(k, str) for k in d)
+def _keys(d: dict) -> str:
+    """The keys of ``d``, sorted, each as Python writes it: ``['a', 'b']`` or ``[('x', 1)]``."""
+    return "[" + ", ".join(sorted(map(repr, d))) + "]"
+
+
+def _a(value: Any) -> str:
+    """``a list``, ``an int``: the type of ``value`` with its article."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
