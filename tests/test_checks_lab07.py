@@ -103,6 +103,7 @@ def test_lab07_1_a_python_if_is_named():
 
 def test_lab07_1_a_print_is_named_and_not_printed(capsys):
     reference = solution("lab07", "no_breaks")
+    capsys.readouterr()  # what the solution notebook's cells print when this test runs first
 
     def keeps_print(x):
         print("scale")
@@ -238,3 +239,91 @@ def test_lab07_4_another_right_answer_passes():
             return torch.cond(x.norm() > 2.0, lambda t: torch.relu(self.large(t)),
                               lambda t: self.small(t) * 0.5, [x])
     expect_passed("lab07.4", LambdaRouter)
+
+
+# -- found by an adversarial review: near-misses a learner writes ---------------------------------
+
+def _no_breaks_variant(select):
+    def answer(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        return select(y, scale) + 1
+    return answer
+
+
+def test_lab07_1_a_decision_per_element_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y > 0, y / s, -y)))
+    assert "element by element" in result.en and "逐个元素" in result.zh
+
+
+def test_lab07_1_a_decision_per_row_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.where(y.sum(-1, keepdim=True) > 0, y / s, -y)))
+    assert "row by row" in result.en and "按行判断" in result.zh and "(3, 5)" in result.tried
+
+
+def test_lab07_1_swapped_branches_are_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, -y, y / s)))
+    assert "other branch" in result.en and "另一个分支" in result.zh
+
+
+def test_lab07_1_torch_cond_passes():
+    expect_passed("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.cond(y.sum() > 0, lambda y, s: y / s, lambda y, s: -y, (y, s))))
+
+
+def test_lab07_2_marking_the_batch_and_the_features_is_named():
+    def both_dims(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            torch._dynamo.mark_dynamic(x, 0)
+            torch._dynamo.mark_dynamic(x, 1)
+            return compiled(x)
+        return run
+    result = expect_wrong("lab07.2", both_dims)
+    assert "marked dim 1" in result.en and "第 1 维" in result.zh and "ConstraintViolation" in result.got
+
+
+def test_lab07_3_a_new_number_of_dimensions_is_a_shape_change():
+    expect_passed("lab07.3", _fail(shape=lambda x: x.reshape(-1).clone()))
+    expect_passed("lab07.3", _fail(shape=lambda x: x.unsqueeze(0).clone()))
+
+
+def test_lab07_3_a_parameter_changes_the_class_as_well():
+    result = expect_wrong("lab07.3", _fail(requires_grad=lambda x: torch.nn.Parameter(x.clone())))
+    assert "so did: type (Parameter" in result.en and "也变了：type (Parameter" in result.zh
+
+
+def _router_deciding_by(pred):
+    class ByPred(Router):
+        def forward(self, x):
+            return torch.cond(pred(x), lambda x: torch.relu(self.large(x)), lambda x: self.small(x) * 0.5, (x,))
+    return ByPred
+
+
+def test_lab07_4_the_sum_of_absolute_values_is_named():
+    result = expect_wrong("lab07.4", _router_deciding_by(lambda x: x.abs().sum() > 2.0))
+    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "1.8" in result.tried
+
+
+def test_lab07_4_the_largest_absolute_value_is_named():
+    result = expect_wrong("lab07.4", _router_deciding_by(lambda x: x.abs().max() > 2.0))
+    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "norm 3" in result.tried
+
+
+def test_lab07_4_the_squared_norm_is_not_called_greater_or_equal():
+    result = expect_wrong("lab07.4", _router_deciding_by(lambda x: (x * x).sum() > 2.0))
+    assert "squared norm" in result.en and "strict" not in result.en and "平方" in result.zh
+
+
+def test_lab07_4_bool_of_the_predicate_is_named():
+    result = expect_wrong("lab07.4", _router_deciding_by(lambda x: bool(x.norm() > 2.0)))
+    assert "bool() of a tensor" in result.en and "bool()" in result.zh and "cannot be exported" in result.en
+
+
+def test_lab07_4_branches_that_close_over_x_pass():
+    class Closure(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0, lambda: torch.relu(self.large(x)), lambda: self.small(x) * 0.5, ())
+    expect_passed("lab07.4", Closure)

@@ -84,13 +84,18 @@ def _messy_probes() -> list[Probe]:
     return out
 
 
-def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = False) -> torch.Tensor:
-    """What messy would return with one known slip: ``>=`` for ``>``, or ``y.max()`` for ``y.abs().max()``."""
+def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = False, swapped: bool = False,
+                   per: str = "") -> torch.Tensor:
+    """What messy would return with one known slip: ``>=`` for ``>``, ``y.max()`` for ``y.abs().max()``,
+    the two branches swapped, or the decision taken per element or per row instead of once."""
     (x,) = probe.args
     y = torch.sin(x) * 2
     scale = y.max() if plain_max else y.abs().max()
-    take = y.sum() >= 0 if at_least else y.sum() > 0
-    return (y / scale if take else -y) + 1
+    total = y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else y.sum()
+    take = total >= 0 if at_least else total > 0
+    if swapped:
+        take = ~take
+    return torch.where(take, y / scale, -y) + 1
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -111,6 +116,17 @@ _MESSY_MISTAKES = [
     Mistake("if y.sum() >= 0", lambda got, want, probe: _same(got, _messy_variant(probe, at_least=True)),
             "messy takes the else branch when y.sum() is exactly 0: its test is a strict y.sum() > 0.",
             "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
+    Mistake("branches swapped", lambda got, want, probe: _same(got, _messy_variant(probe, swapped=True)),
+            "your result is messy's other branch: y / scale belongs to the case y.sum() > 0, and -y to the rest.",
+            "你的结果是 messy 另一个分支的结果：y / scale 对应 y.sum() > 0 的情况，-y 对应其余情况。"),
+    Mistake("decided per element", lambda got, want, probe: _same(got, _messy_variant(probe, per="element")),
+            "your result decides element by element whether y is positive; messy makes one decision for the whole "
+            "tensor, from the sum of all of y.",
+            "你的结果逐个元素判断 y 是否为正；messy 对整个张量只做一次判断，依据的是 y 全部元素之和。"),
+    Mistake("decided per row", lambda got, want, probe: _same(got, _messy_variant(probe, per="row")),
+            "your result decides row by row from the sum of each row; messy makes one decision for the whole "
+            "tensor, from the sum of all of y.",
+            "你的结果按行判断，依据的是每一行之和；messy 对整个张量只做一次判断，依据的是 y 全部元素之和。"),
     Mistake("scale from y.max()", lambda got, want, probe: _same(got, _messy_variant(probe, plain_max=True)),
             "scale is the largest absolute value of y; where y's most negative entry is the largest in size, the "
             "largest value and the largest absolute value differ.",
@@ -243,8 +259,8 @@ def _compile_once(answer: Any) -> None:
                 try:
                     out = compiled(x)
                 except Exception as exc:
-                    marked = _marked(inputs)
-                    if type(exc).__name__ != "ConstraintViolationError" or not marked or 0 in marked:
+                    marked = [d for d in _marked(inputs) if d != 0]
+                    if type(exc).__name__ != "ConstraintViolationError" or not marked:
                         raise
                     raise Wrong(f"you marked dim {marked[0]} as dynamic, but fn needs it to be exactly {features} "
                                 "(it multiplies by a weight of fixed size), so Dynamo refused the mark. The batch "
@@ -278,9 +294,11 @@ def _compile_once(answer: Any) -> None:
                         "第二个批大小又编译了一次：Dynamo 只有在看到某一维变化之后才会把它变成动态的。请在第一次调用之前就告诉 "
                         "Dynamo 批大小这一维会变化（第 07 讲第 5 节）。",
                         tried=tried, expected="1 compile", got=got)
-        raise Wrong("every batch size compiled again: dynamic shapes are off (dynamic=False keeps every size "
-                    "static). Let the batch dimension be dynamic instead.",
-                    "每个批大小都重新编译了：动态形状被关闭了（dynamic=False 会让所有尺寸保持静态）。请让批大小这一维成为动态的。",
+        raise Wrong("every batch size compiled again: dynamic shapes are off (dynamic=False, or automatic dynamic "
+                    "turned off in Dynamo's config, keeps every size static). Let the batch dimension be dynamic "
+                    "instead.",
+                    "每个批大小都重新编译了：动态形状被关闭了（dynamic=False，或在 Dynamo 配置中关闭自动动态，都会让所有尺寸保持静态）。"
+                    "请让批大小这一维成为动态的。",
                     tried=tried, expected="1 compile", got=got)
 
 
@@ -288,8 +306,9 @@ def _compile_once(answer: Any) -> None:
 
 _KINDS = ("shape", "dtype", "requires_grad", "stride")
 #: What torch's recompile reason says when each part of TENSOR_MATCH fails.
-_REASONS = {"shape": "size mismatch", "dtype": "dtype mismatch", "requires_grad": "requires_grad mismatch",
-            "stride": "stride mismatch"}
+#: A new number of dimensions is a shape change too; torch then reports a rank mismatch.
+_REASONS = {"shape": ("size mismatch", "rank mismatch"), "dtype": ("dtype mismatch",),
+            "requires_grad": ("requires_grad mismatch",), "stride": ("stride mismatch",)}
 
 
 def _guarded(x: torch.Tensor) -> torch.Tensor:
@@ -323,6 +342,8 @@ def _changed(new: torch.Tensor, x: torch.Tensor) -> list[str]:
         out.append("stride")
     if new.device != x.device:
         out.append("device")
+    if type(new) is not type(x):  # e.g. nn.Parameter: the guard checks the tensor's class first
+        out.append(f"type ({type(new).__name__}, not {type(x).__name__})")
     return out
 
 
@@ -407,10 +428,10 @@ def _fail_guard(answer: Any) -> None:
                             f"你改变的是 {', '.join(changed)}，而不是 {kind}。",
                             tried=tried, expected=f"only the {kind} changed", got=got)
             recompiled, reasons = _recompiled(_guarded, (x,), (new,))
-            if not recompiled or not any(_REASONS[kind] in r for r in reasons):
+            if not recompiled or not any(reason in r for reason in _REASONS[kind] for r in reasons):
                 raise Wrong(f"the {kind} changed, but the compiled function did not recompile because of it.",
                             f"{kind} 改变了，但编译后的函数并没有因此重新编译。",
-                            tried=tried, expected=f"a recompile: tensor 'x' {_REASONS[kind]}",
+                            tried=tried, expected=f"a recompile: tensor 'x' {' or '.join(_REASONS[kind])}",
                             got="; ".join(reasons) or "no recompile")
 
 
@@ -442,6 +463,11 @@ def _router_probes() -> list[Probe]:
         direction = direction / direction.norm()
         out.append(Probe(f"x with norm 5 (the large branch), direction {i + 1}", (5 * direction,)))
         out.append(Probe(f"x with norm 0.5 (the small branch), direction {i + 1}", (0.5 * direction,)))
+    # Spread evenly over all 12 entries: the Euclidean norm decides, not the sum of |x|, the largest |x| or
+    # the squared norm.
+    even = torch.ones(3, 4) / 12 ** 0.5
+    out.append(Probe("x with norm 1.8 spread evenly (the small branch; the sum of |x| is 6.2)", (1.8 * even,)))
+    out.append(Probe("x with norm 3 spread evenly (the large branch; the largest |x| is 0.87)", (-3.0 * even,)))
     edge = torch.zeros(3, 4)
     edge[0, 0] = -2.0
     out.append(Probe("x with norm exactly 2.0 (x.norm() > 2.0 is False)", (edge,)))
@@ -458,11 +484,19 @@ def _other_branch(reference: Router) -> Callable[[Any, Any, Probe], bool]:
 
 
 def _router_mistakes(reference: Router) -> list[Mistake]:
+    other_branch = _other_branch(reference)
     return [
-        Mistake("x.norm() >= 2.0", lambda got, want, probe: "exactly 2.0" in probe.label,
+        Mistake("another measure of size", lambda got, want, probe: "evenly" in probe.label
+                and other_branch(got, want, probe),
+                "your model takes the other branch on this input: Router decides by x.norm(), the Euclidean norm "
+                "of all of x, compared with 2.0 (not the sum of |x|, the largest |x| or the squared norm).",
+                "你的模型在这个输入上走了另一个分支：Router 依据的是 x.norm()，即整个 x 的欧几里得范数，与 2.0 比较"
+                "（不是 |x| 之和、|x| 的最大值或范数的平方）。"),
+        Mistake("x.norm() >= 2.0", lambda got, want, probe: "exactly 2.0" in probe.label
+                and other_branch(got, want, probe),
                 "on an input of norm exactly 2.0 Router takes the small branch: its test is a strict x.norm() > 2.0.",
                 "对于范数恰好为 2.0 的输入，Router 走的是 small 分支：它的条件是严格的 x.norm() > 2.0。"),
-        Mistake("branches swapped", _other_branch(reference),
+        Mistake("branches swapped", other_branch,
                 "your model returns the other branch's result: the first function torch.cond gets runs when the "
                 "predicate is True.",
                 "你的模型返回的是另一个分支的结果：torch.cond 的第一个函数在条件为 True 时运行。"),
@@ -508,9 +542,11 @@ def _cond_router(answer: Any) -> None:
         try:
             exported = torch.export.export(model, probes[0].args)
         except Exception as exc:
-            raise Wrong("torch.export refused the model: a Python `if` on a tensor value cannot be exported; "
-                        "express the choice with torch.cond, as the exercise asks.",
-                        "torch.export 拒绝了这个模型：依据张量数值的 Python `if` 无法导出；请按题目要求用 torch.cond 表达这个选择。",
+            raise Wrong("torch.export refused the model: a Python decision on a tensor value (an `if`, or bool() of "
+                        "a tensor) cannot be exported; let torch.cond take the predicate as a tensor and make the "
+                        "choice, as the exercise asks.",
+                        "torch.export 拒绝了这个模型：依据张量数值的 Python 判断（`if`，或对张量调用 bool()）无法导出；"
+                        "请按题目要求让 torch.cond 以张量形式接收条件并完成选择。",
                         tried="torch.export.export(CondRouter(), (x,))", expected="an ExportedProgram",
                         got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
         if not _has_cond(exported.graph_module):
