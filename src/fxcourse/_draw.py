@@ -44,7 +44,7 @@ class Drawing:
     ``.nodes`` and ``.edges`` count what the picture shows; ``.note`` says what was
     collapsed or left out and how to see it (empty when the picture shows everything).
 
-    Introduced in course/03_fx_tracing_ir.ipynb.
+    Introduced in course/00_overview.ipynb.
 
     >>> import torch
     >>> d = draw(torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1))
@@ -104,7 +104,7 @@ def draw(obj: Any, *, max_nodes: int | None = MAX_NODES, focus: str | None = Non
     (``focus="layer1"`` draws that module's nodes instead; ``max_nodes=None`` draws every
     node). Raises FxCourseError, saying how to install it, when Graphviz's ``dot`` is missing.
 
-    Introduced in course/03_fx_tracing_ir.ipynb.
+    Introduced in course/00_overview.ipynb.
 
     >>> import torch
     >>> d = draw(torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1))

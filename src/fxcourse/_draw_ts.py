@@ -76,18 +76,21 @@ class _Writer:
         for i, block in enumerate(node.blocks()):
             name = names[i] if i < len(names) else f"block{i}"
             self.dot.cluster(f"block{i} ({name})", 'style="rounded" color="#bbbbbb"')
-            start = self.new_id()
-            params = _typed(block.inputs()) or "no inputs"
-            self.dot.node(start, lines([f"block{i}", params]), "ts-param")
-            for value in block.inputs():
-                self.producer[value.unique()] = start
-            self.dot.edge(head, start, f'style="dashed" label="{name}"')
+            start = None
+            if list(block.inputs()):  # a loop body's inputs: the iteration and carried values
+                start = self.new_id()
+                self.dot.node(start, lines([f"block{i}", _typed(block.inputs())]), "ts-param")
+                for value in block.inputs():
+                    self.producer[value.unique()] = start
+            mark = self.count
             self.nodes(block.nodes())
             ret = self.new_id()
+            first = start or f"t{mark + 1}"  # the block's first node (its return when empty)
+            self.dot.edge(head, first, f'style="dashed" label="{name}"')
             self.dot.node(ret, lines(["return", _values(block.outputs()) or "nothing"]), "ts-return")
             self.inputs_to(block.returnNode(), ret)
             if kind == "prim::Loop":
-                self.dot.edge(ret, start, 'style="dashed" constraint=false label="next iteration"')
+                self.dot.edge(ret, first, 'style="dashed" constraint=false label="next iteration"')
             returns.append(ret)
             self.dot.end()
         outputs = _typed(node.outputs())
