@@ -245,3 +245,25 @@ def test_rendering_is_identical_in_a_fresh_process():
                                                   view.to_html(), table.to_text(), table.to_html()))
     assert done.stdout == here
     assert isinstance(cap, Capture)
+
+
+def test_capture_keeps_the_callers_dynamic_marks():
+    def scale(x):
+        return x * 2
+
+    x = torch.randn(4, 3)
+    torch._dynamo.mark_dynamic(x, 0)
+    cap = capture(scale, x)
+    placeholder = next(n for n in cap.graphs[0].gm.graph.nodes if n.op == "placeholder")
+    assert str(placeholder.meta["example_value"].shape[0]).startswith("s"), placeholder.meta["example_value"].shape
+    assert cap.graph_count == 1 and not cap.recompiles
+
+
+def test_recompile_reason_keeps_a_float_guard_whole_and_once():
+    def times(x, s):
+        return x * s
+
+    cap = capture(times, torch.randn(2), 0.5289567708969116)
+    cap.call_again(torch.randn(2), 0.25)
+    (record,) = cap.recompiles
+    assert record.failures == ["0/0: s == 0.5289567708969116"]

@@ -16,6 +16,7 @@ every call), would otherwise change what the learner passed in.
 from __future__ import annotations
 
 import contextlib
+import copy as _copy_mod
 import types
 from typing import Any, Iterator
 
@@ -37,10 +38,16 @@ def _copy(value: Any) -> Any:
     try:
         copy = value.detach().clone()
         if isinstance(value, torch.nn.Parameter):
-            return torch.nn.Parameter(copy, requires_grad=value.requires_grad)
-        return copy.requires_grad_(value.requires_grad) if value.is_floating_point() or value.is_complex() else copy
+            copy = torch.nn.Parameter(copy, requires_grad=value.requires_grad)
+        elif value.is_floating_point() or value.is_complex():
+            copy.requires_grad_(value.requires_grad)
     except Exception:  # a tensor that cannot be copied (e.g. some subclasses): pass it as it is
         return value
+    # Dynamo keeps mark_dynamic / mark_unbacked / mark_static on the tensor object itself.
+    for name, mark in vars(value).items():
+        if name.startswith("_dynamo"):
+            setattr(copy, name, _copy_mod.copy(mark))
+    return copy
 
 
 def _modules(obj: Any) -> list[torch.nn.Module]:

@@ -22,7 +22,7 @@ _UUID = r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
 _CODE_REPR = re.compile(r"<code object (\S+) at 0x[0-9a-fA-F]+, file \"[^\"]*?([^/\"]+)\", line (\d+)>")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _HEX = re.compile(r"0x[0-9a-fA-F]{6,}")
-_OBJ_ID = re.compile(r"\b\d{9,}\b")
+_OBJ_ID = re.compile(r"(?<![\d.])\d{9,}\b")  # not the digits of a float
 _PATH = re.compile(r"(?:[\w.\-~<>]*/)+([\w.\-]+\.(?:py|pyi|cpp|h))\b")
 _GLOBAL_STATE = re.compile(r"(___check_global_state\(\) against )\{.*\}")
 
