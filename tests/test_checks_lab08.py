@@ -256,3 +256,112 @@ def test_lab08_3_message_without_numbers_is_wrong():
 def test_lab08_3_returning_none_under_the_limit_is_named():
     result = expect_wrong("lab08.3", make_limited(under=lambda gm: None))
     assert "gm.forward" in result.en and "None" in result.zh
+
+
+# -- found by an adversarial review: near-misses a learner writes ---------------------------------
+
+def _recording_backend(names, *, reroute=True, fresh_lists=False, exclude_recorder=True):
+    store = {name: [] for name in names}
+    made = []
+
+    def backend(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if node.name in names:
+                if fresh_lists:
+                    store[node.name] = []
+                sub = f"record_{node.name}_{len(made)}"
+                made.append(sub)
+                gm.add_submodule(sub, Recorder(node.name, store))
+                with gm.graph.inserting_after(node):
+                    rec = gm.graph.call_module(sub, (node,))
+                if reroute and exclude_recorder:
+                    node.replace_all_uses_with(rec, delete_user_cb=lambda user: user is not rec)
+                elif reroute:
+                    node.replace_all_uses_with(rec)
+        gm.recompile()
+        return gm.forward
+
+    return backend, store
+
+
+def test_lab08_1_a_recorder_nobody_reads_is_named():
+    result = expect_wrong("lab08.1", lambda names: _recording_backend(names, reroute=False))
+    assert "still read 'h' itself" in result.en and "仍然直接读取 'h'" in result.zh
+    assert "delete_user_cb" not in result.en
+
+
+def test_lab08_1_a_recorder_reading_itself_is_named():
+    result = expect_wrong("lab08.1", lambda names: _recording_backend(names, exclude_recorder=False))
+    assert "reads its own output" in result.en and "读取的是它自己的输出" in result.zh
+    assert "delete_user_cb" not in result.en and "lambda" not in result.en
+
+
+def test_lab08_1_new_lists_on_every_backend_call_are_named():
+    result = expect_wrong("lab08.1", lambda names: _recording_backend(names, fresh_lists=True))
+    assert "only the values of the last" in result.en and "只保留了最后" in result.zh
+    assert "edit every graph" not in result.en  # not the misleading "edit every graph" diagnosis
+
+
+def test_lab08_2_a_clamp_after_the_relu_is_named():
+    def clamp_after(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                with gm.graph.inserting_after(node):
+                    clamp = gm.graph.call_function(torch.clamp, (node,), {"min": 0})
+                node.replace_all_uses_with(clamp, delete_user_cb=lambda user: user is not clamp)
+        gm.recompile()
+        return gm.forward
+    result = expect_wrong("lab08.2", clamp_after)
+    assert "reads the relu's output" in result.en and "读取的是 relu 的输出" in result.zh
+    assert "Match all three spellings" not in result.en
+
+
+def test_lab08_2_retargeting_the_relu_node_in_place_passes():
+    def retarget(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                node.op, node.target = "call_function", torch.clamp
+                node.args, node.kwargs = (node.args[0],), {"min": 0}
+        gm.recompile()
+        return gm.forward
+    expect_passed("lab08.2", retarget)
+
+
+def test_lab08_3_subtracting_two_nodes_is_named():
+    def minus_two(n):
+        def backend(gm, example_inputs):
+            ops = len(gm.graph.nodes) - 2
+            if ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", minus_two)
+    assert "one placeholder per input" in result.en and "每个输入都对应一个 placeholder" in result.zh
+    assert "two tensors" in result.tried
+
+
+def test_lab08_3_checking_only_the_first_graph_is_named():
+    def first_only(n):
+        seen = []
+
+        def backend(gm, example_inputs):
+            seen.append(gm)
+            ops = sum(1 for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module"))
+            if len(seen) == 1 and ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", first_only)
+    assert "after the graph break" in result.en and "图中断之后" in result.zh
+    assert "call_method nodes too" not in result.en  # the old, misleading diagnosis
+
+
+def test_lab08_3_counting_nodes_minus_the_inputs_passes():
+    def minus_inputs(n):
+        def backend(gm, example_inputs):
+            ops = len(gm.graph.nodes) - len(example_inputs) - 1
+            if ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    expect_passed("lab08.3", minus_inputs)

@@ -180,7 +180,16 @@ def _recording(answer: Any) -> None:
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
             edited.append(gm)
-            return _code_first(backend)(gm, example_inputs)
+            returned = _code_first(backend)(gm, example_inputs)
+            loop = next((n for n in gm.graph.nodes if n in n.all_input_nodes), None)
+            if loop is not None:
+                raise Wrong(f"the node {loop.name} reads its own output: moving every use of the named node to the "
+                            "recorder moved the recorder's own use too. The recorder must keep reading the named "
+                            "node; only the other users move (the lab's hint shows how to leave one user out).",
+                            f"节点 {loop.name} 读取的是它自己的输出：把指定节点的所有使用都转到记录器上时，记录器自己的那次使用也被转走了。"
+                            "记录器必须继续读取指定节点，只有其他使用者才转过去（实验说明里的提示给出了如何排除一个使用者）。",
+                            tried=label, expected="the recorder reads the named node", got=f"{loop.name} reads {loop.name}")
+            return returned
 
         compiled = _compile(model, watching)
         for x in xs:
@@ -194,6 +203,24 @@ def _recording(answer: Any) -> None:
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
                             else describe(got_out))
         _check_store(label, store, names, wants, edited)
+        _check_rerouted(label, names, edited)
+
+
+def _check_rerouted(label: str, names: list[str], edited: list[fx.GraphModule]) -> None:
+    """Every user of a named node, except its recorder, reads from the recorder."""
+    for gm in edited:
+        for node in gm.graph.nodes:
+            if node.name not in names:
+                continue
+            direct = sorted(user.name for user in node.users if user.op != "call_module")
+            if direct:
+                raise Wrong(f"node(s) {', '.join(direct)} still read {node.name!r} itself, not the recorder: the recorder's "
+                            "output is unused, so a pass that removes unused nodes would drop it. Move every other "
+                            "user of the named node to the recorder.",
+                            f"节点 {', '.join(direct)} 仍然直接读取 {node.name!r}，而不是记录器：记录器的输出没有被使用，"
+                            "删除无用节点的 pass 会把它去掉。请把指定节点的其他使用者都转到记录器上。",
+                            tried=label, expected=f"{node.name!r} read only by its recorder",
+                            got=f"also read by {', '.join(direct)}")
 
 
 def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
@@ -253,6 +280,13 @@ def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str,
                         f"{name!r} 记录的是 {kind}，而不是运行时的真实张量。请记录张量（需要数值时再在图外转换），"
                         "并返回修改后模块的 forward，让记录器在每次调用时运行；再次追踪计算图的后端只会在假张量上运行它一次。",
                         tried=label, got=", ".join(type(t).__name__ for t in got))
+        if 0 < len(got) < calls and all(_close(t, wants[calls - len(got) + i][name]) for i, t in enumerate(got)):
+            raise Wrong(f"{name!r} holds only the values of the last {len(got)} call(s): the earlier ones were lost "
+                        "when Dynamo called your backend again for a new shape and the backend started a new list. "
+                        "Every graph's recorders append to the lists of the one store, made once.",
+                        f"{name!r} 只保留了最后 {len(got)} 次调用的值：Dynamo 因为新形状再次调用后端时，后端新建了列表，"
+                        "之前的值就丢了。所有计算图的记录器都要追加到同一个 store 的列表里，这些列表只创建一次。",
+                        tried=f"{label}, called {calls} times", expected=f"{calls} tensors", got=f"{len(got)} tensors")
         if len(got) != calls:
             raise Wrong(f"{name!r} should get one tensor per call of the compiled model. A new input shape makes "
                         "Dynamo compile again and call the backend again: edit every graph you are given, each time.",
@@ -424,6 +458,12 @@ def _check_swapped_graph(label: str, relu_inputs: list[fx.Node], returned: Any, 
                     "(with no users): remove it from the graph.",
                     "relu 的使用者已经改为读取 clamp，但 relu 节点本身仍留在计算图中（没有任何使用者）：请把它从计算图中删除。",
                     tried=label, expected="no relu node", got=f"node {unused[0].name} with no users")
+    if left and all(_is_clamp(user) for user in left[0].users):
+        raise Wrong("a clamp node reads the relu's output, so the relu still runs: the clamp must read the relu's "
+                    "input, and the relu node goes.",
+                    "有一个 clamp 节点读取的是 relu 的输出，所以 relu 仍在运行：clamp 必须读取 relu 的输入，并删除 relu 节点。",
+                    tried=label, expected="no relu node",
+                    got=f"node {left[0].name} read by {', '.join(u.name for u in left[0].users)}")
     if left:
         en, zh = _relu_kind(left[0])
         raise Wrong(f"a relu is still in the graph: {en}. Match all three spellings.",
@@ -547,6 +587,11 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "you count the placeholders as ops: an input is not an op. Count only call_function, call_method and "
      "call_module nodes.",
      "你把 placeholder 也算作算子了：输入不是算子。请只统计 call_function、call_method 和 call_module 节点。"),
+    ("every node but one placeholder and the output", lambda gm: len(gm.graph.nodes) - 2, False,
+     "you subtract a fixed count of non-op nodes, but a graph has one placeholder per input (here two): count "
+     "the call_function, call_method and call_module nodes themselves.",
+     "你减去的是固定数目的非算子节点，但每个输入都对应一个 placeholder（这里有两个）：请直接统计 call_function、"
+     "call_method 和 call_module 节点。"),
     ("call_function only", _call_functions, False,
      "you count only call_function nodes: x.cos() is a call_method node, and it is an op too.",
      "你只统计了 call_function 节点：x.cos() 是 call_method 节点，它也是算子。"),
@@ -581,7 +626,8 @@ def _limited(answer: Any) -> None:
              (1, _chain(1), "a chain of 1 op"), (4, _chain(7), "a chain of 7 ops"),
              (5, _chain(6), "a chain of 6 ops (3 of them method calls)"),
              (4, _split_chain, "a function split by a graph break into graphs of 3 and 6 ops"),
-             (4, _scaled_wave, "a function of two tensors with 3 ops")]
+             (4, _scaled_wave, "a function of two tensors with 3 ops"),
+             (3, _scaled_wave, "a function of two tensors with 3 ops")]
     runs = []
     for limit, fn, what in cases:
         args = (x, y) if fn is _scaled_wave else (x,)
@@ -618,7 +664,11 @@ def _limited(answer: Any) -> None:
         if exc is None:
             hint = ("the graph has more ops than the limit but compiled anyway.",
                     "计算图的算子数超过了上限，却仍然编译通过了。")
-            if all(_call_functions(gm) <= limit for gm in graphs):
+            if _ops(graphs[0]) <= limit < max(sizes):
+                hint = ("the graph over the limit is the one after the graph break: the backend is called once per "
+                        "graph, so count and refuse each graph it is given.",
+                        "超过上限的是图中断之后的那张计算图：后端对每张计算图各调用一次，所以收到的每一张图都要计数并在超限时拒绝。")
+            elif all(_call_functions(gm) <= limit for gm in graphs):
                 hint = ("count call_method nodes too: x.cos() is a call_method node, not call_function.",
                         "call_method 节点也要计数：x.cos() 是 call_method 节点，而不是 call_function。")
             raise Wrong(hint[0] + " Refuse it with GraphTooLarge when the count is over n.",
