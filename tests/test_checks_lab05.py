@@ -344,3 +344,16 @@ def test_lab05_4_width_from_the_sum_is_not_blamed_on_the_trace_alone():
         return torch.where(pos < lengths[:, None], pos, -1)
     result = expect_wrong("lab05.4", summed)
     assert "not this input's largest length" in result.en and "最大长度" in result.zh
+
+
+def test_lab05_1_names_a_removed_guard():
+    def without_guard(model, mode):
+        gm = fx.symbolic_trace(model, concrete_args={"mode": mode})
+        for node in list(gm.graph.nodes):
+            if node.op == "call_function" and node.target is torch._assert:
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm
+    result = expect_wrong("lab05.1", without_guard)
+    assert "guard for it is gone" in result.en and "守卫不见了" in result.zh and "mode_1" in result.got
+    _no_pasteable_code(result)

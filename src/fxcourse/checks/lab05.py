@@ -154,6 +154,13 @@ def _concrete_mode(answer: Any) -> None:
                             tried=tried, got=one_line_error(exc)) from None
             gm = _need_graph_module(got, model, tried)
             fixed = _guard_value(gm)
+            if fixed is None and any(n.op == "placeholder" and n.name.startswith("mode_")
+                                     for n in gm.graph.nodes):
+                raise Wrong("`mode` was fixed, but the graph's torch._assert guard for it is gone: keep the guard "
+                            "FX adds, since it is what refuses a call with another mode (lecture 05, section 2).",
+                            "`mode` 已经固定了，但计算图中针对它的 torch._assert 守卫不见了：请保留 FX 加入的守卫，"
+                            "正是它拒绝用其他 mode 调用（第 05 讲第 2 节）。",
+                            tried=tried, expected="a torch._assert node for mode", got="a mode_1 placeholder, no guard")
             if fixed is None:
                 raise Wrong("the graph has no guard for `mode`: the model was not traced with `mode` fixed "
                             "through concrete_args, which keeps a placeholder `mode_1` and adds a torch._assert "
