@@ -31,8 +31,8 @@ def test_gate_rows_tell_the_lecture_story(gate):
     assert [r.method for r in gate.rows] == list(METHODS)
     trace, script, fx, full, dyn, export = gate.rows
     assert trace.worked and trace.matches is False
-    assert trace.reason == ("the trace baked in one branch: outputs differ from eager on the second input "
-                            "(output has other values)")
+    assert trace.reason.startswith("the trace baked in one branch: outputs differ from eager on the second input "
+                                   "(output: at index (0, ")
     assert trace.note.startswith("TracerWarning: Converting a tensor to a Python boolean")
     assert script.worked and script.matches is True
     assert not fx.worked and fx.reason.startswith("TraceError: symbolically traced variables cannot be used")
@@ -214,18 +214,19 @@ def test_difference_compares_structure():
     from fxcourse._compare_check import difference
 
     x = torch.ones(2)
-    assert difference((x, x), [x, x]) == "output is a tuple, eager gives a list"
-    assert difference({"a": x}, {"b": x}).startswith("output has keys ['a']")
-    assert difference(Pair(x, x), Pair(x, -x)) == "output.high has other values"
+    assert difference((x, x), [x, x]) == "output: a tuple, eager gives a list"
+    assert difference({"a": x}, {"b": x}) == "output: keys ['a'], eager gives ['b']"
+    assert difference(Pair(x, x), Pair(x, -x)).startswith("output.high: at index (0,) got 1, eager gives -1")
     assert difference(Pair(x, x), Pair(x, x)) == ""
-    assert difference([x, 3], [x, 4]) == "output[1] is 3, eager gives 4"
+    assert difference([x, 3], [x, 4]) == "output[1]: 3, eager gives 4"
+    assert difference(torch.tensor([float("nan")]), torch.tensor([1.0])).startswith("output: NaN")
 
 
 def test_list_output_matches_only_as_a_list():
     table = compare_capture(AsList(), torch.randn(3))
     script = table["torch.jit.script"]
     assert script.worked and script.matches is False
-    assert script.reason == "outputs differ from eager on the example input (output is a tuple, eager gives a list)"
+    assert script.reason == "outputs differ from eager on the example input (output: a tuple, eager gives a list)"
     assert table["dynamo fullgraph=False"].matches is True and table["torch.jit.trace"].matches is True
 
 
