@@ -24,7 +24,7 @@ import torch
 from .._values import describe, differs
 from . import Wrong
 
-__all__ = ["Mistake", "Probe", "clone_args", "describe", "differs", "need_callable", "run_probes"]
+__all__ = ["Mistake", "Probe", "clone_args", "describe", "differs", "need_callable", "run_probes", "seeded"]
 
 
 def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
@@ -32,6 +32,22 @@ def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
     if not callable(answer) or (isinstance(answer, type) and not classes):
         raise Wrong(f"pass the function itself, e.g. check(..., {name}) (without calling it).",
                     f"请传入函数本身，例如 check(..., {name})（不要调用它）。", got=describe(answer))
+
+
+def seeded(model: torch.nn.Module, seed: int, scale: float = 0.5) -> torch.nn.Module:
+    """``model`` in eval mode, its parameters drawn from a generator of the checker's own (so
+    checking never moves the learner's random numbers).
+
+    >>> import torch
+    >>> a, b = seeded(torch.nn.Linear(2, 2), 3), seeded(torch.nn.Linear(2, 2), 3)
+    >>> torch.equal(a.weight, b.weight), a.training
+    (True, False)
+    """
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * scale)
+    return model.eval()
 
 
 def clone_args(args: Sequence[Any]) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .._text import quiet
-from ._probe import describe, need_callable
+from ._probe import describe, need_callable, seeded
 
 _OPS = ("call_function", "call_method", "call_module")
 
@@ -54,15 +54,6 @@ def _code_first(backend: Callable[..., Any]) -> Callable[..., Any]:
         return backend(gm, example_inputs)
 
     return code_first
-
-
-def _seeded(model: nn.Module, seed: int) -> nn.Module:
-    """``model`` in eval mode with parameters drawn from a generator of the checker's own."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
-    return model.eval()
 
 
 def _inputs(seed: int, *shapes: tuple[int, ...]) -> list[torch.Tensor]:
@@ -132,9 +123,9 @@ def _break_refs(model: _BreakThenMutate, x: torch.Tensor) -> dict[str, torch.Ten
 
 def _recording_cases() -> list[tuple[str, nn.Module, list[str], Callable[..., dict[str, torch.Tensor]],
                                      list[torch.Tensor]]]:
-    two = _seeded(_TwoLayer(), 81)
+    two = seeded(_TwoLayer(), 81)
     xs_two = _inputs(810, (3, 5), (3, 5))
-    brk = _seeded(_BreakThenMutate(), 82)
+    brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     return [
         ("a two-layer model (h = fc1(x); a = tanh(h)), names ['h', 'a']", two, ["h", "a"],
@@ -403,9 +394,9 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
 ])
 def _swap(answer: Any) -> None:
     need_callable(answer, "relu_to_clamp")
-    cases = [("a model with an nn.ReLU module", _seeded(_ModuleReLU(), 83), _inputs(830, (5, 4))[0]),
-             ("a model with torch.relu, x.relu() and F.relu", _seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
-             ("a model with a relu on each side of a graph break", _seeded(_ReLUAroundBreak(), 85),
+    cases = [("a model with an nn.ReLU module", seeded(_ModuleReLU(), 83), _inputs(830, (5, 4))[0]),
+             ("a model with torch.relu, x.relu() and F.relu", seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
+             ("a model with a relu on each side of a graph break", seeded(_ReLUAroundBreak(), 85),
               _inputs(850, (3, 4))[0])]
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []

@@ -13,18 +13,9 @@ from torch import nn
 
 from . import Wrong, task
 from .._text import one_line_error, quiet
-from ._probe import describe, differs, need_callable
+from ._probe import describe, differs, need_callable, seeded
 
 _L = "course/10_export_mlir.ipynb"
-
-
-def _seeded(model: nn.Module, seed: int) -> nn.Module:
-    """``model`` in eval mode, parameters drawn from a generator of the checker's own."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
-    return model.eval()
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
@@ -96,8 +87,8 @@ def _export_or_named(answer: Callable[..., Any], model: nn.Module, x: torch.Tens
               "（Dynamic shapes）解读了各用一个 Dim 时得到的错误。")])
 def _check_shared_batch(answer: Any) -> None:
     need_callable(answer, "export_shared_batch")
-    cases = [("_ScaleShift (x: (4, 5), y: (4, 2))", _seeded(_ScaleShift(), 101), _randn(1, 4, 5), _randn(2, 4, 2)),
-             ("_Concat (x: (3, 4), y: (3, 3))", _seeded(_Concat(), 102), _randn(3, 3, 4), _randn(4, 3, 3))]
+    cases = [("_ScaleShift (x: (4, 5), y: (4, 2))", seeded(_ScaleShift(), 101), _randn(1, 4, 5), _randn(2, 4, 2)),
+             ("_Concat (x: (3, 4), y: (3, 3))", seeded(_Concat(), 102), _randn(3, 3, 4), _randn(4, 3, 3))]
     for label, model, x, y in cases:
         program = _export_or_named(answer, model, x, y, label)
         if not isinstance(program, torch.export.ExportedProgram):
@@ -164,7 +155,7 @@ def _check_cond_gate(answer: Any) -> None:
                     "请传入 ExportableGate 类本身（zoo.Gate 的子类）。", got=describe(answer))
     for d, seed in ((5, 201), (3, 202)):
         model = answer(d)
-        _seeded(model, seed)
+        seeded(model, seed)
         linear = model.linear
         label = f"ExportableGate({d}) with seeded weights"
         probes = _branch_inputs(linear, d, seed)
@@ -234,8 +225,8 @@ class _Residual(nn.Module):
               "该节还展示了 IREE 3.13 在动态批维度下无法编译哪些阶段。")], time_limit=180)
 def _check_iree(answer: Any) -> None:
     need_callable(answer, "compile_with_iree")
-    for label, model, features, seed in (("_TanhNet (Linear 6→10, tanh, Linear 10→2)", _seeded(_TanhNet(), 301), 6, 31),
-                                         ("_Residual (x + 2·sigmoid(Linear 3→3))", _seeded(_Residual(), 302), 3, 32)):
+    for label, model, features, seed in (("_TanhNet (Linear 6→10, tanh, Linear 10→2)", seeded(_TanhNet(), 301), 6, 31),
+                                         ("_Residual (x + 2·sigmoid(Linear 3→3))", seeded(_Residual(), 302), 3, 32)):
         probes = {batch: _randn(seed + batch, batch, features) for batch in (3, 7, 16)}
         wants = {batch: _call(model, x) for batch, x in probes.items()}
         example = _randn(seed, 4, features)
