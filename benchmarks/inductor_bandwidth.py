@@ -1,0 +1,71 @@
+"""A memory-bound pointwise chain: eager vs Inductor vs a plain copy of the same bytes.
+
+The chain reads ``x`` once and writes ``out`` once (five elementwise ops in between), so the
+least memory traffic it can have is that of ``out.copy_(x)``: the copy is the limit on this
+machine. Eager runs each op as its own pass over memory; Inductor fuses the five into one
+loop. Each version writes into a preallocated ``out`` (allocating a fresh large tensor costs
+more than the arithmetic). GB/s counts the bytes the result needs (read x + write out), the
+same for all three. The versions run in interleaved rounds; each prints its best round.
+The last line is ``compiled/copy: R``. Taught in course/09_aot_inductor.ipynb, section 8.
+
+    python benchmarks/inductor_bandwidth.py                   # 2**24 floats, 10 rounds
+    python benchmarks/inductor_bandwidth.py --numel 4194304 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Callable
+
+import torch
+
+
+def chain(x: torch.Tensor, out: torch.Tensor) -> None:
+    """Five elementwise ops (mul, add, relu, mul, sub), written into ``out``."""
+    out.copy_(torch.relu(x * 1.5 + 0.5) * 2.0 - 1.0)
+
+
+def copy(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x)
+
+
+def best_seconds(fns: dict[str, Callable[[], None]], rounds: int, calls: int) -> dict[str, float]:
+    """Best time per call of each function over ``rounds`` interleaved rounds."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--numel", type=int, default=2**24, help="elements of x (float32)")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=3, help="calls per round")
+    args = parser.parse_args()
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(args.numel, generator=gen)
+    out = torch.empty_like(x)
+    compiled = torch.compile(chain, fullgraph=True)
+    compiled(x, out)  # compile once, outside the timing
+    expected = torch.empty_like(x)
+    chain(x, expected)
+    torch.testing.assert_close(out, expected)
+
+    fns = {"eager": lambda: chain(x, out), "compiled": lambda: compiled(x, out), "copy": lambda: copy(x, out)}
+    best_seconds(fns, 2, args.calls)  # warm up caches and thread pools
+    best = best_seconds(fns, args.rounds, args.calls)
+    moved = 2 * x.numel() * x.element_size()  # read x, write out
+    print(f"{args.numel} float32 elements, {moved / 1e6:.0f} MB moved per call, {torch.get_num_threads()} threads")
+    for name, seconds in best.items():
+        print(f"{name:>8}: {seconds * 1e3:7.2f} ms  {moved / seconds / 1e9:6.1f} GB/s")
+    print(f"compiled/copy: {best['copy'] / best['compiled']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
