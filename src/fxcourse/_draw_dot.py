@@ -17,7 +17,7 @@ LABEL_WIDTH = 48  # characters per label line; longer lines are cut with …
 # kind -> (node attributes, legend text). Fills follow graph_table's row colours.
 STYLES: dict[str, tuple[str, str]] = {
     "placeholder": ('fillcolor="#e8f1fb" color="#4a78b0"', "an input"),
-    "get_attr": ('fillcolor="#f3ecfa" color="#7a55a8"', "reads a parameter or buffer"),
+    "get_attr": ('fillcolor="#f3ecfa" color="#7a55a8"', "reads an attribute: parameter, buffer, constant"),
     "call_function": ('fillcolor="#ffffff" color="#555555"', "calls a free function (torch.relu, operator.add)"),
     "call_method": ('fillcolor="#fdf6e3" color="#a0802a"', "calls a method on a value (x.sum())"),
     "call_module": ('fillcolor="#eaf7ea" color="#3f8a3f"', "calls a submodule"),

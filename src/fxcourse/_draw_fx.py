@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from torch import fx
 
 from ._draw_dot import Dot, cut, lines
-from ._node_text import dtype_text, meta_value, shape_text, target_text
+from ._node_text import arg_text, dtype_text, meta_value, shape_text, target_text
 from .errors import FxCourseError
 
 __all__ = ["fx_dot", "module_path"]
@@ -74,7 +74,26 @@ def node_label(n: fx.Node, cache: dict[int, str], shapes: bool = True,
     if shapes:
         value = meta_value(n.meta)
         third = " ".join(p for p in (shape_text(value), dtype_text(value)) if p)
-    return lines([n.name, second, third])
+    return lines([n.name, second, _literal_args(n), third])
+
+
+def _literal_args(n: fx.Node) -> str:
+    """The node's args (and kwargs) when they hold a value written into the graph
+    (``(fc, 2.0)``, ``{'min': 0.0}``); "" when every argument is an arrow already."""
+    if n.op in ("placeholder", "output", "get_attr") or not (_has_literal(n.args) or _has_literal(n.kwargs)):
+        return ""
+    text = arg_text(n.args)
+    return f"{text} {arg_text(n.kwargs)}" if n.kwargs else text
+
+
+def _has_literal(value: Any) -> bool:
+    if isinstance(value, fx.Node):
+        return False
+    if isinstance(value, (tuple, list)):
+        return any(_has_literal(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_literal(v) for v in value.values())
+    return True
 
 
 def _submodule(owner: Any, target: str) -> Any:
