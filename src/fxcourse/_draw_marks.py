@@ -8,6 +8,7 @@ it (no tensor op since the last break) stands alone.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ._draw_dot import Dot, lines
@@ -58,7 +59,9 @@ def capture_dot(cap: Any, max_nodes: int | None, shapes: bool) -> Dot:
         else:
             node_id = f"break{i}"
             number = breaks.index(item) + 1
-            where = f"{item.location} in {item.function}" if item.function else item.location
+            # a Jupyter cell's file is a number (ipykernel names it after a hash of the code)
+            location = re.sub(r"^\d{5,}\.py:(\d+)$", r"notebook cell, line \1", item.location)
+            where = f"{location} in {item.function}" if item.function else location
             label = lines([f"graph break {number} / 图中断 {number}", where, item.line, item.reason], width=72)
             dot.node(node_id, label, "break")
             if previous is not None:
