@@ -64,7 +64,7 @@ def test_groups_log_scale_and_the_numbers_as_text():
     assert ax.get_xscale() == "log" and len(ax.patches) == 4
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["eager", "fused"]
     assert p.to_text().splitlines() == ["fusion", "  conv+bn [eager]   100 µs", "  conv+bn [fused]   60 µs",
-                                        "  resnet18 [eager]  2000 µs", "  resnet18 [fused]  1500 µs"]
+                                        "  resnet18 [eager]  2,000 µs", "  resnet18 [fused]  1,500 µs"]
     assert sorted(t.get_text() for t in ax.texts) == [" 1,500", " 100", " 2,000", " 60"]
     assert p.to_png() == p.to_png()
 

@@ -101,7 +101,7 @@ class Plot:
         lines = [self.title]
         for name, (_, _, value) in zip(names, self.rows):
             pad = " " * (width - _width(name))
-            lines.append(f"  {name}{pad}  {value:.4g} {self.unit}".rstrip())
+            lines.append(f"  {name}{pad}  {_number_text(value)} {self.unit}".rstrip())
         return "\n".join(lines + self.notes)
 
     def _repr_png_(self) -> bytes:
