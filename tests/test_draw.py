@@ -316,3 +316,26 @@ def test_bad_inputs_are_explained():
         draw(fx.symbolic_trace(lambda x: x), max_nodes=0)
     with pytest.raises(FxCourseError, match="focus=3"):
         draw(fx.symbolic_trace(lambda x: x), focus=3)
+
+
+def test_a_large_exported_program_groups_its_weights_with_their_module():
+    model = nn.Sequential(*[_Block() for _ in range(40)])
+    ep = torch.export.export(model, (torch.randn(2, 4),))
+    assert len(ep.graph.nodes) >= 300
+    d = draw(ep)
+    labels = _labels(d.to_text())
+    # each block's weight and bias inputs are inside its box, not 80 loose placeholders
+    assert labels["module:7"] == "7\n_Block\n11 nodes"
+    assert [k for k in labels if not k.startswith("module:")] == ["input", "output"]  # Sequential calls it input
+    one = _labels(draw(ep, focus="7").to_text())
+    assert one["p_7_lin_weight"].split("\n")[1] == "placeholder: parameter 7.lin.weight"
+
+
+def test_a_recompiled_graph_is_drawn_with_its_reason():
+    def f(x):
+        return torch.sin(x) * 2
+
+    cap = capture(f, torch.randn(3))
+    cap.call_again(torch.randn(3, 4))  # another rank: the guard fails, Dynamo compiles again
+    source = draw(cap).to_text()
+    assert re.search(r'label="graph 1 \(ends with return\)\\nrecompiled on call 2: tensor \'x\' rank', source)

@@ -103,10 +103,14 @@ def _submodule(owner: Any, target: str) -> Any:
         return None
 
 
-def module_path(n: fx.Node) -> str:
-    """The dotted path of the module that made ``n`` ("" for the root)."""
+def module_path(n: fx.Node, input_kinds: dict[str, str] | None = None) -> str:
+    """The dotted path of the module that made ``n`` ("" for the root). An ExportedProgram's
+    parameter and buffer inputs belong to the module that owns them."""
     if n.op == "call_module":
         return str(n.target)
+    kind = (input_kinds or {}).get(n.name, "")
+    if n.op == "placeholder" and kind.startswith(("parameter ", "buffer ", "constant ")):
+        return kind.split(" ", 1)[1].rpartition(".")[0]
     stack = n.meta.get("nn_module_stack")
     if stack:
         path = list(stack.values())[-1]
@@ -131,9 +135,10 @@ def _key(path: str, depth: int) -> str:
     return ".".join(path.split(".")[:depth]) if path else ""
 
 
-def _grouping(nodes: Sequence[fx.Node], base: int = 0) -> tuple[dict[str, str], int]:
+def _grouping(nodes: Sequence[fx.Node], base: int = 0,
+              input_kinds: dict[str, str] | None = None) -> tuple[dict[str, str], int]:
     """node name -> group (module path cut at the chosen depth, "" for ungrouped)."""
-    paths = {n.name: module_path(n) for n in nodes}
+    paths = {n.name: module_path(n, input_kinds) for n in nodes}
     deepest = max((len(p.split(".")) for p in paths.values() if p), default=0)
     best = base + 1
     for depth in range(base + 1, deepest + 1):
@@ -148,7 +153,7 @@ def _grouping(nodes: Sequence[fx.Node], base: int = 0) -> tuple[dict[str, str], 
 def _collapsed(dot: Dot, nodes: Sequence[fx.Node], shapes: bool, input_kinds: dict[str, str],
                owner: Any, prefix: str, max_nodes: int, base: int = 0,
                focus: str = "") -> tuple[str, str]:
-    group_of, depth = _grouping(nodes, base)
+    group_of, depth = _grouping(nodes, base, input_kinds)
     sizes: dict[str, int] = defaultdict(int)
     for n in nodes:
         sizes[group_of[n.name]] += 1
@@ -231,9 +236,9 @@ def _truncated(dot: Dot, nodes: Sequence[fx.Node], shapes: bool, input_kinds: di
 def _focused(dot: Dot, nodes: Sequence[fx.Node], focus: str, max_nodes: int | None, shapes: bool,
              input_kinds: dict[str, str], owner: Any, prefix: str) -> tuple[str, str]:
     focus = _tidy_path(focus)
-    inside = [n for n in nodes if _within(module_path(n), focus)]
+    inside = [n for n in nodes if _within(module_path(n, input_kinds), focus)]
     if not inside:
-        paths = sorted({_key(module_path(n), 1) for n in nodes if module_path(n)})
+        paths = sorted({_key(module_path(n, input_kinds), 1) for n in nodes if module_path(n, input_kinds)})
         raise FxCourseError(got=f"focus={focus!r}", where="draw",
                             accepted=f"a module path of this graph: {', '.join(paths[:12]) or '(none)'}",
                             fix="pick a path from that list (or from the collapsed picture)",
