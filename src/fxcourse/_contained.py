@@ -8,6 +8,7 @@ died; the caller then runs the step for real only when the child survived.
 """
 from __future__ import annotations
 
+import faulthandler
 import io
 import os
 import signal
@@ -43,6 +44,7 @@ def crash_of(step: Callable[[], Any], timeout: float = TIMEOUT_S) -> str:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
+            faulthandler.disable()  # it writes to its own copy of stderr (pytest, IPython enable it)
             sys.stdout = sys.stderr = io.StringIO()
             warnings.simplefilter("ignore")
             import torch
