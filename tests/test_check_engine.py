@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import time
 
 import pytest
@@ -231,3 +232,21 @@ def test_differs_accepts_an_equal_result(value):
 def test_wrong_carries_both_languages():
     w = Wrong("en text", "中文", tried="t", expected="e", got="g")
     assert (w.en, w.zh, w.tried, w.expected, w.got) == ("en text", "中文", "t", "e", "g")
+
+
+def _cites_a_lecture(en: str, zh: str) -> bool:
+    """Both languages name a lecture: "lecture 04" / "course/04_…" and "第 04 讲" / "course/04_…"."""
+    return (re.search(r"[Ll]ecture (course/)?\d\d|course/\d\d_", en) is not None
+            and re.search(r"第 \d\d 讲|course/\d\d_", zh) is not None)
+
+
+@pytest.mark.parametrize("task_id", [t for t in checks.task_ids() if t.startswith("lab")])
+def test_every_lab_task_has_a_bilingual_hint_ladder_that_names_a_lecture(task_id):
+    """One rule for every task, present and future: 2-3 steps, each in both languages and
+    different from the others, and one step (in both languages) names the lecture that teaches it."""
+    count = hint(task_id, level=1).count
+    steps = [hint(task_id, level=k) for k in range(1, count + 1)]
+    assert 2 <= count <= 3
+    assert all(s.en and s.zh and s.level == k for k, s in enumerate(steps, 1))
+    assert len({s.en for s in steps}) == count and len({s.zh for s in steps}) == count
+    assert any(_cites_a_lecture(s.en, s.zh) for s in steps), [s.en for s in steps]
