@@ -24,7 +24,7 @@ import torch
 from .._values import describe, differs
 from . import Wrong
 
-__all__ = ["Mistake", "Probe", "clone_args", "describe", "differs", "need_callable", "run_probes", "seeded"]
+__all__ = ["Mistake", "Probe", "counted_once", "clone_args", "describe", "differs", "need_callable", "run_probes", "seeded"]
 
 
 def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
@@ -81,6 +81,19 @@ class Mistake:
     matches: Callable[[Any, Any, Probe], bool]
     en: str
     zh: str
+
+
+def counted_once(what_en: str, what_zh: str) -> Mistake:
+    """The counting task's classic near-miss: every count is 1 (which ``what`` occur, not how many).
+
+    >>> m = counted_once("kinds", "类型")
+    >>> m.matches({"a": 1, "b": 1}, {"a": 3, "b": 1}, None), m.en.split(":")[0]
+    (True, 'every count is 1')
+    """
+    return Mistake(f"each of the {what_en} once",
+                   lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
+                   f"every count is 1: the dict records which {what_en} occur, not how many nodes have each one.",
+                   f"每个计数都是 1：这个 dict 只记录了出现过哪些{what_zh.rstrip()}，而不是每种{what_zh}有多少个节点。")
 
 
 def _matches(mistake: Mistake, got: Any, want: Any, probe: Probe) -> bool:

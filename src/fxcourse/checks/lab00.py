@@ -15,7 +15,7 @@ from torch import fx, nn
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, describe, need_callable, run_probes
+from ._probe import Mistake, Probe, counted_once, describe, need_callable, run_probes
 from .. import zoo
 from .._text import quiet
 
@@ -119,10 +119,7 @@ _OPCODE_MISTAKES = [
             and sum(got.values()) != sum(want.values()),
             "that counts the submodules of the GraphModule; walk the nodes of its graph instead.",
             "这统计的是 GraphModule 的子模块；应遍历它的计算图中的节点。"),
-    Mistake("counted each opcode once",
-            lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
-            "every count is 1: the dict records which opcodes occur, not how many nodes have each one.",
-            "每个计数都是 1：这个 dict 只记录了出现过哪些 opcode，而不是每种 opcode 有多少个节点。"),
+    counted_once("opcodes", " opcode "),
 ]
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
 from .._text import one_line_error, quiet
 
 
@@ -125,9 +125,7 @@ _ATEN_MISTAKES = [
     Mistake("counted prim:: nodes", lambda got, want, p: any(not str(k).startswith("aten::") for k in got),
             "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
             "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
-    Mistake("each kind once", lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
-            "every count is 1: the dict records which kinds occur, not how many nodes have each kind.",
-            "每个计数都是 1：这个 dict 只记录了出现过哪些类型，而不是每种类型有多少个节点。"),
+    counted_once("kinds", "类型"),
 ]
 
 

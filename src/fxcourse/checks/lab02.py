@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
 from .. import zoo
 
 # --------------------------------------------------------------------------- helpers
@@ -157,9 +157,7 @@ _KIND_MISTAKES = [
             "count the nodes that a block's nodes() yields; the hidden prim::Param / prim::Return nodes of each "
             "block are not among them.",
             "只统计 block 的 nodes() 给出的节点；每个 block 隐藏的 prim::Param / prim::Return 节点不在其中。"),
-    Mistake("each kind once", lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
-            "every count is 1: the dict records which kinds occur, not how many nodes have each kind.",
-            "每个计数都是 1：这个 dict 只记录了出现过哪些 kind，而不是每种 kind 有多少个节点。"),
+    counted_once("kinds", " kind "),
 ]
 
 
