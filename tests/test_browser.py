@@ -90,6 +90,18 @@ def _browser(p):
     return p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
 
 
+def _scratch_notebook(root, name: str, *sources: str) -> str:
+    """Write ``views/<name>`` (one code cell per source, with kernelspec metadata so JupyterLab
+    starts the kernel without asking) into the served copy; returns its path for :func:`_open`."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    (root / "views").mkdir(exist_ok=True)
+    nbformat.write(new_notebook(cells=[new_code_cell(s) for s in sources], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}), root / "views" / name)
+    return f"views/{name}"
+
+
 def _open(page, base: str, token: str, notebook: str) -> None:
     """Open ``notebook`` in a fresh workspace (no tabs restored) and wait for an idle kernel."""
     workspace = notebook.split("/")[0]
@@ -132,24 +144,19 @@ def test_run_all_shows_the_checkers_feedback(jupyterlab, notebook, status, marke
 
 def test_resnet18_graph_table_renders_styled_in_jupyterlab(jupyterlab):
     """graph_table's HTML survives JupyterLab's sanitiser: every node a row, rows coloured by opcode."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_notebook
     from playwright.sync_api import sync_playwright
 
     base, token, root = jupyterlab
-    (root / "views").mkdir(exist_ok=True)
     source = ("import torch\nfrom fxcourse import graph_table, zoo\n"
               "model, _ = zoo.example('resnet18')\ngm = torch.fx.symbolic_trace(model)\n"
               "print(len(gm.graph.nodes), 'nodes')\ngraph_table(gm, columns=['+users'])")
-    nbformat.write(new_notebook(cells=[new_code_cell(source)], metadata={"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}),
-        root / "views" / "resnet18_table.ipynb")
+    notebook = _scratch_notebook(root, "resnet18_table.ipynb", source)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = _browser(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            _open(page, base, token, "views/resnet18_table.ipynb")
+            _open(page, base, token, notebook)
             _menu(page, "Run", "Run All Cells")
             table = page.locator(".jp-OutputArea-output .fxcourse-graph-table")
             table.wait_for(timeout=120_000)
@@ -167,26 +174,21 @@ def test_resnet18_graph_table_renders_styled_in_jupyterlab(jupyterlab):
 
 def test_a_drawing_and_a_plot_render_in_jupyterlab(jupyterlab):
     """draw() shows as SVG and bar_plot() as PNG in a JupyterLab output, 中文 labels included."""
-    import nbformat
-    from nbformat.v4 import new_code_cell, new_notebook
     from playwright.sync_api import sync_playwright
 
     base, token, root = jupyterlab
-    (root / "views").mkdir(exist_ok=True)
     drawing = ("import torch\nfrom fxcourse import capture, draw, zoo\n"
                "model, args = zoo.example('gate')\ndraw(capture(model, *args))")
     plot = ("from fxcourse import bar_plot\n"
             "bar_plot({('eager', '即时执行'): 12.5, ('compiled', '编译后'): 3.2},"
             " title=('time per call', '每次调用耗时'), unit='µs')")
-    nbformat.write(new_notebook(cells=[new_code_cell(drawing), new_code_cell(plot)], metadata={"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}),
-        root / "views" / "pictures.ipynb")
+    notebook = _scratch_notebook(root, "pictures.ipynb", drawing, plot)
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = _browser(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1600})
-            _open(page, base, token, "views/pictures.ipynb")
+            _open(page, base, token, notebook)
             _menu(page, "Run", "Run All Cells")
             svg = page.locator(".jp-OutputArea-output.jp-RenderedSVG").first
             svg.wait_for(timeout=120_000)
