@@ -43,6 +43,7 @@ _LAZY = {
     "check": "checks",
     "CheckResult": "checks",
     "hint": "checks",
+    "language": "_lang",
     "zoo": None,  # a module
 }
 

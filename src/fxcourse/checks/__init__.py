@@ -29,6 +29,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
+from .._lang import Bilingual, current, pick, text
 from .._render import Viewable, esc
 from .._text import one_line_error, scrub
 
@@ -45,7 +46,10 @@ STATUSES = ("passed", "not_implemented", "wrong", "raised", "too_slow", "unknown
 class Wrong(Exception):
     """Raised by a checker when the answer is wrong; carries what a learner needs to see."""
 
-    def __init__(self, en: str, zh: str, *, tried: str = "", expected: str = "", got: str = "") -> None:
+    def __init__(self, en: str, zh: str, *, tried: Bilingual = "", expected: Bilingual = "",
+                 got: Bilingual = "") -> None:
+        """``tried``/``expected``/``got`` are a plain string when the value reads the same in
+        every language (a repr, a number, code) and an ``(English, 中文)`` pair when it is words."""
         super().__init__(en)
         self.en, self.zh = en, zh
         self.tried, self.expected, self.got = tried, expected, got
@@ -105,6 +109,7 @@ _HEAD = {
     "too_slow": ("too slow", "运行时间过长"),
     "unknown_task": ("unknown task", "未知的练习编号"),
 }
+_COLON = {"en": ": ", "zh": "："}
 _COLOUR = {"passed": "#2e7d32", "not_implemented": "#1565c0", "wrong": "#c62828", "raised": "#c62828",
            "too_slow": "#c62828", "unknown_task": "#6d4c41"}
 _ICON = {"passed": "✅", "not_implemented": "✏️", "wrong": "❌", "raised": "💥", "too_slow": "⏳",
@@ -132,9 +137,9 @@ class CheckResult(Viewable):
     zh: str
     title_en: str = ""
     title_zh: str = ""
-    tried: str = ""
-    expected: str = ""
-    got: str = ""
+    tried: Bilingual = ""
+    expected: Bilingual = ""
+    got: Bilingual = ""
     printed: str = ""
 
     @property
@@ -144,38 +149,51 @@ class CheckResult(Viewable):
     def __bool__(self) -> bool:
         return self.passed
 
-    def _details(self) -> list[tuple[str, str, str]]:
-        rows = [("input tried", "尝试的输入", self.tried), ("expected", "期望", self.expected),
-                ("got", "实际得到", self.got)]
-        return [(en, zh, _clean(v)) for en, zh, v in rows if v]
+    def _details(self) -> list[tuple[str, str]]:
+        """(label, value) rows in the reader's language (see :mod:`fxcourse._lang`)."""
+        rows = [(("input tried", "尝试的输入"), self.tried), (("expected", "期望"), self.expected),
+                (("got", "实际得到"), self.got)]
+        return [(text(label), _clean(text(v))) for label, v in rows if v]
+
+    def _headlines(self) -> list[tuple[str, str, str]]:
+        """(lang, head, sentence) for each language the reader reads."""
+        head_en, head_zh = _HEAD[self.status]
+        lang = current()
+        out = []
+        if lang in ("en", "both"):
+            out.append(("en", head_en, self.en))
+        if lang in ("zh", "both"):
+            out.append(("zh", head_zh, self.zh))
+        return out
 
     def to_text(self) -> str:
-        head_en, head_zh = _HEAD[self.status]
-        lines = [f"[{self.task}] {head_en}: {self.en}", f"[{self.task}] {head_zh}：{self.zh}"]
-        for en, zh, value in self._details():
-            lines.append(f"  {en} / {zh}: {value}")
+        lines = [f"[{self.task}] {head}{_COLON[lang]}{sentence}" for lang, head, sentence in self._headlines()]
+        for label, value in self._details():
+            lines.append(f"  {label}: {value}")
         if self.printed:
-            lines.append("  your code printed / 你的代码输出了:")
+            lines.append("  " + pick("your code printed", "你的代码输出了") + ":")
             lines.extend("    " + line for line in self.printed.splitlines())
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        head_en, head_zh = _HEAD[self.status]
-        title = f" — {esc(self.title_en)} / {esc(self.title_zh)}" if self.title_en else ""
+        title = ""
+        if self.title_en:
+            title = " — " + esc(pick(self.title_en, self.title_zh or self.title_en))
         details = "".join(
-            f"<tr><th>{esc(en)} / {esc(zh)}</th><td><code>{esc(v)}</code></td></tr>"
-            for en, zh, v in self._details()
+            f"<tr><th>{esc(label)}</th><td><code>{esc(v)}</code></td></tr>" for label, v in self._details()
         )
         table = f'<table class="fxcourse-check-details">{details}</table>' if details else ""
         if self.printed:
-            table += (f"<div>your code printed / 你的代码输出了:</div>"
+            table += (f"<div>{esc(pick('your code printed', '你的代码输出了'))}:</div>"
                       f'<pre class="fxcourse-check-printed">{esc(self.printed)}</pre>')
+        heads = "".join(
+            f'<div lang="{lang}"><b>{esc(head)}</b>{_COLON[lang]}{esc(sentence)}</div>'
+            for lang, head, sentence in self._headlines()
+        )
         return (
             f'<div class="fxcourse-check fxcourse-check-{self.status}" data-task="{esc(self.task)}" '
             f'style="border-left:4px solid {_COLOUR[self.status]};padding:4px 10px;margin:2px 0">'
-            f"<div><b>{_ICON[self.status]} {esc(self.task)}{title}</b></div>"
-            f'<div lang="en"><b>{esc(head_en)}</b>: {esc(self.en)}</div>'
-            f'<div lang="zh"><b>{esc(head_zh)}</b>：{esc(self.zh)}</div>{table}</div>'
+            f"<div><b>{_ICON[self.status]} {esc(self.task)}{title}</b></div>{heads}{table}</div>"
         )
 
     def __repr__(self) -> str:
