@@ -2,6 +2,9 @@
 and each plausible wrong answer is rejected with its mistake named."""
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 import torch
 
@@ -60,7 +63,7 @@ def test_lab07_1_nan_from_blending_both_branches():
         return take * (y / y.abs().max()) + (1 - take) * (-y) + 1
     result = expect_wrong("lab07.1", blended)
     assert "NaN" in result.en and "0 / 0" in result.en and "NaN" in result.zh
-    assert "zeros" in result.tried
+    assert "zeros" in result.tried[0] and "全零" in result.tried[1]
 
 
 def test_lab07_1_greater_or_equal_is_named():
@@ -86,7 +89,7 @@ def test_lab07_1_item_hidden_by_fullgraph_is_caught_by_a_plain_compile():
         return torch.where(y.sum() > 0, y / scale, -y) + 1
     result = expect_wrong("lab07.1", keeps_item)
     assert "fullgraph=True passed" in result.en and "item()" in result.en and "item()" in result.zh
-    assert "1 graph" in result.expected
+    assert "1 graph" in result.expected[0] and "1 张计算图" in result.expected[1]
 
 
 def test_lab07_1_a_python_if_is_named():
@@ -122,7 +125,7 @@ def test_lab07_2_another_right_answer_passes():
 def test_lab07_2_plain_compile_recompiles_once_and_says_why():
     result = expect_wrong("lab07.2", lambda fn, backend: torch.compile(fn, backend=backend))
     assert "seen it change" in result.en and "看到某一维变化" in result.zh
-    assert result.got == "2 compiles"
+    assert result.got == ("2 compiles", "编译 2 次")
     assert "mark_dynamic" not in result.en and "dynamic=True" not in result.en
 
 
@@ -145,7 +148,7 @@ def test_lab07_2_ignoring_the_backend_is_named():
 
 def test_lab07_2_static_shapes_compile_every_time():
     result = expect_wrong("lab07.2", lambda fn, backend: torch.compile(fn, backend=backend, dynamic=False))
-    assert result.got == "3 compiles" and "dynamic shapes are off" in result.en and "动态形状被关闭" in result.zh
+    assert result.got == ("3 compiles", "编译 3 次") and "dynamic shapes are off" in result.en and "动态形状被关闭" in result.zh
 
 
 # -- lab07.3 -------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ def test_lab07_3_another_right_answer_passes():
 def test_lab07_3_transpose_is_a_shape_change_not_a_stride_change():
     result = expect_wrong("lab07.3", _fail(stride=lambda x: x.t()))
     assert "shape changed as well" in result.en and "形状也变了" in result.zh
-    assert "stride" in result.expected
+    assert "stride" in result.expected[0] and "步长" in result.expected[1]
 
 
 def test_lab07_3_two_changes_hidden_behind_the_first_reported_one():
@@ -259,7 +262,7 @@ def test_lab07_1_a_decision_per_element_is_named():
 def test_lab07_1_a_decision_per_row_is_named():
     result = expect_wrong("lab07.1", _no_breaks_variant(
         lambda y, s: torch.where(y.sum(-1, keepdim=True) > 0, y / s, -y)))
-    assert "row by row" in result.en and "按行判断" in result.zh and "(3, 5)" in result.tried
+    assert "row by row" in result.en and "按行判断" in result.zh and "(3, 5)" in result.tried[0]
 
 
 def test_lab07_1_swapped_branches_are_named():
@@ -304,12 +307,12 @@ def _router_deciding_by(pred):
 
 def test_lab07_4_the_sum_of_absolute_values_is_named():
     result = expect_wrong("lab07.4", _router_deciding_by(lambda x: x.abs().sum() > 2.0))
-    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "1.8" in result.tried
+    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "1.8" in result.tried[0]
 
 
 def test_lab07_4_the_largest_absolute_value_is_named():
     result = expect_wrong("lab07.4", _router_deciding_by(lambda x: x.abs().max() > 2.0))
-    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "norm 3" in result.tried
+    assert "Euclidean norm" in result.en and "欧几里得范数" in result.zh and "norm 3" in result.tried[0]
 
 
 def test_lab07_4_the_squared_norm_is_not_called_greater_or_equal():
@@ -327,3 +330,48 @@ def test_lab07_4_branches_that_close_over_x_pass():
         def forward(self, x):
             return torch.cond(x.norm() > 2.0, lambda: torch.relu(self.large(x)), lambda: self.small(x) * 0.5, ())
     expect_passed("lab07.4", Closure)
+
+
+# -- one language at a time ----------------------------------------------------------------------
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _reads_in_one_language(task_id, answer, monkeypatch):
+    """Check ``answer`` with FXCOURSE_LANG=zh: its text and HTML carry no English label, headline
+    or detail of the course's own, and each worded detail in 中文; read with FXCOURSE_LANG=en, no CJK."""
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = expect_wrong(task_id, answer)
+    pairs = [v for v in (result.tried, result.expected, result.got) if isinstance(v, tuple)]
+    assert pairs, f"{task_id}: this wrong answer's details have no words to translate: {result.to_text()}"
+    for shown in (result.to_text(), html.unescape(result.to_html())):
+        assert "not right yet" not in shown and result.en not in shown and "还不正确" in shown, shown
+        for label in ("input tried", "expected", "got"):
+            assert f"  {label}:" not in shown and f"<th>{label}</th>" not in shown, shown
+        for en, zh in pairs:
+            assert zh[:60] in shown and en[:60] not in shown, shown
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    for shown in (result.to_text(), result.to_html()):
+        assert not _CJK.search(shown), shown
+        assert all(en[:60] in html.unescape(shown) for en, _ in pairs), shown
+
+
+class _WhereRouter(Router):
+    def forward(self, x):
+        return torch.where(x.norm() > 2.0, torch.relu(self.large(x)), self.small(x) * 0.5)
+
+
+def _keeps_item(x):
+    y = torch.sin(x) * 2
+    scale = y.abs().max().item()
+    return torch.where(y.sum() > 0, y / scale, -y) + 1
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab07.1", _keeps_item),
+    ("lab07.2", lambda fn, backend: torch.compile(fn, backend=backend)),
+    ("lab07.3", _fail(stride=lambda x: x.t())),
+    ("lab07.4", _WhereRouter),
+], ids=["lab07.1", "lab07.2", "lab07.3", "lab07.4"])
+def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
+    _reads_in_one_language(task_id, answer, monkeypatch)

@@ -72,15 +72,19 @@ def _messy_probes() -> list[Probe]:
         for sign, label in ((1, "> 0"), (-1, "< 0")):
             # sin is odd, so flipping x flips the sign of y.sum(): one input per branch
             base = x if torch.sin(x).sum() * sign > 0 else -x
-            out.append(Probe(f"x of shape {tuple(shape)} with y.sum() {label}", (base.clone(),)))
+            out.append(Probe((f"x of shape {tuple(shape)} with y.sum() {label}",
+                              f"形状为 {tuple(shape)} 且 y.sum() {label} 的 x"), (base.clone(),)))
     a = float(torch.rand(1, generator=gen)) + 0.2
-    out.append(Probe(f"x = [{a:.4g}, {-a:.4g}] (y.sum() exactly 0)", (torch.tensor([a, -a]),)))
-    out.append(Probe("x of zeros, shape (4,)", (torch.zeros(4),)))
-    out.append(Probe("x of zeros, shape (2, 3)", (torch.zeros(2, 3),)))
+    out.append(Probe((f"x = [{a:.4g}, {-a:.4g}] (y.sum() exactly 0)", f"x = [{a:.4g}, {-a:.4g}]（y.sum() 恰好为 0）"),
+                     (torch.tensor([a, -a]),)))
+    out.append(Probe(("x of zeros, shape (4,)", "全零的 x，形状 (4,)"), (torch.zeros(4),)))
+    out.append(Probe(("x of zeros, shape (2, 3)", "全零的 x，形状 (2, 3)"), (torch.zeros(2, 3),)))
     # y.sum() > 0 while the entry of largest magnitude is negative
-    out.append(Probe("x = [0.3, 0.35, 0.4, 0.45, -1.3] (y.sum() > 0, the largest |y| is negative)",
+    out.append(Probe(("x = [0.3, 0.35, 0.4, 0.45, -1.3] (y.sum() > 0, the largest |y| is negative)",
+                      "x = [0.3, 0.35, 0.4, 0.45, -1.3]（y.sum() > 0，而绝对值最大的 y 元素是负数）"),
                      (torch.tensor([0.3, 0.35, 0.4, 0.45, -1.3]),)))
-    out.append(Probe("x of shape (6,), float64", (torch.randn(6, generator=gen, dtype=torch.float64),)))
+    out.append(Probe(("x of shape (6,), float64", "形状为 (6,) 的 float64 x"),
+                     (torch.randn(6, generator=gen, dtype=torch.float64),)))
     return out
 
 
@@ -96,6 +100,12 @@ def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = Fa
     if swapped:
         take = ~take
     return torch.where(take, y / scale, -y) + 1
+
+
+def _label(probe: Probe) -> tuple[str, str]:
+    """A probe's label as an (English, 中文) pair (every probe of this lab has one)."""
+    label = probe.label
+    return (label[0], label[1]) if isinstance(label, tuple) else (label, label)
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -184,15 +194,19 @@ def _no_breaks(answer: Any) -> None:
                 except Exception as exc:
                     reason = str(exc)
                     en, zh = _break_hint(reason, reason)
+                    label_en, label_zh = _label(probe)
                     raise Wrong(f"torch.compile(no_breaks, fullgraph=True) refused it: {en}",
                                 f"torch.compile(no_breaks, fullgraph=True) 拒绝了它：{zh}",
-                                tried=f"fullgraph=True on {probe.label}", expected="one graph",
+                                tried=(f"fullgraph=True on {label_en}", f"fullgraph=True，输入：{label_zh}"),
+                                expected=("one graph", "一张计算图"),
                                 got=f"{type(exc).__name__}: {first_line(reason)}") from None
                 diff = differs(got, _messy_quietly(*probe.args))
                 if diff:
+                    label_en, label_zh = _label(probe)
                     raise Wrong("compiled with fullgraph=True, no_breaks gives a different result from messy.",
                                 "用 fullgraph=True 编译后，no_breaks 的结果与 messy 不同。",
-                                tried=f"compiled no_breaks({probe.label})", expected="messy(x)", got=diff)
+                                tried=(f"compiled no_breaks({label_en})", f"编译后的 no_breaks，输入：{label_zh}"),
+                                expected="messy(x)", got=diff)
             for probe in (probes[0], probes[1], probes[-3]):
                 torch._dynamo.reset()
                 backend = _CountingBackend()
@@ -200,18 +214,23 @@ def _no_breaks(answer: Any) -> None:
                     torch.compile(answer, backend=backend)(*probe.args)
                 breaks = _break_records(messages)
                 if breaks or len(backend.graphs) != 1:
-                    line, reason = breaks[0] if breaks else ("", f"{len(backend.graphs)} graphs")
+                    n = len(backend.graphs)
+                    line, reason = breaks[0] if breaks else ("", f"{n} graphs")
+                    reason_zh = reason if breaks else f"{n} 张计算图"
                     en, zh = _break_hint(line, reason)
+                    label_en, label_zh = _label(probe)
                     raise Wrong(f"fullgraph=True passed, but a plain torch.compile still breaks: {en}",
                                 f"fullgraph=True 通过了，但普通的 torch.compile 仍然中断：{zh}",
-                                tried=f"torch.compile(no_breaks) on {probe.label}", expected="1 graph, 0 graph breaks",
-                                got=f"{len(backend.graphs)} graphs, {len(breaks)} breaks; first at {line!r}: {reason}")
+                                tried=(f"torch.compile(no_breaks) on {label_en}", f"torch.compile(no_breaks)，输入：{label_zh}"),
+                                expected=("1 graph, 0 graph breaks", "1 张计算图，0 个图中断"),
+                                got=(f"{n} graphs, {len(breaks)} breaks; first at {line!r}: {reason}",
+                                     f"{n} 张计算图，{len(breaks)} 个图中断；第一个位于 {line!r}：{reason_zh}"))
 
 
 # -- lab07.2 ---------------------------------------------------------------------------
 
-def _hidden_functions() -> list[tuple[str, Callable[[torch.Tensor], torch.Tensor], int, tuple[int, ...]]]:
-    """(description, function, features, batch sizes) of the functions lab07.2 compiles."""
+def _hidden_functions() -> list[tuple[tuple[str, str], Callable[[torch.Tensor], torch.Tensor], int, tuple[int, ...]]]:
+    """((English, 中文) description, function, features, batch sizes) of the functions lab07.2 compiles."""
     gen = torch.Generator().manual_seed(72)
     weight, bias = torch.randn(6, 5, generator=gen), torch.randn(5, generator=gen)
     scale = torch.randn(4, generator=gen)
@@ -223,8 +242,8 @@ def _hidden_functions() -> list[tuple[str, Callable[[torch.Tensor], torch.Tensor
     def score(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 4)
         return torch.tanh((x * scale).sum(-1)) - x.mean(0).sum()
 
-    return [("head: (batch, 6) -> (batch, 5)", head, 6, (3, 5, 11)),
-            ("score: (batch, 4) -> (batch,)", score, 4, (7, 2, 4))]
+    return [(("head: (batch, 6) -> (batch, 5)", "head：(批大小, 6) -> (批大小, 5)"), head, 6, (3, 5, 11)),
+            (("score: (batch, 4) -> (batch,)", "score：(批大小, 4) -> (批大小,)"), score, 4, (7, 2, 4))]
 
 
 def _marked(inputs: list[torch.Tensor]) -> list[int]:
@@ -250,7 +269,9 @@ def _compile_once(answer: Any) -> None:
         gen = torch.Generator().manual_seed(27)
         inputs = [torch.randn(b, features, generator=gen) for b in batches]
         backend = _CountingBackend()
-        tried = f"compile_once(fn, backend) with fn = {what}, called with batch sizes {batches}"
+        tried = (f"compile_once(fn, backend) with fn = {what[0]}, called with batch sizes {batches}",
+                 f"compile_once(fn, backend)，其中 fn = {what[1]}，依次用批大小 {batches} 调用")
+        one = ("1 compile", "编译 1 次")
         with _fresh_dynamo():
             compiled = answer(fn, backend)
             if not callable(compiled):
@@ -267,39 +288,40 @@ def _compile_once(answer: Any) -> None:
                                 "is dim 0.",
                                 f"你把第 {marked[0]} 维标记为动态，但 fn 要求这一维恰好是 {features}（它要乘以一个尺寸固定的权重），"
                                 "所以 Dynamo 拒绝了这个标记。批大小是第 0 维。",
-                                tried=tried, expected="1 compile",
+                                tried=tried, expected=one,
                                 got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
                 diff = differs(out, fn(x))
                 if diff:
                     raise Wrong("the compiled function gives a different result from the original.",
-                                "编译后的函数与原函数结果不同。", tried=f"{tried}; batch {x.shape[0]}",
+                                "编译后的函数与原函数结果不同。",
+                                tried=(f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}"),
                                 expected=describe(fn(x)), got=diff)
             marked = _marked(inputs)
         n = len(backend.graphs)
         if n == 1:
             continue
-        got = f"{n} compiles"
+        got = (f"{n} compiles", f"编译 {n} 次")
         if n == 0:
             raise Wrong("the backend you were given never ran: compile fn with it (not with another backend, and "
                         "not eagerly), so that the checker can count the compiles.",
                         "给你的 backend 从未运行：请用它来编译 fn（不要换成别的后端，也不要直接 eager 运行），这样检查器才能统计编译次数。",
-                        tried=tried, expected="1 compile", got=got)
+                        tried=tried, expected=one, got=got)
         if marked and 0 not in marked:
             raise Wrong(f"you marked dim {marked[0]} as dynamic, but the batch is dim 0.",
-                        f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维。", tried=tried, expected="1 compile", got=got)
+                        f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维。", tried=tried, expected=one, got=got)
         if n == 2:
             raise Wrong("the second batch size compiled again: Dynamo makes a dimension dynamic only after it has "
                         "seen it change. Tell Dynamo before the first call that the batch dimension varies "
                         "(lecture 07, section 5).",
                         "第二个批大小又编译了一次：Dynamo 只有在看到某一维变化之后才会把它变成动态的。请在第一次调用之前就告诉 "
                         "Dynamo 批大小这一维会变化（第 07 讲第 5 节）。",
-                        tried=tried, expected="1 compile", got=got)
+                        tried=tried, expected=one, got=got)
         raise Wrong("every batch size compiled again: dynamic shapes are off (dynamic=False, or automatic dynamic "
                     "turned off in Dynamo's config, keeps every size static). Let the batch dimension be dynamic "
                     "instead.",
                     "每个批大小都重新编译了：动态形状被关闭了（dynamic=False，或在 Dynamo 配置中关闭自动动态，都会让所有尺寸保持静态）。"
                     "请让批大小这一维成为动态的。",
-                    tried=tried, expected="1 compile", got=got)
+                    tried=tried, expected=one, got=got)
 
 
 # -- lab07.3 ---------------------------------------------------------------------------
@@ -347,8 +369,13 @@ def _changed(new: torch.Tensor, x: torch.Tensor) -> list[str]:
     return out
 
 
-def _layout(t: torch.Tensor) -> str:
-    return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}")
+#: How the details name each kind in 中文 (the kind itself is the argument the learner receives).
+_KIND_ZH = {"shape": "形状", "dtype": "dtype", "requires_grad": "requires_grad", "stride": "步长"}
+
+
+def _layout(t: torch.Tensor) -> tuple[str, str]:
+    return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}",
+            f"形状 {tuple(t.shape)}，{t.dtype}，步长 {t.stride()}，requires_grad={t.requires_grad}")
 
 
 def recompile_reasons(fn: Callable[..., Any], first: tuple[Any, ...], then: tuple[Any, ...]) -> list[str]:
@@ -392,7 +419,9 @@ def _fail_guard(answer: Any) -> None:
     for shape in ((5, 4), (3, 6), (4, 4)):
         x = torch.randn(shape, generator=gen)
         for kind in _KINDS:
-            tried = f"fail_guard(x, {kind!r}) with x of shape {shape}, float32, contiguous"
+            tried = (f"fail_guard(x, {kind!r}) with x of shape {shape}, float32, contiguous",
+                     f"fail_guard(x, {kind!r})，x 的形状为 {shape}，float32，连续存储")
+            only = (f"only the {kind} changed", f"只有{_KIND_ZH[kind]}改变")
             given = x.clone()
             new = answer(given, kind)
             if not isinstance(new, torch.Tensor):
@@ -401,20 +430,22 @@ def _fail_guard(answer: Any) -> None:
                 raise Wrong("fail_guard changed x itself (in place); return a new tensor and leave x as it was, "
                             "or the caller's tensor would fail the guard too.",
                             "fail_guard 原地修改了 x 本身；请返回一个新张量并保持 x 不变，否则调用者手里的张量也会让守卫失败。",
-                            tried=tried, expected=f"x unchanged: {_layout(x)}", got=f"x became: {_layout(given)}")
+                            tried=tried, expected=(f"x unchanged: {_layout(x)[0]}", f"x 保持不变：{_layout(x)[1]}"),
+                            got=(f"x became: {_layout(given)[0]}", f"x 变成了：{_layout(given)[1]}"))
             changed = _changed(new, x)
             got = _layout(new)
             if not changed:
                 raise Wrong(f"the new tensor matches x in every part of the guard, so nothing would recompile. "
                             f"Change the tensor's {kind}.",
                             f"新张量在守卫的每一项上都与 x 相同，因此不会重新编译。请改变张量的 {kind}。",
-                            tried=tried, expected=f"only the {kind} changed", got=got)
+                            tried=tried, expected=only, got=got)
             if kind == "stride" and changed[0] == "shape":
                 raise Wrong("the shape changed as well (a transpose swaps the sizes of a non-square matrix); keep "
                             "x's shape and change only the strides, i.e. the order in which the same shape is laid "
                             "out in memory.",
                             "形状也变了（对非方阵转置会交换各维尺寸）；请保持 x 的形状不变，只改变步长，即同样形状的数据在内存中的排列顺序。",
-                            tried=tried, expected=f"shape {tuple(x.shape)} with other strides", got=got)
+                            tried=tried, expected=(f"shape {tuple(x.shape)} with other strides",
+                                                   f"形状仍为 {tuple(x.shape)}，步长不同"), got=got)
             if kind in changed and len(changed) > 1:
                 others = ", ".join(c for c in changed if c != kind)
                 raise Wrong(f"the {kind} changed, but so did: {others}. The recompile reason names only the first "
@@ -422,17 +453,18 @@ def _fail_guard(answer: Any) -> None:
                             f"{kind} only.",
                             f"{kind} 改变了，但下列属性也变了：{others}。重新编译的原因只说出 Dynamo 检查到的第一处不同，"
                             f"第二处改变可能被它掩盖；请只改变 {kind}。",
-                            tried=tried, expected=f"only the {kind} changed", got=got)
+                            tried=tried, expected=only, got=got)
             if kind not in changed:
                 raise Wrong(f"you changed the {', '.join(changed)}, not the {kind}.",
                             f"你改变的是 {', '.join(changed)}，而不是 {kind}。",
-                            tried=tried, expected=f"only the {kind} changed", got=got)
+                            tried=tried, expected=only, got=got)
             recompiled, reasons = _recompiled(_guarded, (x,), (new,))
             if not recompiled or not any(reason in r for reason in _REASONS[kind] for r in reasons):
                 raise Wrong(f"the {kind} changed, but the compiled function did not recompile because of it.",
                             f"{kind} 改变了，但编译后的函数并没有因此重新编译。",
-                            tried=tried, expected=f"a recompile: tensor 'x' {' or '.join(_REASONS[kind])}",
-                            got="; ".join(reasons) or "no recompile")
+                            tried=tried, expected=(f"a recompile: tensor 'x' {' or '.join(_REASONS[kind])}",
+                                                   f"重新编译，原因为 tensor 'x' {' 或 '.join(_REASONS[kind])}"),
+                            got="; ".join(reasons) or ("no recompile", "没有重新编译"))
 
 
 # -- lab07.4 ---------------------------------------------------------------------------
@@ -461,16 +493,21 @@ def _router_probes() -> list[Probe]:
     for i in range(2):
         direction = torch.randn(3, 4, generator=gen)
         direction = direction / direction.norm()
-        out.append(Probe(f"x with norm 5 (the large branch), direction {i + 1}", (5 * direction,)))
-        out.append(Probe(f"x with norm 0.5 (the small branch), direction {i + 1}", (0.5 * direction,)))
+        out.append(Probe((f"x with norm 5 (the large branch), direction {i + 1}",
+                          f"范数为 5 的 x（large 分支），方向 {i + 1}"), (5 * direction,)))
+        out.append(Probe((f"x with norm 0.5 (the small branch), direction {i + 1}",
+                          f"范数为 0.5 的 x（small 分支），方向 {i + 1}"), (0.5 * direction,)))
     # Spread evenly over all 12 entries: the Euclidean norm decides, not the sum of |x|, the largest |x| or
     # the squared norm.
     even = torch.ones(3, 4) / 12 ** 0.5
-    out.append(Probe("x with norm 1.8 spread evenly (the small branch; the sum of |x| is 6.2)", (1.8 * even,)))
-    out.append(Probe("x with norm 3 spread evenly (the large branch; the largest |x| is 0.87)", (-3.0 * even,)))
+    out.append(Probe(("x with norm 1.8 spread evenly (the small branch; the sum of |x| is 6.2)",
+                      "范数为 1.8、均匀分布的 x（small 分支；|x| 之和为 6.2）"), (1.8 * even,)))
+    out.append(Probe(("x with norm 3 spread evenly (the large branch; the largest |x| is 0.87)",
+                      "范数为 3、均匀分布的 x（large 分支；|x| 的最大值为 0.87）"), (-3.0 * even,)))
     edge = torch.zeros(3, 4)
     edge[0, 0] = -2.0
-    out.append(Probe("x with norm exactly 2.0 (x.norm() > 2.0 is False)", (edge,)))
+    out.append(Probe(("x with norm exactly 2.0 (x.norm() > 2.0 is False)",
+                      "范数恰好为 2.0 的 x（x.norm() > 2.0 为 False）"), (edge,)))
     return out
 
 
@@ -486,13 +523,13 @@ def _other_branch(reference: Router) -> Callable[[Any, Any, Probe], bool]:
 def _router_mistakes(reference: Router) -> list[Mistake]:
     other_branch = _other_branch(reference)
     return [
-        Mistake("another measure of size", lambda got, want, probe: "evenly" in probe.label
+        Mistake("another measure of size", lambda got, want, probe: "evenly" in _label(probe)[0]
                 and other_branch(got, want, probe),
                 "your model takes the other branch on this input: Router decides by x.norm(), the Euclidean norm "
                 "of all of x, compared with 2.0 (not the sum of |x|, the largest |x| or the squared norm).",
                 "你的模型在这个输入上走了另一个分支：Router 依据的是 x.norm()，即整个 x 的欧几里得范数，与 2.0 比较"
                 "（不是 |x| 之和、|x| 的最大值或范数的平方）。"),
-        Mistake("x.norm() >= 2.0", lambda got, want, probe: "exactly 2.0" in probe.label
+        Mistake("x.norm() >= 2.0", lambda got, want, probe: "exactly 2.0" in _label(probe)[0]
                 and other_branch(got, want, probe),
                 "on an input of norm exactly 2.0 Router takes the small branch: its test is a strict x.norm() > 2.0.",
                 "对于范数恰好为 2.0 的输入，Router 走的是 small 分支：它的条件是严格的 x.norm() > 2.0。"),
@@ -547,14 +584,15 @@ def _cond_router(answer: Any) -> None:
                         "choice, as the exercise asks.",
                         "torch.export 拒绝了这个模型：依据张量数值的 Python 判断（`if`，或对张量调用 bool()）无法导出；"
                         "请按题目要求让 torch.cond 以张量形式接收条件并完成选择。",
-                        tried="torch.export.export(CondRouter(), (x,))", expected="an ExportedProgram",
+                        tried="torch.export.export(CondRouter(), (x,))", expected=("an ExportedProgram", "一个 ExportedProgram"),
                         got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
         if not _has_cond(exported.graph_module):
             raise Wrong("the export worked, but its graph has no cond: this exercise asks for torch.cond, so that only "
                         "the chosen branch runs.",
                         "导出成功了，但图中没有 cond：本题要求使用 torch.cond，使运行时只执行被选中的分支。",
                         tried="torch.export.export(CondRouter(), (x,))",
-                        expected="a torch.ops.higher_order.cond node", got="no cond node")
+                        expected=("a torch.ops.higher_order.cond node", "一个 torch.ops.higher_order.cond 节点"),
+                        got=("no cond node", "没有 cond 节点"))
         runnable = exported.module()
         run_probes(runnable, reference, probes, mistakes=mistakes, what="the exported program",
                    generic=("the exported program gives a different result from Router.",
