@@ -61,10 +61,20 @@ def _inputs(seed: int, *shapes: tuple[int, ...]) -> list[torch.Tensor]:
     return [torch.randn(shape, generator=gen) for shape in shapes]
 
 
-def _max_diff(a: torch.Tensor, b: torch.Tensor) -> str:
+def _max_diff(a: torch.Tensor, b: torch.Tensor) -> tuple[str, str]:
     if a.shape != b.shape:
-        return f"shape {tuple(a.shape)} instead of {tuple(b.shape)}"
-    return f"max abs difference {float((a.float() - b.float()).abs().max()):.3g}"
+        return f"shape {tuple(a.shape)} instead of {tuple(b.shape)}", f"形状为 {tuple(a.shape)}，而不是 {tuple(b.shape)}"
+    worst = f"{float((a.float() - b.float()).abs().max()):.3g}"
+    return f"max abs difference {worst}", f"最大绝对误差 {worst}"
+
+
+def _with(label: tuple[str, str], en: str, zh: str) -> tuple[str, str]:
+    """A probe's (English, 中文) label with a few words added in each language."""
+    return label[0] + en, label[1] + zh
+
+
+#: The model's output, what every recording and swapping check compares with.
+_EAGER_OUTPUT = ("the eager model's output", "eager 模型的输出")
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -121,17 +131,19 @@ def _break_refs(model: _BreakThenMutate, x: torch.Tensor) -> dict[str, torch.Ten
         return {"z": z, "y": z / (z.abs().max().item() + 1.0)}
 
 
-def _recording_cases() -> list[tuple[str, nn.Module, list[str], Callable[..., dict[str, torch.Tensor]],
+def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Callable[..., dict[str, torch.Tensor]],
                                      list[torch.Tensor]]]:
     two = seeded(_TwoLayer(), 81)
     xs_two = _inputs(810, (3, 5), (3, 5))
     brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     return [
-        ("a two-layer model (h = fc1(x); a = tanh(h)), names ['h', 'a']", two, ["h", "a"],
-         _two_layer_refs, xs_two),
-        ("a model with a graph break (z = fc(x); s = z.abs().max().item(); y = z / (s + 1); "
-         "y.add_(1)), names ['z', 'y']", brk, ["z", "y"], _break_refs, xs_brk),
+        (("a two-layer model (h = fc1(x); a = tanh(h)), names ['h', 'a']",
+          "两层模型（h = fc1(x); a = tanh(h)），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
+        (("a model with a graph break (z = fc(x); s = z.abs().max().item(); y = z / (s + 1); "
+          "y.add_(1)), names ['z', 'y']",
+          "含图中断的模型（z = fc(x); s = z.abs().max().item(); y = z / (s + 1); y.add_(1)），名字 ['z', 'y']"),
+         brk, ["z", "y"], _break_refs, xs_brk),
     ]
 
 
@@ -179,7 +191,8 @@ def _recording(answer: Any) -> None:
                             "node; only the other users move (the lab's hint shows how to leave one user out).",
                             f"节点 {loop.name} 读取的是它自己的输出：把指定节点的所有使用都转到记录器上时，记录器自己的那次使用也被转走了。"
                             "记录器必须继续读取指定节点，只有其他使用者才转过去（实验说明里的提示给出了如何排除一个使用者）。",
-                            tried=label, expected="the recorder reads the named node", got=f"{loop.name} reads {loop.name}")
+                            tried=label, expected=("the recorder reads the named node", "记录器读取指定节点"),
+                            got=(f"{loop.name} reads {loop.name}", f"{loop.name} 读取 {loop.name}"))
             return returned
 
         compiled = _compile(model, watching)
@@ -190,14 +203,14 @@ def _recording(answer: Any) -> None:
                 raise Wrong("the compiled model's output changed: a recorder must return its input unchanged, and "
                             "only the recorded node's users should read from it.",
                             "编译后模型的输出变了：记录器必须原样返回输入，并且只让被记录节点的使用者改为读取它。",
-                            tried=label, expected="the eager model's output",
+                            tried=label, expected=_EAGER_OUTPUT,
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
                             else describe(got_out))
         _check_store(label, store, names, wants, edited)
         _check_rerouted(label, names, edited)
 
 
-def _check_rerouted(label: str, names: list[str], edited: list[fx.GraphModule]) -> None:
+def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.GraphModule]) -> None:
     """Every user of a named node, except its recorder, reads from the recorder."""
     for gm in edited:
         for node in gm.graph.nodes:
@@ -210,16 +223,18 @@ def _check_rerouted(label: str, names: list[str], edited: list[fx.GraphModule]) 
                             "user of the named node to the recorder.",
                             f"节点 {', '.join(direct)} 仍然直接读取 {node.name!r}，而不是记录器：记录器的输出没有被使用，"
                             "删除无用节点的 pass 会把它去掉。请把指定节点的其他使用者都转到记录器上。",
-                            tried=label, expected=f"{node.name!r} read only by its recorder",
-                            got=f"also read by {', '.join(direct)}")
+                            tried=label, expected=(f"{node.name!r} read only by its recorder",
+                                                   f"{node.name!r} 只被它的记录器读取"),
+                            got=(f"also read by {', '.join(direct)}", f"还被 {', '.join(direct)} 读取"))
 
 
-def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
+def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
                  edited: list[fx.GraphModule]) -> None:
     if not isinstance(store, dict):
         raise Wrong("store should be a dict from node name to a list of recorded tensors.",
                     "store 应当是从节点名到已记录张量列表的 dict。", tried=label, got=describe(store))
     calls = len(wants)
+    each = (f"{calls} tensors for each of {names}", f"{names} 中每个名字各 {calls} 个张量")
     counts = {name: len(store.get(name) or []) for name in names}
     if not any(counts.values()):
         if any(_stale_code(gm) for gm in edited):
@@ -238,7 +253,7 @@ def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str,
                       "that same dict (create it once, outside the backend, and return it).",
                       "记录节点运行了，但你返回的 store 仍然是空的：记录器必须追加到同一个 dict 中"
                       "（在后端函数之外只创建一次，并返回它）。")
-        raise Wrong(en, zh, tried=label, expected=f"{calls} tensors for each of {names}", got=repr(counts))
+        raise Wrong(en, zh, tried=label, expected=each, got=repr(counts))
     for name in names:
         if not counts[name]:
             if any(counts[other] > calls for other in names if other != name):
@@ -249,17 +264,18 @@ def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str,
                             f"{name!r} 没有任何记录，而另一个名字记录的值太多了：两个记录器用同一个子模块名添加，"
                             "而 add_submodule 会替换先前的模块，于是两个 call_module 节点调用的都是最后那个记录器。"
                             "请给每个记录器一个独有的名字。",
-                            tried=label, expected=f"{calls} tensors for each of {names}", got=repr(counts))
+                            tried=label, expected=each, got=repr(counts))
             in_first = bool(edited) and name in {n.name for n in edited[0].graph.nodes}
             if len(edited) > 1 and not in_first:
                 raise Wrong(f"nothing was recorded for {name!r}. The backend is called once per graph: after the "
                             "graph break this node is in the second graph, so edit every graph you are given.",
                             f"{name!r} 没有任何记录。后端对每张计算图各调用一次：图中断之后，这个节点在第二张图里，"
                             "所以要修改收到的每一张图。",
-                            tried=label, expected=f"{calls} tensors for {name!r}", got=repr(counts))
+                            tried=label, expected=(f"{calls} tensors for {name!r}", f"{name!r} 的 {calls} 个张量"),
+                            got=repr(counts))
             raise Wrong(f"nothing was recorded for {name!r}, though other names were.",
                         f"{name!r} 没有任何记录，而其他名字有记录。", tried=label,
-                        expected=f"{calls} tensors for {name!r}", got=repr(counts))
+                        expected=(f"{calls} tensors for {name!r}", f"{name!r} 的 {calls} 个张量"), got=repr(counts))
     for name in names:
         got = list(store.get(name) or [])
         if any(type(t) not in (torch.Tensor, nn.Parameter) for t in got):
@@ -277,14 +293,15 @@ def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str,
                         "Every graph's recorders append to the lists of the one store, made once.",
                         f"{name!r} 只保留了最后 {len(got)} 次调用的值：Dynamo 因为新形状再次调用后端时，后端新建了列表，"
                         "之前的值就丢了。所有计算图的记录器都要追加到同一个 store 的列表里，这些列表只创建一次。",
-                        tried=f"{label}, called {calls} times", expected=f"{calls} tensors", got=f"{len(got)} tensors")
+                        tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
+                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
         if len(got) != calls:
             raise Wrong(f"{name!r} should get one tensor per call of the compiled model. A new input shape makes "
                         "Dynamo compile again and call the backend again: edit every graph you are given, each time.",
                         f"编译后的模型每调用一次，{name!r} 应当记录一个张量。新的输入形状会让 Dynamo 重新编译并再次调用后端："
                         "每次收到的每一张图都要修改。",
-                        tried=f"{label}, called {calls} times", expected=f"{calls} tensors",
-                        got=f"{len(got)} tensors")
+                        tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
+                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
         for i, (t, want) in enumerate(zip(got, wants)):
             if _close(t, want[name]):
                 continue
@@ -292,18 +309,21 @@ def _check_store(label: str, store: Any, names: list[str], wants: list[dict[str,
                 raise Wrong("the recorded 'y' was changed later by y.add_(1): store a copy of the value, not the "
                             "tensor itself.",
                             "记录下的 'y' 之后被 y.add_(1) 原地修改了：请保存值的副本，而不是张量本身。",
-                            tried=f"{label}, call {i + 1}", expected="y before y.add_(1)",
-                            got="y after y.add_(1)")
+                            tried=_with(label, f", call {i + 1}", f"，第 {i + 1} 次调用"),
+                            expected=("y before y.add_(1)", "y.add_(1) 之前的 y"),
+                            got=("y after y.add_(1)", "y.add_(1) 之后的 y"))
             other = next((o for o in names if o != name and _close(t, want[o])), None)
             if other is not None:
                 raise Wrong(f"the value recorded for {name!r} is the value of {other!r}: each recorder must store "
                             "under the name of the node it follows.",
                             f"{name!r} 记录的值其实是 {other!r} 的值：每个记录器都必须以它所跟随的节点的名字保存。",
-                            tried=f"{label}, call {i + 1}", expected=f"the value of {name!r}",
-                            got=f"the value of {other!r}")
+                            tried=_with(label, f", call {i + 1}", f"，第 {i + 1} 次调用"),
+                            expected=(f"the value of {name!r}", f"{name!r} 的值"),
+                            got=(f"the value of {other!r}", f"{other!r} 的值"))
             raise Wrong(f"the value recorded for {name!r} differs from the eager model's.",
                         f"{name!r} 记录的值与 eager 模型不一致。",
-                        tried=f"{label}, call {i + 1}", expected=f"tensor of shape {tuple(want[name].shape)}",
+                        tried=_with(label, f", call {i + 1}", f"，第 {i + 1} 次调用"),
+                        expected=(f"tensor of shape {tuple(want[name].shape)}", f"形状为 {tuple(want[name].shape)} 的张量"),
                         got=_max_diff(t, want[name]) if isinstance(t, torch.Tensor) else describe(t))
 
 
@@ -394,10 +414,12 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
 ])
 def _swap(answer: Any) -> None:
     need_callable(answer, "relu_to_clamp")
-    cases = [("a model with an nn.ReLU module", seeded(_ModuleReLU(), 83), _inputs(830, (5, 4))[0]),
-             ("a model with torch.relu, x.relu() and F.relu", seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
-             ("a model with a relu on each side of a graph break", seeded(_ReLUAroundBreak(), 85),
-              _inputs(850, (3, 4))[0])]
+    cases = [(("a model with an nn.ReLU module", "含 nn.ReLU 模块的模型"), seeded(_ModuleReLU(), 83),
+              _inputs(830, (5, 4))[0]),
+             (("a model with torch.relu, x.relu() and F.relu", "含 torch.relu、x.relu() 和 F.relu 的模型"),
+              seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
+             (("a model with a relu on each side of a graph break", "图中断两侧各有一个 relu 的模型"),
+              seeded(_ReLUAroundBreak(), 85), _inputs(850, (3, 4))[0])]
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
 
@@ -419,14 +441,14 @@ def _swap(answer: Any) -> None:
                             "the keyword min=0, not the relu node's kwargs.",
                             "torch.clamp 收到了 relu 的关键字参数 inplace=False：clamp 节点只需要关键字参数 min=0，"
                             "不要沿用 relu 节点的 kwargs。",
-                            tried=label, expected="clamp with min=0 only",
+                            tried=label, expected=("clamp with min=0 only", "只带 min=0 的 clamp"),
                             got=str(exc).splitlines()[0][:120]) from None
         for relu_inputs, returned, gm in seen:
             _check_swapped_graph(label, relu_inputs, returned, gm)
         if not _close(got, want):
             raise Wrong("the compiled model's output changed, although every relu became a clamp.",
                         "每个 relu 都换成了 clamp，但编译后模型的输出变了。",
-                        tried=label, expected="the eager model's output",
+                        tried=label, expected=_EAGER_OUTPUT,
                         got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
 
 
@@ -435,36 +457,41 @@ def _clamp_min(node: fx.Node) -> Any:
     return node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
 
 
-def _check_swapped_graph(label: str, relu_inputs: list[fx.Node], returned: Any, gm: fx.GraphModule) -> None:
+def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], returned: Any, gm: fx.GraphModule) -> None:
     edited = _edited_graph(returned, gm)
+    no_relu = ("no relu node", "没有 relu 节点")
     if edited is None:
         raise Wrong("return the edited GraphModule's forward, as in the lecture, so the graph that runs is the one "
                     "you edited.",
                     "请像讲义中那样返回修改后 GraphModule 的 forward，这样运行的才是你修改过的计算图。",
-                    tried=label, expected="the edited module's forward", got=describe(returned))
+                    tried=label, expected=("the edited module's forward", "修改后模块的 forward"), got=describe(returned))
     left = [n for n in edited.graph.nodes if _is_relu(n)]
     unused = [n for n in left if not n.users]
     if unused:
         raise Wrong("the relu's users now read from the clamp, but the relu node itself is still in the graph "
                     "(with no users): remove it from the graph.",
                     "relu 的使用者已经改为读取 clamp，但 relu 节点本身仍留在计算图中（没有任何使用者）：请把它从计算图中删除。",
-                    tried=label, expected="no relu node", got=f"node {unused[0].name} with no users")
+                    tried=label, expected=no_relu,
+                    got=(f"node {unused[0].name} with no users", f"节点 {unused[0].name}，没有使用者"))
     if left and all(_is_clamp(user) for user in left[0].users):
         raise Wrong("a clamp node reads the relu's output, so the relu still runs: the clamp must read the relu's "
                     "input, and the relu node goes.",
                     "有一个 clamp 节点读取的是 relu 的输出，所以 relu 仍在运行：clamp 必须读取 relu 的输入，并删除 relu 节点。",
-                    tried=label, expected="no relu node",
-                    got=f"node {left[0].name} read by {', '.join(u.name for u in left[0].users)}")
+                    tried=label, expected=no_relu,
+                    got=(f"node {left[0].name} read by {', '.join(u.name for u in left[0].users)}",
+                         f"节点 {left[0].name} 被 {', '.join(u.name for u in left[0].users)} 读取"))
     if left:
         en, zh = _relu_kind(left[0])
         raise Wrong(f"a relu is still in the graph: {en}. Match all three spellings.",
                     f"计算图里仍有 relu：{zh}。三种写法都要匹配。",
-                    tried=label, expected="no relu node", got=f"node {left[0].name}: {left[0].op} "
-                    f"{getattr(left[0].target, '__name__', left[0].target)}")
+                    tried=label, expected=no_relu,
+                    got=(f"node {left[0].name}: {left[0].op} {getattr(left[0].target, '__name__', left[0].target)}",
+                         f"节点 {left[0].name}：{left[0].op} {getattr(left[0].target, '__name__', left[0].target)}"))
     clamps = [n for n in edited.graph.nodes if _is_clamp(n)]
     if len(clamps) < len(relu_inputs):
         raise Wrong("each relu should become a clamp node with min=0.", "每个 relu 都应当变成一个 min=0 的 clamp 节点。",
-                    tried=label, expected=f"at least {len(relu_inputs)} clamp nodes", got=f"{len(clamps)}")
+                    tried=label, expected=(f"at least {len(relu_inputs)} clamp nodes", f"至少 {len(relu_inputs)} 个 clamp 节点"),
+                    got=f"{len(clamps)}")
     wrong_bound = [n for n in clamps if _clamp_min(n) != 0 or n.kwargs.get("max") is not None]
     if wrong_bound:
         node = wrong_bound[0]
@@ -472,22 +499,25 @@ def _check_swapped_graph(label: str, relu_inputs: list[fx.Node], returned: Any, 
                     "ones as they are.",
                     "有一个 clamp 节点的界限不是仅有 min=0：relu 保留不小于 0 的值，较大的值保持不变。",
                     tried=label, expected="clamp(input, min=0)",
-                    got=f"node {node.name}: args {len(node.args)}, kwargs {sorted(node.kwargs)}")
+                    got=(f"node {node.name}: args {len(node.args)}, kwargs {sorted(node.kwargs)}",
+                         f"节点 {node.name}：{len(node.args)} 个位置参数，kwargs {sorted(node.kwargs)}"))
     taken = {n.args[0].name for n in clamps if n.args and isinstance(n.args[0], fx.Node)}
     missing = [n.name for n in relu_inputs if n.name not in taken]
     if missing:
         raise Wrong("a clamp node does not take the relu's input: each clamp must read the node the relu read "
                     "(not the relu itself, and not another node).",
                     "有一个 clamp 节点接收的不是 relu 的输入：每个 clamp 都必须读取原来 relu 读取的那个节点（不是 relu 本身，也不是别的节点）。",
-                    tried=label, expected=f"clamp nodes reading {[n.name for n in relu_inputs]}",
-                    got=f"clamp nodes reading {sorted(taken)}")
+                    tried=label, expected=(f"clamp nodes reading {[n.name for n in relu_inputs]}",
+                                           f"读取 {[n.name for n in relu_inputs]} 的 clamp 节点"),
+                    got=(f"clamp nodes reading {sorted(taken)}", f"读取 {sorted(taken)} 的 clamp 节点"))
     if _stale_code(edited):
         raise Wrong("the graph was edited but its code was not regenerated, so the old code still runs (the "
                     "checker reads gm.code before calling your backend, as a debugging print would). Regenerate "
                     "the code after editing the graph.",
                     "计算图改了，但代码没有重新生成，所以运行的仍是旧代码（检查器在调用你的后端之前读取了 gm.code，"
                     "就像调试时打印一次那样）。修改计算图之后请重新生成代码。",
-                    tried=label, expected="gm.code matching gm.graph", got="gm.code from before the edit")
+                    tried=label, expected=("gm.code matching gm.graph", "与 gm.graph 一致的 gm.code"),
+                    got=("gm.code from before the edit", "修改之前的 gm.code"))
 
 
 # -- exercise 3: refuse large graphs --------------------------------------------------------
@@ -613,12 +643,16 @@ def _limited(answer: Any) -> None:
 
     need_callable(answer, "make_limited_backend")
     x, y = _inputs(86, (6,), (6,))
-    cases = [(4, _chain(3), "a chain of 3 ops"), (4, _chain(4), "a chain of exactly 4 ops"),
-             (1, _chain(1), "a chain of 1 op"), (4, _chain(7), "a chain of 7 ops"),
-             (5, _chain(6), "a chain of 6 ops (3 of them method calls)"),
-             (4, _split_chain, "a function split by a graph break into graphs of 3 and 6 ops"),
-             (4, _scaled_wave, "a function of two tensors with 3 ops"),
-             (3, _scaled_wave, "a function of two tensors with 3 ops")]
+    two_tensors = ("a function of two tensors with 3 ops", "接收两个张量、含 3 个算子的函数")
+    cases = [(4, _chain(3), ("a chain of 3 ops", "3 个算子组成的链")),
+             (4, _chain(4), ("a chain of exactly 4 ops", "恰好 4 个算子组成的链")),
+             (1, _chain(1), ("a chain of 1 op", "只有 1 个算子的链")),
+             (4, _chain(7), ("a chain of 7 ops", "7 个算子组成的链")),
+             (5, _chain(6), ("a chain of 6 ops (3 of them method calls)", "6 个算子组成的链（其中 3 个是方法调用）")),
+             (4, _split_chain, ("a function split by a graph break into graphs of 3 and 6 ops",
+                                "被图中断分成两张计算图（3 个和 6 个算子）的函数")),
+             (4, _scaled_wave, two_tensors),
+             (3, _scaled_wave, two_tensors)]
     runs = []
     for limit, fn, what in cases:
         args = (x, y) if fn is _scaled_wave else (x,)
@@ -628,28 +662,32 @@ def _limited(answer: Any) -> None:
         runs.append((limit, fn, what, graphs, out, exc, exc is None or refused is not None, refused, args))
     if all(run[6] for run in runs):  # every run either ran or refused with GraphTooLarge: compare decisions
         decisions = [run[7] for run in runs]
-        refs = [_reference_graphs(what, fn, (x, y) if fn is _scaled_wave else (x,)) for _, fn, what, *_ in runs]
+        refs = [_reference_graphs(what[0], fn, (x, y) if fn is _scaled_wave else (x,)) for _, fn, what, *_ in runs]
         truth = [_refused_at(g, limit, _ops, False) for g, (limit, *_) in zip(refs, runs)]
         if decisions != truth:
             first = next(i for i, (d, t) in enumerate(zip(decisions, truth)) if d != t)
             limit, _, what = cases[first]
 
-            def said(index: int | None) -> str:
-                return "compiled and ran" if index is None else f"refused graph {index + 1}"
+            def said(index: int | None) -> tuple[str, str]:
+                if index is None:
+                    return "compiled and ran", "编译并运行"
+                return f"refused graph {index + 1}", f"拒绝第 {index + 1} 张计算图"
             for _, count, strict, en, zh in _LIMIT_MISTAKES:
                 if [_refused_at(g, limit_, count, strict) for g, (limit_, *_) in zip(refs, runs)] == decisions:
-                    raise Wrong(en, zh, tried=f"{what}, make_limited_backend({limit})",
-                                expected=f"{said(truth[first])} (graphs of {[_ops(g) for g in refs[first]]} ops)",
+                    want, sizes = said(truth[first]), [_ops(g) for g in refs[first]]
+                    raise Wrong(en, zh, tried=_with(what, f", make_limited_backend({limit})",
+                                                    f"，make_limited_backend({limit})"),
+                                expected=(f"{want[0]} (graphs of {sizes} ops)", f"{want[1]}（各计算图的算子数：{sizes}）"),
                                 got=said(decisions[first]))
     for limit, fn, what, graphs, out, exc, _, _, args in runs:
-        label = f"{what}, make_limited_backend({limit})"
+        label = _with(what, f", make_limited_backend({limit})", f"，make_limited_backend({limit})")
         sizes = [_ops(gm) for gm in graphs]
         too_big = [s for s in sizes if s > limit]
         if exc is None and not too_big:
             if not _close(out, fn(*args)):
                 raise Wrong("under the limit the graph should run as it is: return its forward unchanged.",
                             "未超过上限时，计算图应当原样运行：请原样返回它的 forward。", tried=label,
-                            expected="the eager result", got=_max_diff(out, fn(*args))
+                            expected=("the eager result", "eager 的结果"), got=_max_diff(out, fn(*args))
                             if isinstance(out, torch.Tensor) else type(out).__name__)
             continue
         if exc is None:
@@ -664,8 +702,9 @@ def _limited(answer: Any) -> None:
                         "call_method 节点也要计数：x.cos() 是 call_method 节点，而不是 call_function。")
             raise Wrong(hint[0] + " Refuse it with GraphTooLarge when the count is over n.",
                         hint[1] + "算子数超过 n 时请用 GraphTooLarge 拒绝它。", tried=label,
-                        expected=f"BackendCompilerFailed wrapping GraphTooLarge ({max(too_big)} ops > {limit})",
-                        got="no exception")
+                        expected=(f"BackendCompilerFailed wrapping GraphTooLarge ({max(too_big)} ops > {limit})",
+                                  f"包装着 GraphTooLarge 的 BackendCompilerFailed（{max(too_big)} 个算子 > {limit}）"),
+                        got=("no exception", "没有抛出异常"))
         inner = getattr(exc, "inner_exception", exc) if isinstance(exc, BackendCompilerFailed) else exc
         if not too_big:
             _refused_small(label, limit, sizes, graphs, inner)
@@ -683,26 +722,28 @@ def _limited(answer: Any) -> None:
             raise Wrong("the message should name the graph's op count and the limit, e.g. "
                         "'graph has 7 ops, more than the limit of 4'.",
                         "报错信息应当写明计算图的算子数和上限，例如 'graph has 7 ops, more than the limit of 4'。",
-                        tried=label, expected=f"a message with {count} and {limit}", got=repr(message))
+                        tried=label, expected=(f"a message with {count} and {limit}", f"含有 {count} 和 {limit} 的报错信息"),
+                        got=repr(message))
 
 
-def _refused_small(label: str, limit: int, sizes: list[int], graphs: list[fx.GraphModule],
+def _refused_small(label: tuple[str, str], limit: int, sizes: list[int], graphs: list[fx.GraphModule],
                    inner: BaseException) -> None:
     text = str(inner)
     if isinstance(inner, AssertionError) and "callable" in text:
         raise Wrong("under the limit, return gm.forward (a callable): returning None makes Dynamo fail.",
                     "未超过上限时要返回 gm.forward（一个可调用对象）：返回 None 会让 Dynamo 报错。",
-                    tried=label, expected="a callable", got=f"{type(inner).__name__}: {text[:120]}")
+                    tried=label, expected=("a callable", "一个可调用对象"), got=f"{type(inner).__name__}: {text[:120]}")
     if type(inner).__name__ != "GraphTooLarge":
         raise Wrong("a graph under the limit should compile and run.", "未超过上限的计算图应当正常编译并运行。",
-                    tried=label, expected=f"graphs of {sizes} ops compiled",
+                    tried=label, expected=(f"graphs of {sizes} ops compiled", f"算子数为 {sizes} 的计算图编译通过"),
                     got=f"{type(inner).__name__}: {text[:120]}")
     nodes = max(len(gm.graph.nodes) for gm in graphs)
+    allowed = (f"{max(sizes)} ops, allowed", f"{max(sizes)} 个算子，应当接受")
     if max(sizes) < limit and nodes > limit:
         raise Wrong("count only the ops (call_function, call_method and call_module nodes); "
                     "placeholders and the output node are not ops.",
                     "只统计算子（call_function、call_method 和 call_module 节点）；placeholder 和 output 节点不算算子。",
-                    tried=label, expected=f"{max(sizes)} ops, allowed", got=text[:120])
+                    tried=label, expected=allowed, got=text[:120])
     raise Wrong(f"refuse only graphs with *more* than n ops: a graph with exactly {limit} ops compiles.",
                 f"只拒绝算子数*超过* n 的计算图：恰好 {limit} 个算子的图应当可以编译。",
-                tried=label, expected=f"{max(sizes)} ops, allowed", got=text[:120])
+                tried=label, expected=allowed, got=text[:120])
