@@ -61,3 +61,34 @@ def solution(lab: str, name: str) -> Any:
     """The object ``name`` defined by ``solutions/<lab>_*.ipynb``, whose cells are run once
     (cells calling ``check``/``hint`` are left out), e.g. ``solution("lab00", "count_by_opcode")``."""
     return _solution_namespace(lab)[name]
+
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+_LABELS = ("input tried", "expected", "got", "your code printed")
+
+
+def expect_one_language(task_id: str, answer: Any, monkeypatch: Any) -> CheckResult:
+    """Check a wrong ``answer`` read in one language at a time.
+
+    With ``FXCOURSE_LANG=zh`` the text and HTML hold the 中文 headline and every worded detail in
+    中文, and no English headline, label or worded detail; with ``FXCOURSE_LANG=en`` they hold no
+    CJK character at all. The answer must give at least one worded detail (an (en, zh) pair), so
+    the test shows the details follow the switch, not only the headline.
+    """
+    import html
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = expect_wrong(task_id, answer)
+    pairs = [v for v in (result.tried, result.expected, result.got) if isinstance(v, tuple)]
+    assert pairs, f"{task_id}: no worded detail in this wrong answer's result: {result.to_text()}"
+    for shown in (result.to_text(), html.unescape(result.to_html())):
+        assert "还不正确" in shown and "not right yet" not in shown and result.en not in shown, shown
+        for label in _LABELS:
+            assert f"  {label}:" not in shown and f"<th>{label}</th>" not in shown, shown
+        for en, zh in pairs:
+            assert zh[:60] in shown and en[:60] not in shown, shown
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    for shown in (result.to_text(), html.unescape(result.to_html())):
+        assert not _CJK.search(shown), shown
+        assert "not right yet" in shown and all(en[:60] in shown for en, _ in pairs), shown
+    return result
