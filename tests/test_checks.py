@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from fxcourse import check, hint, zoo
+from fxcourse._lang import text
 from fxcourse.checks import CheckResult, task_ids
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 
 
 def _stub(*args):
@@ -96,7 +97,7 @@ def test_lab00_1_reference_and_other_right_forms_pass():
 def test_lab00_1_counting_targets_is_named():
     result = expect_wrong("lab00.1", lambda gm: Counter(str(n.target) for n in gm.graph.nodes))
     assert "node targets or names" in result.en and "target 或名字" in result.zh
-    assert result.tried.startswith("symbolic_trace(")
+    assert text(result.tried).startswith("symbolic_trace(")
     assert " at 0x" not in result.to_text()  # addresses are cleaned from shown values
 
 
@@ -131,7 +132,7 @@ def test_lab00_1_get_attr_and_call_method_are_probed():
         return dict(Counter(n.op for n in gm.graph.nodes if n.op in known))
 
     result = expect_wrong("lab00.1", only_four)
-    assert result.tried != "symbolic_trace(zoo.mlp)"  # the MLP alone has only these four
+    assert text(result.tried) != "symbolic_trace(zoo.mlp)"  # the MLP alone has only these four
     assert "a count is off" in result.en and "有计数不对" in result.zh
 
 
@@ -252,7 +253,7 @@ def test_lab00_3_one_branch_only_is_named():
 
     result = expect_wrong("lab00.3", HalfGate)
     assert "same branch whatever the input" in result.en and "同一个分支" in result.zh
-    assert "sum of y <= 0" in result.tried
+    assert "sum of y <= 0" in text(result.tried)
 
 
 def test_lab00_3_a_python_if_still_fails_symbolic_trace():
@@ -322,3 +323,31 @@ def test_lab00_3_a_first_row_decision_is_not_called_one_branch():
     result = expect_wrong("lab00.3", FirstRowGate)
     assert "same branch whatever the input" not in result.en and "同一个分支" not in result.zh
     assert "another result than Gate" in result.en and "结果不同" in result.zh
+
+
+# -- one language at a time ----------------------------------------------------------------------
+def _erase_output(gm):
+    counts = Counter(n.op for n in gm.graph.nodes)
+    gm.graph.erase_node([n for n in gm.graph.nodes if n.op == "output"][0])
+    return dict(counts)
+
+
+class _HalfGate(zoo.Gate):
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+_ONE_WRONG_ANSWER = {
+    "lab00.1": _erase_output,
+    "lab00.2": lambda m: torch.jit.trace(m, torch.randn(2, m.linear.in_features)),
+    "lab00.3": _HalfGate,
+}
+
+
+def test_every_lab00_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(_ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab00.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(_ONE_WRONG_ANSWER))
+def test_lab00_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, _ONE_WRONG_ANSWER[task_id], monkeypatch)

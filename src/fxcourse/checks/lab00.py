@@ -15,6 +15,7 @@ from torch import fx, nn
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
+from .._lang import Bilingual
 from ._probe import Mistake, Probe, counted_once, describe, need_callable, run_probes
 from .. import zoo
 from .._text import quiet
@@ -25,6 +26,11 @@ def _built(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return factory().eval()
+
+
+def _pair(value: Bilingual) -> tuple[str, str]:
+    """``value`` as an (English, 中文) pair: a plain string (code, a repr) reads the same in both."""
+    return value if isinstance(value, tuple) else (value, value)
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
@@ -52,9 +58,11 @@ def _opcode_probes() -> list[Probe]:
     """Graphs the learner has not seen; together they hold all six opcodes."""
     probes = [Probe(f"symbolic_trace(zoo.{name})", (fx.symbolic_trace(zoo.example(name)[0]),))
               for name in ("mlp", "clamp_linear", "conv_bn_relu")]
-    probes.append(Probe("symbolic_trace(<a module using its own Parameter and buffer, and tensor methods>)",
+    probes.append(Probe(("symbolic_trace(<a module using its own Parameter and buffer, and tensor methods>)",
+                         "symbolic_trace(<直接使用自身 Parameter 和 buffer、并调用张量方法的模块>)"),
                         (fx.symbolic_trace(_built(_AttrsAndMethods, 5)),)))
-    probes.append(Probe("symbolic_trace(<a function of two tensors using methods>)", (fx.symbolic_trace(_scaled_norm),)))
+    probes.append(Probe(("symbolic_trace(<a function of two tensors using methods>)",
+                         "symbolic_trace(<接收两个张量、调用张量方法的函数>)"), (fx.symbolic_trace(_scaled_norm),)))
     return probes
 
 
@@ -89,7 +97,8 @@ def _leaves_graph_alone(answer: Callable[[fx.GraphModule], Any], probe: Probe) -
             raise Wrong("count_by_opcode changed the graph it was given (a node was added, removed or rewired); "
                         "counting only reads the nodes.",
                         "count_by_opcode 修改了传给它的计算图（增加、删除或重连了节点）；统计只需读取节点。",
-                        tried=probe.label, expected="the graph unchanged", got="a changed graph")
+                        tried=probe.label, expected=("the graph unchanged", "计算图保持不变"),
+                        got=("a changed graph", "计算图被改动了"))
         return got
     return call
 
@@ -171,10 +180,14 @@ def _gate_probes(gate: zoo.Gate, seed: int) -> list[Probe]:
     single = _rows_with_sums(gate, gen, [2.5], [-1.0])
     batched = torch.cat([_rows_with_sums(gate, gen, [1.0, -2.5, 0.5], [1.0, 2.0, -0.5]) for _ in range(2)])
     return [
-        Probe(f"x of shape (3, {d}): sum of y > 0, one row of y sums below 0", (up,)),
-        Probe(f"x of shape (2, {d}): sum of y <= 0, one row of y sums above 0", (down,)),
-        Probe(f"x of shape (1, {d}): sum of y > 0 while sum of x < 0", (single,)),
-        Probe(f"x of shape (2, 3, {d}): sum of y <= 0 while sum of x > 0", (batched.view(2, 3, d),)),
+        Probe((f"x of shape (3, {d}): sum of y > 0, one row of y sums below 0",
+               f"x（形状 (3, {d})）：y 之和 > 0，y 有一行之和小于 0"), (up,)),
+        Probe((f"x of shape (2, {d}): sum of y <= 0, one row of y sums above 0",
+               f"x（形状 (2, {d})）：y 之和 <= 0，y 有一行之和大于 0"), (down,)),
+        Probe((f"x of shape (1, {d}): sum of y > 0 while sum of x < 0",
+               f"x（形状 (1, {d})）：y 之和 > 0，而 x 之和 < 0"), (single,)),
+        Probe((f"x of shape (2, 3, {d}): sum of y <= 0 while sum of x > 0",
+               f"x（形状 (2, 3, {d})）：y 之和 <= 0，而 x 之和 > 0"), (batched.view(2, 3, d),)),
     ]
 
 
@@ -189,7 +202,8 @@ def _zero_sum_gate() -> zoo.Gate:
 
 
 _ZERO_SUM_X = torch.tensor([[1.0, 0.5, 3.0, -2.0], [-0.75, 1.25, 0.0, 1.0]])
-_ZERO_SUM_LABEL = "x of shape (2, 4) for which y.sum() is exactly 0 (another Gate's weights)"
+_ZERO_SUM_LABEL = ("x of shape (2, 4) for which y.sum() is exactly 0 (another Gate's weights)",
+                   "形状为 (2, 4)、使 y.sum() 恰好为 0 的 x（另一个 Gate 的权重）")
 
 
 def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int) -> list[Mistake]:
@@ -250,8 +264,9 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
     ]
 
 
-def _gate_probe_set(gate: zoo.Gate, seed: int, label: str) -> list[Probe]:
-    return [Probe(f"{label} on {p.label}", p.args) for p in _gate_probes(gate, seed)]
+def _gate_probe_set(gate: zoo.Gate, seed: int, label: Bilingual) -> list[Probe]:
+    (en, zh) = _pair(label)
+    return [Probe((f"{en} on {p.label[0]}", f"{zh}，输入 {p.label[1]}"), p.args) for p in _gate_probes(gate, seed)]
 
 
 # -- lab00.2: capture a model so both branches survive --------------------------------------------
@@ -282,7 +297,7 @@ def _capture(answer: Any, gate: zoo.Gate, label: str) -> Any:
     if isinstance(captured, torch.jit.TopLevelTracedModule):
         raise Wrong("torch.jit.trace records only the branch its example input took; use an API that keeps "
                     "control flow.", "torch.jit.trace 只记录示例输入走过的那个分支；请使用能保留控制流的 API。",
-                    tried=f"capture_gate({label})", got="a traced module (torch.jit.trace)")
+                    tried=f"capture_gate({label})", got=("a traced module (torch.jit.trace)", "追踪得到的模块（torch.jit.trace）"))
     if not _is_capture(captured) or not callable(captured):
         raise Wrong("return the object a capture API gave you (TorchScript, or torch.compile of the model), "
                     "called like the model.",
@@ -301,7 +316,7 @@ def _quietly(fn: Any, label: str) -> Callable[..., Any]:
                             "data-dependent `if` needs a graph break; let Dynamo break the graph there.",
                             "你要求 torch.compile 生成一整张图（fullgraph=True 或 torch.export），但依赖数据的 `if` "
                             "需要图中断；请允许 Dynamo 在那里中断计算图。",
-                            tried=f"calling {label} on an input", got=f"{type(exc).__name__}: "
+                            tried=(f"calling {label} on an input", f"在一个输入上调用 {label}"), got=f"{type(exc).__name__}: "
                             f"{str(exc).splitlines()[0]}") from None
     return call
 
@@ -353,9 +368,11 @@ def _traceable_gate(answer: Any) -> None:
         raise Wrong("pass the class TraceableGate; its constructor takes no arguments.",
                     "请传入 TraceableGate 类；它的构造函数不需要参数。", got=str(exc).splitlines()[0]) from None
     cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
-             ("another zoo.Gate()", _built(zoo.Gate, 12), None),
-             ("a zoo.Gate whose y sums to 0", _zero_sum_gate(), [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))])]
+             (("another zoo.Gate()", "另一个 zoo.Gate()"), _built(zoo.Gate, 12), None),
+             (("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
+              [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))])]
     for i, (label, gate, probes) in enumerate(cases):
+        en, zh = _pair(label)
         model = model_of()
         if not isinstance(model, nn.Module):
             raise Wrong("pass the class TraceableGate (or an instance of it).",
@@ -374,9 +391,11 @@ def _traceable_gate(answer: Any) -> None:
                         "traced; compute both results and choose between them with a tensor operation.",
                         "symbolic_trace 仍然拒绝：无法追踪依赖张量取值的 Python `if`（或 bool()）；"
                         "请同时计算两个结果，再用张量运算在二者之间选择。",
-                        tried=f"symbolic_trace(TraceableGate()) with the weights of {label}",
+                        tried=(f"symbolic_trace(TraceableGate()) with the weights of {en}",
+                               f"symbolic_trace(TraceableGate())，载入 {zh} 的权重"),
                         got=f"TraceError: {str(exc).splitlines()[0]}") from None
-        run_probes(gm, gate, probes or _gate_probe_set(gate, 30 + i, f"symbolic_trace(TraceableGate()), {label}"),
+        run_probes(gm, gate, probes or _gate_probe_set(gate, 30 + i, (f"symbolic_trace(TraceableGate()), {en}",
+                                                                     f"symbolic_trace(TraceableGate())，{zh}")),
                    mistakes=_gate_mistakes(gate, gm, 30 + i), what="symbolic_trace(TraceableGate())",
                    generic=("the traced TraceableGate gives another result than Gate.",
                             "追踪得到的 TraceableGate 与 Gate 的结果不同。"))
