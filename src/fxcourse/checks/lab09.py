@@ -60,6 +60,10 @@ _PREDICT_MISTAKES = [
 ]
 
 
+#: What lab09.1 tries: the lab's functions, read with Inductor's partitioner.
+_FOUR_FUNCTIONS = ("the lab's four functions, min-cut partitioner", "本实验的四个函数，最小割划分器")
+
+
 @task("lab09.1", "predict what the forward saves", "预测前向图保存的张量", hints=[
     ("For each function, ask what its backward needs to compute the gradient: an input, an intermediate "
      "result, or nothing. Then ask which of those are cheap to recompute from what is saved anyway.",
@@ -85,11 +89,11 @@ def _predict(make_predictions: Any) -> None:
         default = saved_counts("default")
         for _name, matches, en, zh in _PREDICT_MISTAKES:
             if matches(answer, want, default):
-                raise Wrong(en, zh, tried="the lab's four functions, min-cut partitioner", got=diff)
+                raise Wrong(en, zh, tried=_FOUR_FUNCTIONS, got=diff)
     raise Wrong("at least one prediction differs from what the min-cut partitioner saves; check that function "
                 "with aot_graphs and read which tensors its backward takes as inputs.",
                 "至少有一个预测与最小割划分器实际保存的数量不同；用 aot_graphs 检查那个函数，看看它的反向图以哪些张量为输入。",
-                tried="the lab's four functions, min-cut partitioner", got=diff)
+                tried=_FOUR_FUNCTIONS, got=diff)
 
 
 # -- exercise 2: one kernel ----------------------------------------------------------------------
@@ -105,9 +109,9 @@ def _fused_probes() -> list[Probe]:
     mostly_negative = torch.randn(6, 5, generator=gen) - 1.5   # its largest value is far from its largest magnitude
     with_zeros = torch.randn(3, 4, 7, generator=gen)
     with_zeros[0] = 0.0
-    return [Probe("a (6, 5) tensor, mostly negative", (mostly_negative,)),
-            Probe("a (3, 4, 7) tensor with a slice of zeros", (with_zeros,)),
-            Probe("a 1-D tensor of 33 values", (torch.randn(33, generator=gen) * 4,))]
+    return [Probe(("a (6, 5) tensor, mostly negative", "形状 (6, 5)、大多为负数的张量"), (mostly_negative,)),
+            Probe(("a (3, 4, 7) tensor with a slice of zeros", "形状 (3, 4, 7)、其中一片全为零的张量"), (with_zeros,)),
+            Probe(("a 1-D tensor of 33 values", "含 33 个值的一维张量"), (torch.randn(33, generator=gen) * 4,))]
 
 
 _FUSED_MISTAKES = [
@@ -123,7 +127,7 @@ _FUSED_MISTAKES = [
 ]
 
 
-@task("lab09.2", "rewrite a function so Inductor makes one kernel", "改写函数，让 Inductor 只生成一个 kernel",
+@task("lab09.2", "rewrite a function so Inductor makes one kernel", "改写函数，让 Inductor 只生成一个内核",
       time_limit=300, hints=[
           ("Count the graphs first: what does `.item()` do to Dynamo's capture, and what does each captured graph "
            "become in Inductor?",
@@ -131,10 +135,10 @@ _FUSED_MISTAKES = [
           ("Lecture 09, section 5 (Inductor: from post-grad graph to kernels) shows a reduction and the pointwise ops "
            "that read it fused into one kernel when they stay tensors in one graph. Keep the peak a tensor.",
            "第 09 讲第 5 节（Inductor: from post-grad graph to kernels）展示了：只要归约和读取它的逐元素算子都以张量形式"
-           "留在同一张图里，它们就会融合成一个 kernel。让峰值保持为张量。"),
+           "留在同一张图里，它们就会融合成一个内核。让峰值保持为张量。"),
           ("Each generated kernel and each extern call shows in inductor_code(your_function, x).to_text(); aim for one "
            "kernel row and nothing else, with the same values as normalise.",
-           "inductor_code(your_function, x).to_text() 会列出每个生成的 kernel 和每个外部调用；目标是只有一行 kernel，"
+           "inductor_code(your_function, x).to_text() 会列出每个生成的内核和每个外部调用；目标是只有一行内核，"
            "没有别的，并且数值与 normalise 相同。"),
       ])
 def _fused(answer: Any) -> None:
@@ -165,19 +169,20 @@ def _fused(answer: Any) -> None:
             raise Wrong(f"Inductor compiled {graphs} graphs: something in the function still breaks Dynamo's "
                         "capture (a Python number read from a tensor ends the graph), so the work cannot fuse.",
                         f"Inductor 编译了 {graphs} 张计算图：函数里仍有东西打断了 Dynamo 的捕获（从张量读出 Python 数会结束"
-                        "计算图），所以这些计算无法融合。", tried=probe.label, expected="1 graph, 1 kernel",
-                        got=f"{graphs} graphs, {len(code.kernels)} kernels")
+                        "计算图），所以这些计算无法融合。", tried=probe.label, expected=("1 graph, 1 kernel", "1 张计算图，1 个内核"),
+                        got=(f"{graphs} graphs, {len(code.kernels)} kernels", f"{graphs} 张计算图，{len(code.kernels)} 个内核"))
         if code.externs:
             names = ", ".join(e.name for e in code.externs)
             raise Wrong(f"Inductor left an op to a library or to eager ATen ({names}); such a call is a fusion "
                         "boundary. Compute the peak with a reduction Inductor generates code for.",
                         f"Inductor 把一个算子交给了库函数或 eager 的 ATen（{names}）；这样的调用是融合的边界。"
                         "请用 Inductor 能生成代码的归约算子来求峰值。", tried=probe.label,
-                        expected="1 kernel, no extern calls", got=f"extern calls: {names}")
+                        expected=("1 kernel, no extern calls", "1 个内核，没有外部调用"),
+                        got=(f"extern calls: {names}", f"外部调用：{names}"))
         if len(code.kernels) != 1:
             raise Wrong(f"Inductor made {len(code.kernels)} kernels; the reduction and the pointwise ops did not fuse.",
-                        f"Inductor 生成了 {len(code.kernels)} 个 kernel；归约和逐元素算子没有融合在一起。",
-                        tried=probe.label, expected="1 kernel", got=", ".join(k.name for k in code.kernels))
+                        f"Inductor 生成了 {len(code.kernels)} 个内核；归约和逐元素算子没有融合在一起。",
+                        tried=probe.label, expected=("1 kernel", "1 个内核"), got=", ".join(k.name for k in code.kernels))
 
 
 # -- exercise 3: decompose silu, forward and backward ----------------------------------------------
@@ -192,16 +197,19 @@ class _SiLUMLP(nn.Module):
         return self.act(self.fc(x)).sum(-1)
 
 
-def _silu_cases() -> list[tuple[str, Callable[..., torch.Tensor], torch.Tensor]]:
+def _silu_cases() -> list[tuple[tuple[str, str], Callable[..., torch.Tensor], torch.Tensor]]:
     gen = torch.Generator().manual_seed(93)
     mlp = _SiLUMLP()
     with torch.no_grad():
         for p in mlp.parameters():
             p.copy_(torch.randn(p.shape, generator=gen))
     signs = torch.tensor([-6.0, -2.0, -0.5, 0.0, 0.5, 2.0, 6.0])
-    return [("F.silu(x) * x on 7 values from -6 to 6 (with 0)", lambda x: F.silu(x) * x, signs),
-            ("an nn.SiLU after an nn.Linear, input (3, 5)", mlp, torch.randn(3, 5, generator=gen)),
-            ("F.silu on a (2, 3, 4) tensor, then a sum", lambda x: F.silu(x).sum(), torch.randn(2, 3, 4, generator=gen))]
+    return [(("F.silu(x) * x on 7 values from -6 to 6 (with 0)", "F.silu(x) * x，输入为 -6 到 6 之间的 7 个值（含 0）"),
+             lambda x: F.silu(x) * x, signs),
+            (("an nn.SiLU after an nn.Linear, input (3, 5)", "nn.Linear 之后接 nn.SiLU，输入形状 (3, 5)"),
+             mlp, torch.randn(3, 5, generator=gen)),
+            (("F.silu on a (2, 3, 4) tensor, then a sum", "对形状 (2, 3, 4) 的张量做 F.silu，再求和"),
+             lambda x: F.silu(x).sum(), torch.randn(2, 3, 4, generator=gen))]
 
 
 def _silu_ops(ops: list[str]) -> list[str]:
@@ -232,7 +240,7 @@ def _decompose(make_table: Any) -> None:
         raise Wrong("a key of your table is an op packet (torch.ops.aten.silu); AOTAutograd looks decompositions up "
                     "by overload, so a packet key never fires.",
                     "分解表的某个键是算子包（torch.ops.aten.silu）；AOTAutograd 按重载查找分解，以算子包为键的条目永远不会生效。",
-                    got=f"keys: {sorted(str(k) for k in answer)}")
+                    got=(f"keys: {sorted(str(k) for k in answer)}", f"键：{sorted(str(k) for k in answer)}"))
     for label, fn, x in _silu_cases():
         eager_x = x.clone().requires_grad_()
         want = fn(eager_x)
@@ -243,12 +251,13 @@ def _decompose(make_table: Any) -> None:
         if "aten.silu.default" in left:
             raise Wrong("the forward graph still calls aten.silu: your table has no entry that fires for it.",
                         "前向图仍在调用 aten.silu：你的分解表里没有对它生效的条目。", tried=label,
-                        got=f"forward ops: {graphs.ops(graphs.forward)}")
+                        got=(f"forward ops: {graphs.ops(graphs.forward)}", f"前向图的算子：{graphs.ops(graphs.forward)}"))
         if left:
             raise Wrong("the forward is decomposed, but the backward still calls aten.silu_backward: autograd "
                         "differentiates silu with its own backward op, which needs an entry of its own.",
                         "前向已被分解，但反向图仍在调用 aten.silu_backward：autograd 用 silu 自己的反向算子求导，"
-                        "它需要单独的条目。", tried=label, got=f"backward ops: {graphs.ops(graphs.backward)}")
+                        "它需要单独的条目。", tried=label,
+                        got=(f"backward ops: {graphs.ops(graphs.backward)}", f"反向图的算子：{graphs.ops(graphs.backward)}"))
         got_x = x.clone().requires_grad_()
         with quiet():
             got = _aot_run(fn, answer)(got_x)
