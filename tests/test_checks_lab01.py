@@ -13,9 +13,11 @@ import torch
 from torch import nn
 
 from fxcourse import check, hint
+from fxcourse._lang import text
+from fxcourse.checks import task_ids
 from fxcourse.labs import STUB
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
 
@@ -188,7 +190,7 @@ def test_lab01_2_tracing_with_the_first_argument_only_is_wrong():
             return None
 
     result = expect_wrong("lab01.2", first_tensor)
-    assert "two arguments" in result.tried and "no control flow" in result.en
+    assert "two arguments" in text(result.tried) and "no control flow" in result.en
 
 
 # -- lab01.3 ---------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ def test_lab01_3_another_right_form_passes():
 
 def test_lab01_3_python_loop_is_named_as_unrolled():
     result = expect_wrong("lab01.3", LoopMean)
-    assert "unrolled" in result.en and "展开" in result.zh and "(5, 4)" in result.tried
+    assert "unrolled" in result.en and "展开" in result.zh and "(5, 4)" in text(result.tried)
 
 
 def test_lab01_3_len_is_named_as_baked_in():
@@ -322,7 +324,7 @@ def test_lab01_1_skipping_the_first_node_is_wrong():
         return dict(Counter(n.kind() for n in nodes if n.kind().startswith("aten::")))
 
     result = expect_wrong("lab01.1", skip_first)
-    assert "relu, sin, neg" in result.tried and "a count is off" in result.en and "有计数不对" in result.zh
+    assert "relu, sin, neg" in text(result.tried) and "a count is off" in result.en and "有计数不对" in result.zh
 
 
 def test_lab01_1_the_kind_method_as_key_is_named():
@@ -346,7 +348,7 @@ def test_lab01_3_divisors_along_the_wrong_axis_say_which_input():
             return x.cumsum(0) / torch.arange(1, x.shape[0] + 1, dtype=x.dtype)
 
     result = expect_wrong("lab01.3", FlatDivisors)
-    assert "line up with the rows" in result.en and "与行对齐" in result.zh and "shape (4, 3)" in result.tried
+    assert "line up with the rows" in result.en and "与行对齐" in result.zh and "shape (4, 3)" in text(result.tried)
 
 
 def test_lab01_3_in_place_message_names_the_module_in_both_languages():
@@ -373,3 +375,21 @@ def test_lab01_4_loading_a_copy_of_the_bytes_passes():
         return torch.jit.load(io.BytesIO(buffer.getvalue()))
 
     expect_passed("lab01.4", through_getvalue)
+
+
+# -- one language at a time ----------------------------------------------------------------------
+ONE_WRONG_ANSWER = {
+    "lab01.1": lambda t: dict(Counter(n.kind() for n in t.graph.nodes() if n.kind().startswith("aten::"))),
+    "lab01.2": lambda m, inputs: None,
+    "lab01.3": LoopMean,
+    "lab01.4": lambda m, ex: torch.jit.trace(m, ex),
+}
+
+
+def test_every_lab01_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab01.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab01_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)

@@ -15,9 +15,9 @@ from torch import fx, nn
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
-from .._lang import Bilingual
 from ._probe import Mistake, Probe, counted_once, describe, need_callable, run_probes
 from .. import zoo
+from .._lang import Bilingual
 from .._text import quiet
 
 

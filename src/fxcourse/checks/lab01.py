@@ -15,6 +15,7 @@ from torch import nn
 
 from . import Wrong, task
 from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
+from .._lang import Bilingual
 from .._text import one_line_error, quiet
 
 
@@ -96,12 +97,17 @@ def _as_plain_counts(got: Any) -> Any:
 def _aten_probes() -> list[Probe]:
     gen = torch.Generator().manual_seed(3)
     cases = [
-        ("torch.jit.trace(<a CNN: stem, two residual blocks in a Sequential, head>.eval(), x)",
+        (("torch.jit.trace(<a CNN: stem, two residual blocks in a Sequential, head>.eval(), x)",
+          "torch.jit.trace(<一个 CNN：起始层、Sequential 中的两个残差块、输出头>.eval(), x)"),
          _built(_TinyCNN, 3).eval(), torch.randn(1, 3, 6, 6, generator=gen)),
-        ("torch.jit.trace(<a GRUCell and a Linear>.eval(), x)", _built(_Gru, 4).eval(), torch.randn(2, 3, generator=gen)),
-        ("torch.jit.trace(<a function: scale, softmax, log>, x)", _scaled_softmax, torch.randn(2, 5, generator=gen)),
-        ("torch.jit.trace(<a function: relu, sin, neg>, x)", _relu_sin, torch.randn(3, generator=gen)),
-        ("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
+        (("torch.jit.trace(<a GRUCell and a Linear>.eval(), x)", "torch.jit.trace(<一个 GRUCell 加一个 Linear>.eval(), x)"),
+         _built(_Gru, 4).eval(), torch.randn(2, 3, generator=gen)),
+        (("torch.jit.trace(<a function: scale, softmax, log>, x)", "torch.jit.trace(<一个函数：缩放、softmax、log>, x)"),
+         _scaled_softmax, torch.randn(2, 5, generator=gen)),
+        (("torch.jit.trace(<a function: relu, sin, neg>, x)", "torch.jit.trace(<一个函数：relu、sin、neg>, x)"),
+         _relu_sin, torch.randn(3, generator=gen)),
+        (("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
+          "torch.jit.trace(<Sequential 中的 Linear、GELU、Dropout，再接 LayerNorm、Linear>（训练模式）, x)"),
          _built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
     ]
     return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
@@ -214,6 +220,7 @@ class _SignSwitch2(nn.Module):
         return x * w
 
 
+_TRACED = ("a traced module", "追踪得到的模块")
 _CHECK_EVERY_TUPLE = ("lecture 01, section 7 shows how the tracer checks a trace against several inputs",
                       "第 01 讲第 7 节演示了追踪器如何用多组输入检查追踪结果")
 
@@ -238,7 +245,7 @@ def _trace_safely(answer: Any) -> None:
     def neg(*shape: int) -> torch.Tensor:
         return -pos(*shape)
 
-    def call(model: nn.Module, inputs: list[tuple[torch.Tensor, ...]], tried: str) -> Any:
+    def call(model: nn.Module, inputs: list[tuple[torch.Tensor, ...]], tried: Bilingual) -> Any:
         with quiet(stderr=False):
             try:
                 return answer(model, [tuple(a.clone() for a in args) for args in inputs])
@@ -254,14 +261,14 @@ def _trace_safely(answer: Any) -> None:
     # Valid traces: a traced module must come back, and be right on inputs it was not traced with.
     valid = [
         (_built(_Affine, 12).eval(), [(pos(2, 3),), (neg(5, 3),), (pos(1, 3),)], [(neg(3, 3),)],
-         "an affine model without control flow"),
+         ("an affine model without control flow", "没有控制流的仿射模型")),
         (_WideOrNarrow(), [(pos(2, 3),), (neg(4, 3),)], [(pos(6, 3) - 0.5,)],
-         "an `if x.shape[1] > 2` that every input satisfies"),
+         ("an `if x.shape[1] > 2` that every input satisfies", "含 `if x.shape[1] > 2` 的模型，每个输入都满足这个条件")),
         (_ScaleBy(), [(pos(2, 4), neg(2, 4)), (neg(3, 4), pos(3, 4))], [(pos(1, 4) - 0.5, neg(1, 4) + 0.5)],
-         "a model of two arguments without control flow"),
+         ("a model of two arguments without control flow", "两个参数、没有控制流的模型")),
     ]
-    for model, inputs, unseen, what in valid:
-        tried = f"{what}; inputs of shapes {shapes(inputs)}"
+    for model, inputs, unseen, (what, what_zh) in valid:
+        tried = (f"{what}; inputs of shapes {shapes(inputs)}", f"{what_zh}；inputs 的形状为 {shapes(inputs)}")
         got = call(model, inputs, tried)
         if got is None:
             if isinstance(model, _WideOrNarrow):
@@ -270,10 +277,10 @@ def _trace_safely(answer: Any) -> None:
                             "(TracingCheckError).",
                             "这个模型的追踪结果在每个输入上都正确，你却返回了 None。TracerWarning 只是说追踪结果"
                             "*可能*不对；只有检查失败（TracingCheckError）时才返回 None。",
-                            tried=tried, expected="a traced module", got="None")
+                            tried=tried, expected=_TRACED, got="None")
             raise Wrong("this model has no control flow, so its trace is valid: return the traced module.",
                         "这个模型没有控制流，它的追踪结果是有效的：请返回追踪得到的模块。",
-                        tried=tried, expected="a traced module", got="None")
+                        tried=tried, expected=_TRACED, got="None")
         if got is model or not isinstance(got, torch.jit.ScriptModule):
             raise Wrong("return what torch.jit.trace returned (a ScriptModule), not the model itself.",
                         "请返回 torch.jit.trace 的结果（一个 ScriptModule），而不是模型本身。",
@@ -286,44 +293,49 @@ def _trace_safely(answer: Any) -> None:
                 raise Wrong("the traced module gives another result than the model: trace the model with the first "
                             "tuple of inputs, all of its arguments.",
                             "追踪得到的模块与模型结果不同：请用 inputs 中的第一组参数（全部参数）追踪模型。",
-                            tried=f"{tried}; then arguments of shapes {shapes([args])}",
+                            tried=(f"{tried[0]}; then arguments of shapes {shapes([args])}",
+                                   f"{tried[1]}；再用形状为 {shapes([args])} 的参数调用"),
                             expected=describe(want), got=diff)
 
     # Invalid traces: a check input takes another path, so the answer must be None.
     invalid = [
         (_SignSwitch(), [(pos(2, 4),), (pos(3, 4),), (neg(2, 4),)],
-         "an `if x.mean() > 0`; the last input has a negative mean",
+         ("an `if x.mean() > 0`; the last input has a negative mean", "含 `if x.mean() > 0` 的模型；最后一个输入的均值为负"),
          ("the trace of this model is wrong on inputs[2] (the other branch), yet you returned it: the trace was "
           "not checked against every tuple of inputs; " + _CHECK_EVERY_TUPLE[0] + ".",
           "这个模型的追踪结果在 inputs[2]（另一个分支）上是错的，你却返回了它：追踪结果没有用 inputs 中的每一组检查；"
           + _CHECK_EVERY_TUPLE[1] + "。")),
         (_SignSwitch(), [(pos(2, 4),), (neg(3, 4),), (pos(1, 4),)],
-         "an `if x.mean() > 0`; only the middle input has a negative mean",
+         ("an `if x.mean() > 0`; only the middle input has a negative mean",
+          "含 `if x.mean() > 0` 的模型；只有中间那个输入的均值为负"),
          ("the graphs differ on inputs[1], a tuple in the middle of the list, yet you returned the trace: every "
           "tuple must be checked, not only the first or the last; " + _CHECK_EVERY_TUPLE[0] + ".",
           "计算图在 inputs[1]（列表中间的一组）上不同，你却返回了追踪结果：每一组都必须检查，而不只是第一组或最后一组；"
           + _CHECK_EVERY_TUPLE[1] + "。")),
         (_PerRow(), [(pos(2, 3),), (pos(4, 3),)],
-         "a loop over range(x.shape[0]); the inputs have 2 and 4 rows",
+         ("a loop over range(x.shape[0]); the inputs have 2 and 4 rows",
+          "遍历 range(x.shape[0]) 的循环；两个输入分别有 2 行和 4 行"),
          ("the loop was unrolled to 2 rows, so the trace is wrong on 4 rows, yet you returned it: re-tracing on "
           "each check input and comparing the graphs would have caught it.",
           "循环被展开成了 2 行，追踪结果在 4 行输入上是错的，你却返回了它：在每组检查输入上重新追踪并比较计算图就能发现这一点。")),
         (_AbsOrNeg(), [(pos(2, 3),), (neg(2, 3),)],
-         "an `if x.sum() > 0` between abs(x) and -x; on inputs[1] both give the same numbers",
+         ("an `if x.sum() > 0` between abs(x) and -x; on inputs[1] both give the same numbers",
+          "用 `if x.sum() > 0` 在 abs(x) 和 -x 之间选择；在 inputs[1] 上两者结果相同"),
          ("on inputs[1] the outputs happen to agree (abs(x) == -x for negative x), but a trace of inputs[1] "
           "records aten::neg where yours has aten::abs. Comparing outputs is not enough: the tracer's own check "
           "compares the graphs.",
           "在 inputs[1] 上输出碰巧一致（x 为负时 abs(x) == -x），但在 inputs[1] 上追踪得到的是 aten::neg，"
           "而你的追踪结果里是 aten::abs。只比较输出是不够的：追踪器自己的检查会比较计算图。")),
         (_SignSwitch2(), [(pos(2, 3), pos(2, 3)), (pos(2, 3), neg(2, 3)), (neg(2, 3), neg(2, 3))],
-         "a model of two arguments with an `if (x * w).sum() > 0`; inputs[1] takes the other branch",
+         ("a model of two arguments with an `if (x * w).sum() > 0`; inputs[1] takes the other branch",
+          "两个参数、含 `if (x * w).sum() > 0` 的模型；inputs[1] 走另一个分支"),
          ("the graphs differ on inputs[1] (the other branch), yet you returned the trace: check against every "
           "tuple, with all of its arguments; " + _CHECK_EVERY_TUPLE[0] + ".",
           "计算图在 inputs[1]（另一个分支）上不同，你却返回了追踪结果：请用每一组（连同其全部参数）检查；"
           + _CHECK_EVERY_TUPLE[1] + "。")),
     ]
-    for model, inputs, what, hint in invalid:
-        tried = f"{what}; inputs of shapes {shapes(inputs)}"
+    for model, inputs, (what, what_zh), hint in invalid:
+        tried = (f"{what}; inputs of shapes {shapes(inputs)}", f"{what_zh}；inputs 的形状为 {shapes(inputs)}")
         got = call(model, inputs, tried)
         if got is not None:
             raise Wrong(*hint, tried=tried, expected="None", got=describe(got))
@@ -412,10 +424,12 @@ def _running_mean(answer: Any) -> None:
                         "with the rows.",
                         "在 eager 模式下，你的模块在 RunningMean 能接受的输入上抛出了异常：行是第一维、特征是第二维，"
                         "所以每行一个值的张量必须与行对齐。",
-                        tried=f"TraceableRunningMean()(x), x of shape {tuple(x.shape)}",
+                        tried=(f"TraceableRunningMean()(x), x of shape {tuple(x.shape)}",
+                               f"TraceableRunningMean()(x)，x 的形状为 {tuple(x.shape)}"),
                         got=str(exc).strip().splitlines()[-1]) from None
 
-    eager = [Probe(f"TraceableRunningMean()(x), x of shape {(n, c)}", (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
+    eager = [Probe((f"TraceableRunningMean()(x), x of shape {(n, c)}", f"TraceableRunningMean()(x)，x 的形状为 {(n, c)}"),
+                   (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
     run_probes(eager_call, _running_mean_reference, eager, mistakes=_EAGER_MEAN_MISTAKES, what="TraceableRunningMean()",
                generic=("in eager mode your module already differs from RunningMean: out[t] is the mean of "
                         "x[0] … x[t].", "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值。"))
@@ -425,14 +439,17 @@ def _running_mean(answer: Any) -> None:
     unrolled = kinds.count("aten::select") >= 3 or "aten::unbind" in kinds or "aten::stack" in kinds
     for n, cols in [(5, 4), (1, 4), (8, 2)]:
         x = rows(n, cols)
-        tried = f"traced with x of shape (3, 4), called with x of shape ({n}, {cols})"
+        tried = (f"traced with x of shape (3, 4), called with x of shape ({n}, {cols})",
+                 f"用形状为 (3, 4) 的 x 追踪，再用形状为 ({n}, {cols}) 的 x 调用")
         want = _running_mean_reference(x)
+        diff: Bilingual | None
         with torch.no_grad(), quiet(stderr=False):
             try:
                 diff = differs(traced(x), want)
             except RuntimeError as exc:
                 # TorchScript puts its own traceback first; the cause is on the message's last line.
-                diff = "raised " + str(exc).strip().splitlines()[-1]
+                cause = str(exc).strip().splitlines()[-1]
+                diff = ("raised " + cause, "抛出了异常：" + cause)
         if diff is None:
             continue
         if unrolled:
@@ -449,7 +466,8 @@ def _running_mean(answer: Any) -> None:
                     "tracing. Build every size-dependent tensor from the input's size inside forward.",
                     "追踪结果在 3 行时正确，换成其他行数就不对：某个与尺寸有关的值在追踪时被固定了。"
                     "请在 forward 中根据输入的尺寸构造所有与尺寸有关的张量。")
-        raise Wrong(*hint, tried=tried, expected=f"{describe(want)}, equal to RunningMean", got=diff)
+        raise Wrong(*hint, tried=tried, expected=(f"{describe(want)}, equal to RunningMean",
+                                                  f"{describe(want)}，与 RunningMean 的结果相同"), got=diff)
 
 
 # -- lab01.4: save and load through memory ------------------------------------------------------
@@ -516,9 +534,11 @@ def _roundtrip(answer: Any) -> None:
     need_callable(answer, "roundtrip")
     gen = torch.Generator().manual_seed(23)
     cases = [
-        ("roundtrip(<Linear, GELU, Dropout, LayerNorm, Linear>.eval(), (x of shape (2, 6),))",
+        (("roundtrip(<Linear, GELU, Dropout, LayerNorm, Linear>.eval(), (x of shape (2, 6),))",
+          "roundtrip(<Linear、GELU、Dropout、LayerNorm、Linear>.eval(), (形状为 (2, 6) 的 x,))"),
          _built(_Head, 23).eval(), lambda b: (torch.randn(b, 6, generator=gen),)),
-        ("roundtrip(<a Linear and a Dropout on x, times tanh(y)>.eval(), (x of shape (2, 6), y of shape (2, 3)))",
+        (("roundtrip(<a Linear and a Dropout on x, times tanh(y)>.eval(), (x of shape (2, 6), y of shape (2, 3)))",
+          "roundtrip(<对 x 做 Linear 和 Dropout，再乘以 tanh(y)>.eval(), (形状为 (2, 6) 的 x, 形状为 (2, 3) 的 y))"),
          _built(_Pair, 24).eval(), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
     ]
     for tried, model, make in cases:
@@ -553,13 +573,14 @@ def _roundtrip(answer: Any) -> None:
             raise Wrong("that module still shares its tensors with the model: it is the trace itself, not a copy "
                         f"that went through saving and loading; {_SAVE_LOAD[0]}.",
                         f"这个模块仍与原模型共享张量：它就是追踪结果本身，而不是经过保存和加载得到的副本；{_SAVE_LOAD[1]}。",
-                        tried=tried, expected="a loaded copy", got=describe(loaded))
+                        tried=tried, expected=("a loaded copy", "加载得到的副本"), got=describe(loaded))
         if not any(loaded is one for one in loads):
             raise Wrong("that module did not come out of torch.jit.load: it is a copy made in memory some other way "
                         f"(or a new trace), so it never went through saving and loading; {_SAVE_LOAD[0]}.",
                         f"这个模块不是 torch.jit.load 读回来的：它是用别的办法在内存中得到的副本（或重新追踪的结果），"
                         f"从未经过保存和加载；{_SAVE_LOAD[1]}。",
-                        tried=tried, expected="the module torch.jit.load returned", got=describe(loaded))
+                        tried=tried, expected=("the module torch.jit.load returned", "torch.jit.load 返回的模块"),
+                        got=describe(loaded))
         for batch in (2, 5, 1):
             args = make(batch)
             shown = f"loaded({', '.join(f'tensor of shape {tuple(a.shape)}' for a in args)})"
@@ -569,10 +590,12 @@ def _roundtrip(answer: Any) -> None:
                     got = loaded(*args)
                 except RuntimeError as exc:
                     raise Wrong("the loaded module fails on a new input.", "加载的模块在新输入上运行失败。",
-                                tried=f"{tried}, then {shown}", got=one_line_error(exc)) from None
+                                tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
+                                got=one_line_error(exc)) from None
             diff = differs(got, want)
             if diff:
                 raise Wrong("the loaded module computes something else than the model: trace the model as it is "
                             "given (in eval mode), with the example inputs.",
                             "加载的模块与原模型计算结果不同：请按原样（推理模式）用示例输入追踪模型。",
-                            tried=f"{tried}, then {shown}", expected=describe(want), got=diff)
+                            tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
+                            expected=describe(want), got=diff)
