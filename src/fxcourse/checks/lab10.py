@@ -98,7 +98,7 @@ def _check_shared_batch(answer: Any) -> None:
                         tried=label, got=describe(program))
         for batch in (2, 5, 9):
             bx, by = _randn(10 + batch, batch, x.shape[1]), _randn(20 + batch, batch, y.shape[1])
-            tried = f"{label}, exported, then called with batch {batch}"
+            tried = (f"{label}, exported, then called with batch {batch}", f"{label}，导出后以批大小 {batch} 调用")
             want = _call(model, bx, by)
             try:
                 got = _call(program.module(), bx, by)
@@ -117,7 +117,7 @@ def _check_shared_batch(answer: Any) -> None:
         if len(symbols) != 1:
             raise Wrong("the program should have exactly one size symbol, the shared batch.",
                         "程序中应当恰好有一个尺寸符号，即共享的批维度。", tried=label,
-                        got=f"range_constraints with {len(symbols)} symbols")
+                        got=(f"range_constraints with {len(symbols)} symbols", f"range_constraints 中有 {len(symbols)} 个符号"))
 
 
 # -- exercise 2: a data-dependent branch with torch.cond --------------------------------------
@@ -128,15 +128,17 @@ def _gate_reference(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return torch.relu(y) if bool(y.sum() > 0) else -y
 
 
-def _branch_inputs(linear: nn.Linear, d: int, seed: int) -> dict[str, torch.Tensor]:
-    """One input per branch (found by drawing from a seeded generator), batch sizes 3 and 6."""
+def _branch_inputs(linear: nn.Linear, d: int, seed: int) -> dict[tuple[str, str], torch.Tensor]:
+    """One input per branch, keyed by its (English, 中文) name (found by drawing from a seeded
+    generator), batch sizes 3 and 6."""
     gen = torch.Generator().manual_seed(seed)
-    found: dict[str, torch.Tensor] = {}
+    found: dict[tuple[str, str], torch.Tensor] = {}
     while len(found) < 2:
         batch = 3 if not found else 6
         x = torch.randn(batch, d, generator=gen) * 3
         with torch.no_grad():
-            key = "relu(y) branch (y.sum() > 0)" if bool(linear(x).sum() > 0) else "-y branch (y.sum() <= 0)"
+            key = (("relu(y) branch (y.sum() > 0)", "relu(y) 分支（y.sum() > 0）") if bool(linear(x).sum() > 0)
+                   else ("-y branch (y.sum() <= 0)", "-y 分支（y.sum() <= 0）"))
         found.setdefault(key, x)
     return found
 
@@ -157,7 +159,7 @@ def _check_cond_gate(answer: Any) -> None:
         model = answer(d)
         seeded(model, seed)
         linear = model.linear
-        label = f"ExportableGate({d}) with seeded weights"
+        label = (f"ExportableGate({d}) with seeded weights", f"ExportableGate({d})，权重取固定的随机值")
         probes = _branch_inputs(linear, d, seed)
         example = next(iter(probes.values()))
         try:
@@ -170,9 +172,12 @@ def _check_cond_gate(answer: Any) -> None:
                             "(lecture 10, section 5 'zoo.Gate exported at last').",
                             "export 停在依赖张量取值的分支上（数据相关的表达式）：对张量做 Python if 或 bool() 无法导出。"
                             "请把分支放进计算图（第 10 讲第 5 节）。",
-                            tried=f"torch.export.export({label}, dynamic batch)", got=one_line_error(exc)) from None
+                            tried=(f"torch.export.export({label[0]}, dynamic batch)",
+                                   f"torch.export.export，模型为 {label[1]}，批维度为动态"),
+                            got=one_line_error(exc)) from None
             raise
         conds = [n for n in program.graph.nodes if n.op == "call_function" and n.target is torch.ops.higher_order.cond]
+        ops = sorted({str(n.target) for n in program.graph.nodes if n.op == "call_function"})
         for branch, x in probes.items():
             want = _call(lambda t: _gate_reference(linear, t), x)
             got = _call(program.module(), x)
@@ -183,16 +188,17 @@ def _check_cond_gate(answer: Any) -> None:
                     raise Wrong("the two branches are swapped: torch.cond runs its first function when the "
                                 "condition is true (zoo.Gate: relu(y) when y.sum() > 0).",
                                 "两个分支弄反了：条件为真时 torch.cond 运行第一个函数（zoo.Gate：y.sum() > 0 时返回 relu(y)）。",
-                                tried=f"{label}, {branch}", got=diff)
+                                tried=(f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}"), got=diff)
                 raise Wrong("the exported program differs from zoo.Gate on this input.",
-                            "导出的程序在这个输入上与 zoo.Gate 的结果不同。", tried=f"{label}, {branch}", got=diff)
+                            "导出的程序在这个输入上与 zoo.Gate 的结果不同。",
+                            tried=(f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}"), got=diff)
         if not conds:
             raise Wrong("the values are right, but the exported graph has no cond node: both branches are "
                         "computed and one is picked (as torch.where does). The exercise asks for torch.cond, which "
                         "runs only the branch taken.",
                         "数值正确，但导出的计算图中没有 cond 节点：两个分支都计算了，再从中挑一个（像 torch.where 那样）。"
                         "本练习要求使用 torch.cond，它只运行被选中的分支。", tried=label,
-                        got=f"ops: {sorted({str(n.target) for n in program.graph.nodes if n.op == 'call_function'})}")
+                        got=(f"ops: {ops}", f"算子：{ops}"))
 
 
 # -- exercise 3: compile with torch-mlir + IREE and run ---------------------------------------
@@ -240,7 +246,8 @@ def _check_iree(answer: Any) -> None:
                             "'Run it').",
                             "IREE 3.13 无法编译带动态批维度的 StableHLO 模块（stablehlo.dynamic_broadcast_in_dim）。"
                             "请下降到另一个阶段（第 10 讲第 9 节）。",
-                            tried=f"compile_with_iree({label}, example of batch 4)", got=one_line_error(exc)) from None
+                            tried=(f"compile_with_iree({label}, example of batch 4)",
+                                   f"compile_with_iree({label}, 批大小为 4 的示例)"), got=one_line_error(exc)) from None
             raise
         if not callable(run):
             raise Wrong("return a function that takes a tensor and returns a tensor.",
@@ -249,7 +256,8 @@ def _check_iree(answer: Any) -> None:
             for p in model.parameters():
                 p.add_(1.0)
         for batch, x in probes.items():
-            tried = f"{label}: compiled on a batch of 4, called with batch {batch}"
+            tried = (f"{label}: compiled on a batch of 4, called with batch {batch}",
+                     f"{label}：以批大小 4 编译，以批大小 {batch} 调用")
             try:
                 with quiet():
                     got = run(x.clone())
