@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from fxcourse import check, hint
-from fxcourse.checks import lab02
+from fxcourse._lang import text as shown
+from fxcourse.checks import lab02, task_ids
 from fxcourse.zoo import MaskedPool
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 
 C = torch._C
 TASKS = {"lab02.1": "count_kinds", "lab02.2": "make_fixed_pool", "lab02.3": "run_passes"}
@@ -154,7 +155,7 @@ def test_lab02_2_dropping_kwargs_only_is_named_as_the_untyped_mask():
 
     result = expect_wrong("lab02.2", _pool(forward))
     assert "typed mask as Tensor" in result.en and "mask 的类型定为 Tensor" in result.zh
-    assert "mask: Tensor" in result.got
+    assert "mask: Tensor" in shown(result.got)
     assert "Optional[torch.Tensor]" not in result.en  # no code to paste
     text = result.to_text()
     assert "/__w/" not in text and ".cpp" not in text  # C++ source paths are cleaned away
@@ -346,7 +347,7 @@ def _pool_with_scale(annotation_default):
 def test_lab02_2_a_zero_sentinel_for_scale_is_caught_by_an_explicit_none():
     result = expect_wrong("lab02.2", lambda: _pool_with_scale(0.0))
     assert "typed scale as float" in result.en and "把 scale 的类型定为 float" in result.zh
-    assert "None" in result.tried
+    assert "None" in shown(result.tried)
 
 
 def test_lab02_2_keyword_only_scale_is_not_called_kwargs():
@@ -379,3 +380,35 @@ def test_lab02_2_a_float64_result_is_named():
 
     result = expect_wrong("lab02.2", make)
     assert "another dtype" in result.en and "dtype 与 MaskedPool 的不同" in result.zh
+
+
+# -- one language at a time ----------------------------------------------------------------------
+def _untyped_mask_forward(self, x, mask=None, scale=None):
+    h = self.proj(x)
+    if mask is not None:
+        h = h.masked_fill(~mask, 0.0)
+    if scale is None:
+        scale = 1.0 / h.shape[-1]
+    return h.sum(-1) * scale
+
+
+def _returns_what_dce_returns(graph):
+    C._jit_pass_cse(graph)
+    C._jit_pass_constant_propagation(graph)
+    return C._jit_pass_dce(graph)
+
+
+ONE_WRONG_ANSWER = {
+    "lab02.1": lambda g: dict(Counter(n.kind() for n in g.nodes())),
+    "lab02.2": _pool(_untyped_mask_forward),
+    "lab02.3": _returns_what_dce_returns,
+}
+
+
+def test_every_lab02_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab02.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab02_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)

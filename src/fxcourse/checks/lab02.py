@@ -18,6 +18,7 @@ from torch import nn
 from . import Wrong, task
 from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
 from .. import zoo
+from .._lang import Bilingual
 
 # --------------------------------------------------------------------------- helpers
 
@@ -107,12 +108,16 @@ class _Mixer(nn.Module):
         return x
 
 
-def _kind_graphs() -> list[tuple[str, Any]]:
+def _kind_graphs() -> list[tuple[Bilingual, Any]]:
     return [
-        ("torch.jit.script(<a module with a loop around an if>).graph", _script(_Mixer()).graph),
-        ("torch.jit.script(<a loop, inside it an if, inside that a loop>).graph", _script(_nested_loops).graph),
-        ("torch.jit.script(<a while loop around an if/else>).graph", _script(_while_with_if).graph),
-        ("torch.jit.script(<a function without control flow>).graph", _script(_straight).graph),
+        (("torch.jit.script(<a module with a loop around an if>).graph",
+          "torch.jit.script(<循环里套着 if 的模块>).graph"), _script(_Mixer()).graph),
+        (("torch.jit.script(<a loop, inside it an if, inside that a loop>).graph",
+          "torch.jit.script(<循环里有 if，if 里又有循环>).graph"), _script(_nested_loops).graph),
+        (("torch.jit.script(<a while loop around an if/else>).graph",
+          "torch.jit.script(<while 循环里套着 if/else>).graph"), _script(_while_with_if).graph),
+        (("torch.jit.script(<a function without control flow>).graph",
+          "torch.jit.script(<没有控制流的函数>).graph"), _script(_straight).graph),
     ]
 
 
@@ -190,15 +195,16 @@ def _pool_probes() -> list[Probe]:
     mask = torch.rand(5, 6, generator=gen) > 0.4
     x3, mask3 = torch.randn(2, 3, 6, generator=gen), torch.rand(2, 3, 6, generator=gen) > 0.5
     return [
-        Probe("model(x), x of shape (5, 6)", (x,)),
-        Probe("model(x, mask), a boolean mask of shape (5, 6)", (x, mask)),
+        Probe(("model(x), x of shape (5, 6)", "model(x)，x 的形状为 (5, 6)"), (x,)),
+        Probe(("model(x, mask), a boolean mask of shape (5, 6)", "model(x, mask)，mask 是形状为 (5, 6) 的布尔张量"), (x, mask)),
         Probe("model(x, scale=2.5)", (x,), {"scale": 2.5}),
         Probe("model(x, mask=mask, scale=-0.25)", (x,), {"mask": mask, "scale": -0.25}),
         Probe("model(x, None, 1.0)", (x, None, 1.0)),
-        Probe("model(x, mask, None): scale passed as None", (x, mask, None)),
+        Probe(("model(x, mask, None): scale passed as None", "model(x, mask, None)：scale 传入 None"), (x, mask, None)),
         Probe("model(x, scale=0.0)", (x,), {"scale": 0.0}),
-        Probe("model(x, mask), x and mask of shape (2, 3, 6)", (x3, mask3)),
-        Probe("model(x, mask) with a mask that is False everywhere", (x, torch.zeros(5, 6, dtype=torch.bool))),
+        Probe(("model(x, mask), x and mask of shape (2, 3, 6)", "model(x, mask)，x 和 mask 的形状为 (2, 3, 6)"), (x3, mask3)),
+        Probe(("model(x, mask) with a mask that is False everywhere", "model(x, mask)，mask 处处为 False"),
+              (x, torch.zeros(5, 6, dtype=torch.bool))),
     ]
 
 
@@ -251,12 +257,14 @@ _OPTIONAL_HINT = ("lecture 02, section 2 shows what an unannotated argument with
 
 def _diagnose_call(types: dict[str, str], label: str, exc: BaseException) -> Wrong:
     """Why a scripted call that MaskedPool accepts raised, read from the argument types script chose."""
-    got = f"forward{_signature(types)}; the call raised: {_last_line(exc)}"
+    got = (f"forward{_signature(types)}; the call raised: {_last_line(exc)}",
+           f"forward{_signature(types)}；调用时抛出：{_last_line(exc)}")
+    tried = (f"scripted {label}", f"script 后的 {label}")
     if list(types)[:3] != ["x", "mask", "scale"]:
         return Wrong("the scripted forward takes other arguments than MaskedPool's forward: keep x, mask and scale, "
                      "in that order, so every call MaskedPool accepts still works.",
                      "script 后的 forward 与 MaskedPool 的 forward 参数不同：请保留 x、mask、scale 三个参数及其顺序，"
-                     "使 MaskedPool 接受的每种调用仍然可用。", tried=f"scripted {label}", got=got)
+                     "使 MaskedPool 接受的每种调用仍然可用。", tried=tried, got=got)
     for name, holds in (("mask", ("a boolean tensor", "布尔张量")), ("scale", ("a Python float", " Python float "))):
         if not types[name].startswith("Optional["):
             return Wrong(f"it scripts, but TorchScript typed {name} as {types[name]}, which can never be None, so a "
@@ -264,14 +272,14 @@ def _diagnose_call(types: dict[str, str], label: str, exc: BaseException) -> Wro
                          f"it a type that says so; {_OPTIONAL_HINT[0]}.",
                          f"能 script 了，但 TorchScript 把 {name} 的类型定为 {types[name]}，它永远不会是 None，"
                          f"所以不传 {name}（或传 None）的调用会失败。{name} 的取值是{holds[1]}或 None：请给它一个能表达这一点的类型；"
-                         f"{_OPTIONAL_HINT[1]}。", tried=f"scripted {label}", got=got)
+                         f"{_OPTIONAL_HINT[1]}。", tried=tried, got=got)
     if types["scale"] != "Optional[float]":
         return Wrong(f"TorchScript typed scale as {types['scale']}, but scale is a Python float (or None), as in "
                      "the calls MaskedPool accepts.",
                      f"TorchScript 把 scale 的类型定为 {types['scale']}，但 scale 是 Python float（或 None），"
-                     "与 MaskedPool 接受的调用一致。", tried=f"scripted {label}", got=got)
+                     "与 MaskedPool 接受的调用一致。", tried=tried, got=got)
     return Wrong("the scripted model raised on a call the original accepts.",
-                 "script 后的模型在原模型能接受的调用上抛出了异常。", tried=f"scripted {label}", got=got)
+                 "script 后的模型在原模型能接受的调用上抛出了异常。", tried=tried, got=got)
 
 
 def _signature(types: dict[str, str]) -> str:
@@ -402,18 +410,22 @@ graph(%x : Tensor):
 """
 
 
-def _pass_cases() -> list[tuple[str, Any, Callable[[torch.Generator], tuple[Any, ...]]]]:
+def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator], tuple[Any, ...]]]]:
     """(label, graph, make_inputs): scripted functions and hand-written IR the learner has not seen."""
     return [
-        ("torch.jit.script(<a loop with sin(x) * sin(x) and constant tensors>).graph",
+        (("torch.jit.script(<a loop with sin(x) * sin(x) and constant tensors>).graph",
+          "torch.jit.script(<含 sin(x) * sin(x) 和常量张量的循环>).graph"),
          _script(_loop_with_repeats).graph, lambda g: (torch.randn(4, generator=g), 3)),
-        ("torch.jit.script(<an if/else, (x * y).sum() twice, constant tensors>).graph",
+        (("torch.jit.script(<an if/else, (x * y).sum() twice, constant tensors>).graph",
+          "torch.jit.script(<一个 if/else、两次 (x * y).sum()、常量张量>).graph"),
          _script(_branch_with_repeats).graph,
          lambda g: (torch.randn(3, generator=g), torch.randn(3, generator=g))),
-        ("parse_ir(<unused aten::exp, int constants to fold, in-place aten::mul_ on an input>)",
+        (("parse_ir(<unused aten::exp, int constants to fold, in-place aten::mul_ on an input>)",
+          "parse_ir(<无人使用的 aten::exp、可折叠的 int 常量、对一个输入原地执行的 aten::mul_>)"),
          torch._C.parse_ir(_IR_WITH_SIDE_EFFECT),
          lambda g: (torch.randn(3, generator=g), torch.randn(3, generator=g))),
-        ("parse_ir(<a prim::If on a constant False, an unused aten::sigmoid>)",
+        (("parse_ir(<a prim::If on a constant False, an unused aten::sigmoid>)",
+          "parse_ir(<条件为常量 False 的 prim::If、无人使用的 aten::sigmoid>)"),
          torch._C.parse_ir(_IR_CONSTANT_IF), lambda g: (torch.randn(3, generator=g),)),
     ]
 
@@ -456,17 +468,20 @@ def _run_passes(answer: Any) -> None:
         given = original.copy()
         before = _count(given)
         want = _count(_reference(original))
+        graph_of = (f"a torch.Graph with {want} nodes", f"有 {want} 个节点的 torch.Graph")
+        nodes_of = (f"{want} nodes (from {before})", f"{want} 个节点（原有 {before} 个）")
+        unseen = (f"{label[0]} on unseen inputs", f"{label[1]}，在未见过的输入上运行")
         result = answer(given)
         if result is None:
             raise Wrong("return the graph. The _jit_pass_* functions change the graph in place and return None, "
                         "so `return torch._C._jit_pass_dce(graph)` returns None.",
                         "请返回计算图。_jit_pass_* 函数原地修改计算图并返回 None，所以 "
                         "`return torch._C._jit_pass_dce(graph)` 返回的是 None。",
-                        tried=label, expected=f"a torch.Graph with {want} nodes", got="None")
+                        tried=label, expected=graph_of, got="None")
         if not isinstance(result, torch._C.Graph):
             raise Wrong("return a torch.Graph (the graph you were given, after the passes).",
                         "请返回一个 torch.Graph（即传给你的那张计算图，经过变换之后）。",
-                        tried=label, expected=f"a torch.Graph with {want} nodes", got=type(result).__name__)
+                        tried=label, expected=graph_of, got=type(result).__name__)
         try:
             result.lint()
         except RuntimeError as exc:
@@ -478,7 +493,7 @@ def _run_passes(answer: Any) -> None:
                         "copy: passes change the graph they are given, not the one you return.",
                         "返回的计算图没有任何变化。如果你是在 graph.copy() 上运行的变换，就应返回那份副本："
                         "变换修改的是传给它的图，而不是你返回的图。",
-                        tried=label, expected=f"{want} nodes (from {before})", got=f"{got} nodes (unchanged)")
+                        tried=label, expected=nodes_of, got=(f"{got} nodes (unchanged)", f"{got} 个节点（没有变化）"))
         gen = torch.Generator().manual_seed(5)
         inputs = make_inputs(gen)
         want_out, want_args = _run(original, inputs)
@@ -486,13 +501,13 @@ def _run_passes(answer: Any) -> None:
             got_out, got_args = _run(result, inputs)
         except Exception as exc:
             raise Wrong("the returned graph no longer runs.", "返回的计算图已无法运行。",
-                        tried=f"{label} on unseen inputs", got=_first_line(exc)) from None
+                        tried=unseen, got=_first_line(exc)) from None
         diff = differs(got_out, want_out)
         if diff:
             raise Wrong("the returned graph computes a different result from the original; a pass must not "
                         "change what the graph computes.",
                         "返回的计算图与原图的计算结果不同；变换不应改变计算图计算的内容。",
-                        tried=f"{label} on unseen inputs", expected=describe(want_out), got=diff)
+                        tried=unseen, expected=describe(want_out), got=diff)
         diff = differs(got_args, want_args, where="inputs after the call")
         if diff:
             raise Wrong("the original graph changes one of its inputs in place (aten::mul_), and the returned "
@@ -501,7 +516,7 @@ def _run_passes(answer: Any) -> None:
                         "does not.",
                         "原图会原地修改一个输入（aten::mul_），返回的计算图却不再这样做：一个有副作用的节点"
                         "因为结果没人使用而被删除了。讲义中的死代码消除变换会保留这类节点；会删除它们的那个变换则不会。",
-                        tried=f"{label} on unseen inputs", got=diff)
+                        tried=unseen, got=diff)
         if got > want:
             for name, run in _PASSES:
                 probe = result.copy()
@@ -513,7 +528,7 @@ def _run_passes(answer: Any) -> None:
                         "DCE).",
                         f"你的计算图还有可供 {name} 处理的内容：在你的结果上运行它，还能再删掉 "
                         f"{got - _count(probe)} 个节点。请把三个变换（CSE、常量传播、DCE）都用上。",
-                        tried=label, expected=f"{want} nodes (from {before})", got=f"{got} nodes")
+                        tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
             raise Wrong("the returned graph has more nodes than the three passes leave.",
                         "返回的计算图比三个变换处理后的节点更多。",
-                        tried=label, expected=f"{want} nodes (from {before})", got=f"{got} nodes")
+                        tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
