@@ -2,6 +2,9 @@
 and the common mistakes get their specific messages."""
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 import torch
 
@@ -96,17 +99,17 @@ def test_lab11_1_returning_the_python_function_is_named():
 
 def test_lab11_1_no_fake_kernel_is_named():
     result = expect_wrong("lab11.1", softsign_op_maker(with_fake=False))
-    assert "no fake kernel" in result.en and "没有 fake 核函数" in result.zh
+    assert "no fake kernel" in result.en and "没有 fake 内核" in result.zh
 
 
 def test_lab11_1_fake_with_default_dtype_fails_on_float64():
     result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: torch.empty(x.shape)))
-    assert "wrong dtype" in result.en and "float64" in result.tried and "dtype 不对" in result.zh
+    assert "wrong dtype" in result.en and "float64" in result.tried[0] and "dtype 不对" in result.zh
 
 
 def test_lab11_1_fake_that_flattens_is_named():
     result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: x.new_empty(x.numel())))
-    assert "wrong shape" in result.en and "(3, 4)" in result.tried and "形状不对" in result.zh
+    assert "wrong shape" in result.en and "(3, 4)" in result.tried[0] and "形状不对" in result.zh
 
 
 def test_lab11_1_op_under_a_name_of_the_learners_own_is_named():
@@ -206,3 +209,36 @@ def test_a_learner_rerunning_cells_can_register_the_same_names_again():
     x = torch.tensor([1.0, -2.0], requires_grad=True)
     op(x, 2.0).sum().backward()
     torch.testing.assert_close(x.grad, 6 * x.detach() ** 2)
+
+
+# -- one language at a time ----------------------------------------------------------------------
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _reads_in_one_language(task_id, answer, monkeypatch):
+    """Check ``answer`` with FXCOURSE_LANG=zh: its text and HTML carry no English label, headline
+    or detail of the course's own, and each worded detail in 中文; read with FXCOURSE_LANG=en, no CJK."""
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = expect_wrong(task_id, answer)
+    pairs = [v for v in (result.tried, result.expected, result.got) if isinstance(v, tuple)]
+    assert pairs, f"{task_id}: this wrong answer's details have no words to translate: {result.to_text()}"
+    for shown in (result.to_text(), html.unescape(result.to_html())):
+        assert "not right yet" not in shown and result.en not in shown and "还不正确" in shown, shown
+        for label in ("input tried", "expected", "got"):
+            assert f"  {label}:" not in shown and f"<th>{label}</th>" not in shown, shown
+        for en, zh in pairs:
+            assert zh[:60] in shown and en[:60] not in shown, shown
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    for shown in (result.to_text(), result.to_html()):
+        assert not _CJK.search(shown), shown
+        assert all(en[:60] in html.unescape(shown) for en, _ in pairs), shown
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab11.1", softsign_op_maker(with_fake=False)),
+    ("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], (x.shape[-1] - size) // step, size))),
+    ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: grad * s * x ** 2)),
+], ids=["lab11.1", "lab11.2", "lab11.3"])
+def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
+    _reads_in_one_language(task_id, answer, monkeypatch)

@@ -56,6 +56,10 @@ def _compiled_matches(fn: Callable[..., Any], args: tuple[Any, ...], want: torch
     return differs(got, want)
 
 
+#: What opcheck reports when the op is right.
+_ALL_SUCCESS = ("every test SUCCESS", "每项测试都是 SUCCESS")
+
+
 # -- exercise 1: a graph-breaking function as a custom op ----------------------------------
 
 def py_softsign(x: torch.Tensor) -> torch.Tensor:
@@ -66,22 +70,22 @@ def py_softsign(x: torch.Tensor) -> torch.Tensor:
 
 _FAKE_HELP = ("the fake kernel must return an empty tensor with the shape, dtype and device the real function "
               "returns, for every input (lecture 11, section 2)",
-              "fake 核函数必须对每个输入都返回一个空张量，其形状、dtype 和设备与真实函数的返回值一致（第 11 讲第 2 节）")
+              "fake 内核必须对每个输入都返回一个空张量，其形状、dtype 和设备与真实函数的返回值一致（第 11 讲第 2 节）")
 
 
 @task("lab11.1", "a graph-breaking function as a custom op", "把导致图中断的函数变成自定义算子", hints=[
     ("Compile a function that calls py_softsign with fullgraph=True: what stops Dynamo? What would let "
      "Dynamo and FakeTensors treat the whole function as one opaque step?",
-     "用 fullgraph=True 编译一个调用 py_softsign 的函数：是什么让 Dynamo 停了下来？怎样才能让 Dynamo 和 FakeTensor "
+     "用 fullgraph=True 编译一个调用 py_softsign 的函数：是什么让 Dynamo 停了下来？怎样才能让 Dynamo 和伪张量（FakeTensor）"
      "把整个函数当作一个不透明的步骤？"),
     ("Lecture 11, section 2 'torch.library.custom_op, register_fake, register_autograd': register the function "
      "as an operator under the name you are given (its annotations become the schema), and give it a fake "
      "kernel that describes the output without computing it.",
      "第 11 讲第 2 节“torch.library.custom_op、register_fake、register_autograd”：用给定的名字把函数注册为算子"
-     "（类型注解会成为签名），再给它一个只描述输出、不做计算的 fake 核函数。"),
+     "（类型注解会成为签名），再给它一个只描述输出、不做计算的 fake 内核。"),
     ("The checker runs torch.library.opcheck on float32 and float64 inputs of several shapes: what must the "
      "fake kernel's output share with its input?",
-     "检查器会在多种形状的 float32 和 float64 输入上运行 torch.library.opcheck：fake 核函数的输出必须在哪些方面与输入一致？"),
+     "检查器会在多种形状的 float32 和 float64 输入上运行 torch.library.opcheck：fake 内核的输出必须在哪些方面与输入一致？"),
 ], time_limit=180)
 def _softsign_op(answer: Any) -> None:
     need_callable(answer, "make_softsign_op")
@@ -89,13 +93,14 @@ def _softsign_op(answer: Any) -> None:
     op = answer(name)
     if not isinstance(op, torch._library.custom_ops.CustomOpDef):
         if callable(op):
-            tried = "torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) on a (3, 4) input"
+            tried = ("torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) on a (3, 4) input",
+                     "torch.compile(lambda x: op(x * 2) + 1, fullgraph=True)，输入形状 (3, 4)")
             why = _compiled_matches(lambda x: op(x * 2) + 1, (torch.ones(3, 4),), torch.ones(3, 4))
             raise Wrong("make_softsign_op must return the custom operator it registered (what the decorator "
                         "returns); what came back is a plain function, which Dynamo traces into and breaks on.",
                         "make_softsign_op 必须返回它注册的自定义算子（装饰器返回的对象）；你返回的是一个普通函数，"
                         "Dynamo 会追踪进它的内部并在那里产生图中断。",
-                        tried=tried, expected="a custom operator", got=why or describe(op))
+                        tried=tried, expected=("a custom operator", "一个自定义算子"), got=why or describe(op))
         raise Wrong("make_softsign_op must return the custom operator it registered.",
                     "make_softsign_op 必须返回它注册的自定义算子。", got=describe(op))
     if op._qualname != name:
@@ -103,10 +108,11 @@ def _softsign_op(answer: Any) -> None:
                     "calls it with names of its own so that your notebook's op is left alone.",
                     f"请用传给 make_softsign_op 的名字注册算子（这里是 {name!r}）；检查器用自己的名字调用它，"
                     "以免影响你笔记本中的算子。", expected=name, got=op._qualname)
-    probes = [("a float32 tensor of shape (5,)", _tensors(110, (5,))[0]),
-              ("a float32 tensor of shape (3, 4)", _tensors(111, (3, 4))[0]),
-              ("a float64 tensor of shape (2, 3, 2)", _tensors(112, (2, 3, 2), dtype=torch.float64)[0]),
-              ("an empty float32 tensor of shape (0, 3)", torch.empty(0, 3))]
+    probes = [(("a float32 tensor of shape (5,)", "形状 (5,) 的 float32 张量"), _tensors(110, (5,))[0]),
+              (("a float32 tensor of shape (3, 4)", "形状 (3, 4) 的 float32 张量"), _tensors(111, (3, 4))[0]),
+              (("a float64 tensor of shape (2, 3, 2)", "形状 (2, 3, 2) 的 float64 张量"),
+               _tensors(112, (2, 3, 2), dtype=torch.float64)[0]),
+              (("an empty float32 tensor of shape (0, 3)", "形状 (0, 3) 的空 float32 张量"), torch.empty(0, 3))]
     for label, x in probes:
         want = x / (1 + x.abs())
         got = op(x.clone())
@@ -114,7 +120,7 @@ def _softsign_op(answer: Any) -> None:
         if diff is not None:
             raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
                         "compute exactly what py_softsign computes.",
-                        "调用该算子的结果与 py_softsign 不同：算子的真实核函数应当与 py_softsign 计算的完全一样。",
+                        "调用该算子的结果与 py_softsign 不同：算子的真实内核应当与 py_softsign 计算的完全一样。",
                         tried=label, expected=describe(want), got=diff)
         failed = _failed_tests(op, (x,))
         if failed:
@@ -122,25 +128,27 @@ def _softsign_op(answer: Any) -> None:
             if "fake" in why.lower() and ("no fake" in why.lower() or "abstract" in why.lower()
                                           or "register_fake" in why):
                 en, zh = ("the op has no fake kernel, so FakeTensors (torch.compile, torch.export) cannot run it.",
-                          "这个算子没有 fake 核函数，所以 FakeTensor（torch.compile、torch.export）无法运行它。")
+                          "这个算子没有 fake 内核，所以伪张量（FakeTensor，torch.compile 和 torch.export 都要用它）无法运行它。")
             elif "dtype" in why.lower():
                 en, zh = ("the fake kernel returns the wrong dtype for this input: " + _FAKE_HELP[0] + ".",
-                          "对这个输入，fake 核函数返回的 dtype 不对：" + _FAKE_HELP[1] + "。")
+                          "对这个输入，fake 内核返回的 dtype 不对：" + _FAKE_HELP[1] + "。")
             elif "shape" in why.lower():
                 en, zh = ("the fake kernel returns the wrong shape for this input: " + _FAKE_HELP[0] + ".",
-                          "对这个输入，fake 核函数返回的形状不对：" + _FAKE_HELP[1] + "。")
+                          "对这个输入，fake 内核返回的形状不对：" + _FAKE_HELP[1] + "。")
             else:
                 en, zh = (f"torch.library.opcheck fails its test {test}.",
                           f"torch.library.opcheck 的测试 {test} 没有通过。")
-            raise Wrong(en, zh, tried=f"torch.library.opcheck(op, (x,)) with x {label}",
-                        expected="every test SUCCESS", got=f"{test}: {why}")
+            raise Wrong(en, zh, tried=(f"torch.library.opcheck(op, (x,)) with x {label[0]}",
+                                       f"torch.library.opcheck(op, (x,))，x 为{label[1]}"),
+                        expected=_ALL_SUCCESS, got=f"{test}: {why}")
     for label, x in probes[:3]:
         why = _compiled_matches(lambda t: op(t * 2) + 1, (x,), x * 2 / (1 + (x * 2).abs()) + 1)
         if why is not None:
             raise Wrong("the op does not compile with fullgraph=True into a function that matches eager.",
                         "该算子在 fullgraph=True 下无法编译成与 eager 结果一致的函数。",
-                        tried=f"torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) with x {label}",
-                        expected="one graph, eager's values", got=why)
+                        tried=(f"torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) with x {label[0]}",
+                               f"torch.compile(lambda x: op(x * 2) + 1, fullgraph=True)，x 为{label[1]}"),
+                        expected=("one graph, eager's values", "一张计算图，数值与 eager 相同"), got=why)
 
 
 # -- exercise 2: a fake kernel whose output shape depends on the inputs --------------------
@@ -150,11 +158,13 @@ def windows_real(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
     return x.unfold(-1, size, step).contiguous()
 
 
-_WINDOW_PROBES = [  # (label, shape, size, step, dtype)
-    ("x of shape (10,), size 3, step 2", (10,), 3, 2, torch.float32),
-    ("x of shape (2, 9), size 4, step 1", (2, 9), 4, 1, torch.float32),
-    ("x of shape (3, 2, 11), size 2, step 4 (step larger than size)", (3, 2, 11), 2, 4, torch.float32),
-    ("x of shape (4, 7), size 7, step 3 (one window)", (4, 7), 7, 3, torch.float64),
+_WINDOW_PROBES = [  # ((English, 中文) label, shape, size, step, dtype)
+    (("x of shape (10,), size 3, step 2", "形状 (10,) 的 x，size 3，step 2"), (10,), 3, 2, torch.float32),
+    (("x of shape (2, 9), size 4, step 1", "形状 (2, 9) 的 x，size 4，step 1"), (2, 9), 4, 1, torch.float32),
+    (("x of shape (3, 2, 11), size 2, step 4 (step larger than size)",
+      "形状 (3, 2, 11) 的 x，size 2，step 4（step 大于 size）"), (3, 2, 11), 2, 4, torch.float32),
+    (("x of shape (4, 7), size 7, step 3 (one window)", "形状 (4, 7) 的 x，size 7，step 3（只有一个窗口）"),
+     (4, 7), 7, 3, torch.float64),
 ]
 
 
@@ -194,13 +204,13 @@ def _window_formulas(got: tuple[int, ...], shape: tuple[int, ...], size: int, st
     return found
 
 
-@task("lab11.2", "a fake kernel whose output shape depends on the inputs", "输出形状取决于输入的 fake 核函数", hints=[
+@task("lab11.2", "a fake kernel whose output shape depends on the inputs", "输出形状取决于输入的 fake 内核", hints=[
     ("Work out on paper: a row of n elements, windows of size `size`, starting every `step` elements. How many "
      "windows fit, and where do the other dimensions go?",
      "先在纸上算一算：一行 n 个元素，窗口大小为 size，每隔 step 个元素开始一个窗口。能放下几个窗口？其他维度放在哪里？"),
     ("Lecture 11, section 2: a fake kernel gets FakeTensors (shape, dtype, device, no data) and the other "
      "arguments as they are, and returns an empty tensor of the output's shape and dtype.",
-     "第 11 讲第 2 节：fake 核函数接收 FakeTensor（有形状、dtype 和设备，没有数据）以及原样传入的其他参数，"
+     "第 11 讲第 2 节：fake 内核接收伪张量（FakeTensor：有形状、dtype 和设备，没有数据）以及原样传入的其他参数，"
      "并返回一个具有输出形状和 dtype 的空张量。"),
 ], time_limit=180)
 def _windows_fake(answer: Any) -> None:
@@ -225,20 +235,21 @@ def _windows_fake(answer: Any) -> None:
         except torch._subclasses.fake_tensor.DataDependentOutputException as exc:
             raise Wrong("the fake kernel reads the tensor's values, which a FakeTensor does not have: use only "
                         "its shape, dtype and device.",
-                        "fake 核函数读取了张量的数值，而 FakeTensor 没有数值：只能使用它的形状、dtype 和设备。",
+                        "fake 内核读取了张量的数值，而伪张量没有数值：只能使用它的形状、dtype 和设备。",
                         tried=label, got=one_line_error(exc)) from None
         if not isinstance(got, torch.Tensor):
-            raise Wrong("the fake kernel must return a tensor.", "fake 核函数必须返回一个张量。",
+            raise Wrong("the fake kernel must return a tensor.", "fake 内核必须返回一个张量。",
                         tried=label, got=describe(got))
         got_shape = tuple(got.shape)
         if got_shape != tuple(want.shape):
             named = _window_mistakes([fake_shape(x_, p[2], p[3]) for x_, p in zip(xs, _WINDOW_PROBES)])
             en, zh = named or ("the fake kernel's output shape differs from the real kernel's.",
-                               "fake 核函数输出的形状与真实核函数的不同。")
-            raise Wrong(en, zh, tried=label, expected=f"shape {tuple(want.shape)}", got=f"shape {got_shape}")
+                               "fake 内核输出的形状与真实内核的不同。")
+            raise Wrong(en, zh, tried=label, expected=(f"shape {tuple(want.shape)}", f"形状 {tuple(want.shape)}"),
+                        got=(f"shape {got_shape}", f"形状 {got_shape}"))
         if got.dtype != want.dtype:
             raise Wrong("the fake kernel's output has the wrong dtype: it must follow the input's dtype.",
-                        "fake 核函数输出的 dtype 不对：它必须与输入的 dtype 一致。",
+                        "fake 内核输出的 dtype 不对：它必须与输入的 dtype 一致。",
                         tried=label, expected=str(want.dtype), got=str(got.dtype))
     # The same fake behind a real op: opcheck (dynamic shapes too) and a fullgraph compile.
     name = _fresh("windows")
@@ -251,16 +262,18 @@ def _windows_fake(answer: Any) -> None:
             test, why = next(iter(failed.items()))
             raise Wrong(f"behind a real operator, torch.library.opcheck fails its test {test}: the fake kernel must "
                         "also work when the sizes are symbols (it may compute with them, not branch on them).",
-                        f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过：当尺寸是符号时 fake 核函数也必须能工作"
+                        f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过：当尺寸是符号时 fake 内核也必须能工作"
                         "（可以用它们计算，但不能根据它们分支）。",
-                        tried=f"opcheck with {label}", expected="every test SUCCESS", got=f"{test}: {why}")
+                        tried=(f"opcheck with {label[0]}", f"opcheck，输入：{label[1]}"), expected=_ALL_SUCCESS,
+                        got=f"{test}: {why}")
     x = _tensors(130, (3, 12))[0]
     why = _compiled_matches(lambda t: op(t.relu(), 5, 2).sum(-1), (x,), windows_real(x.relu(), 5, 2).sum(-1))
     if why is not None:
         raise Wrong("with your fake kernel the op does not compile with fullgraph=True into a function that "
-                    "matches eager.", "使用你的 fake 核函数时，该算子在 fullgraph=True 下无法编译成与 eager 一致的函数。",
-                    tried="torch.compile(lambda x: op(x.relu(), 5, 2).sum(-1), fullgraph=True) on a (3, 12) input",
-                    expected="eager's values", got=why)
+                    "matches eager.", "使用你的 fake 内核时，该算子在 fullgraph=True 下无法编译成与 eager 一致的函数。",
+                    tried=("torch.compile(lambda x: op(x.relu(), 5, 2).sum(-1), fullgraph=True) on a (3, 12) input",
+                           "torch.compile(lambda x: op(x.relu(), 5, 2).sum(-1), fullgraph=True)，输入形状 (3, 12)"),
+                    expected=("eager's values", "与 eager 相同的数值"), got=why)
 
 
 def _windows_kernel(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
@@ -312,9 +325,12 @@ def _cube_autograd(answer: Any) -> None:
     need_callable(answer, "add_autograd")
     op = _cube_op()
     answer(op)
-    probes = [("x of shape (5,) with s = 2.0", _tensors(131, (5,), dtype=torch.float64)[0], 2.0),
-              ("x of shape (3, 4) with s = -0.5", _tensors(132, (3, 4), dtype=torch.float64)[0], -0.5),
-              ("x of shape (2, 2, 3) with s = 3.0", _tensors(133, (2, 2, 3), dtype=torch.float64)[0], 3.0)]
+    probes = [(("x of shape (5,) with s = 2.0", "形状 (5,) 的 x，s = 2.0"),
+               _tensors(131, (5,), dtype=torch.float64)[0], 2.0),
+              (("x of shape (3, 4) with s = -0.5", "形状 (3, 4) 的 x，s = -0.5"),
+               _tensors(132, (3, 4), dtype=torch.float64)[0], -0.5),
+              (("x of shape (2, 2, 3) with s = 3.0", "形状 (2, 2, 3) 的 x，s = 3.0"),
+               _tensors(133, (2, 2, 3), dtype=torch.float64)[0], 3.0)]
     for label, x, s in probes:
         grad_out = _tensors(134, tuple(x.shape), dtype=torch.float64)[0] + 0.5
         want = grad_out * 3 * s * x * x
@@ -362,4 +378,5 @@ def _cube_autograd(answer: Any) -> None:
                     "operations only, no .item() or Python floats of tensors).",
                     f"torch.library.opcheck 的测试 {test} 没有通过：反向传播必须可以被追踪（只用张量运算，"
                     "不要 .item()，也不要把张量转成 Python 浮点数）。",
-                    tried="opcheck with x of shape (3, 2), s = 1.5", expected="every test SUCCESS", got=f"{test}: {why}")
+                    tried=("opcheck with x of shape (3, 2), s = 1.5", "opcheck，x 的形状为 (3, 2)，s = 1.5"),
+                    expected=_ALL_SUCCESS, got=f"{test}: {why}")
