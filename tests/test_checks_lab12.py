@@ -3,11 +3,14 @@ mistakes are rejected with their own messages."""
 from __future__ import annotations
 
 import copy
+import html
 import os
 import pickle
 import pickletools
+import re
 import zipfile
 
+import pytest
 import torch
 
 from checking import expect_passed, expect_wrong, solution
@@ -248,3 +251,47 @@ def test_lab12_hints_are_ladders():
     for task_id in ("lab12.1", "lab12.2", "lab12.3"):
         first, second = hint(task_id, 1), hint(task_id, 2)
         assert first.en != second.en and "12_saving_compiled" in second.en
+
+
+# -- one language at a time ----------------------------------------------------------------------
+
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _reads_in_one_language(task_id, answer, monkeypatch):
+    """Check ``answer`` with FXCOURSE_LANG=zh: its text and HTML carry no English label, headline
+    or detail of the course's own, and each worded detail in 中文; read with FXCOURSE_LANG=en, no CJK."""
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = expect_wrong(task_id, answer)
+    pairs = [v for v in (result.tried, result.expected, result.got) if isinstance(v, tuple)]
+    assert pairs, f"{task_id}: this wrong answer's details have no words to translate: {result.to_text()}"
+    for shown in (result.to_text(), html.unescape(result.to_html())):
+        assert "not right yet" not in shown and result.en not in shown and "还不正确" in shown, shown
+        for label in ("input tried", "expected", "got"):
+            assert f"  {label}:" not in shown and f"<th>{label}</th>" not in shown, shown
+        for en, zh in pairs:
+            assert zh[:60] in shown and en[:60] not in shown, shown
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    for shown in (result.to_text(), result.to_html()):
+        assert not _CJK.search(shown), shown
+        assert all(en[:60] in html.unescape(shown) for en, _ in pairs), shown
+
+
+def _whole_module(model, make_model, folder):
+    torch.save(model, os.path.join(folder, "model.pt"))
+    fresh = make_model()
+    fresh.load_state_dict(model.state_dict())
+    return fresh.eval()
+
+
+def _static_batch(model, example, path):
+    torch.export.save(torch.export.export(model, (example,)), path)
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab12.1", _whole_module),
+    ("lab12.2", _static_batch),
+    ("lab12.3", lambda path: True),
+], ids=["lab12.1", "lab12.2", "lab12.3"])
+def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
+    _reads_in_one_language(task_id, answer, monkeypatch)

@@ -81,11 +81,12 @@ def _trained_norm(seed: int) -> _ConvNorm:
     return model.eval()
 
 
-def _weights_cases() -> list[tuple[str, Callable[[], nn.Module], nn.Module, list[torch.Tensor]]]:
+def _weights_cases() -> list[tuple[tuple[str, str], Callable[[], nn.Module], nn.Module, list[torch.Tensor]]]:
     return [
-        ("a conv + batch-norm model whose running statistics were updated", _ConvNorm,
+        (("a conv + batch-norm model whose running statistics were updated", "运行统计量已更新的 conv + batch norm 模型"),
+         _ConvNorm,
          _trained_norm(121), _inputs(1210, (3, 2, 5, 5), (1, 2, 4, 6))),
-        ("a linear model with dropout", _Gated, seeded(_Gated(), 122).eval(),
+        (("a linear model with dropout", "带 dropout 的线性模型"), _Gated, seeded(_Gated(), 122).eval(),
          _inputs(1220, (4, 5), (2, 5))),
     ]
 
@@ -131,7 +132,7 @@ def _check_weights(answer: Any) -> None:
             with quiet():
                 got_model = answer(model, make_model, folder)
             files = sorted(os.listdir(folder))
-            tried = f"{label}; your function was given an empty folder"
+            tried = (f"{label[0]}; your function was given an empty folder", f"{label[1]}；传给你的函数的是一个空文件夹")
             if not files:
                 raise Wrong("Nothing was written to the folder: save the weights into a file inside `folder`.",
                             "文件夹中没有写入任何文件：请把权重保存到 `folder` 中的一个文件里。", tried=tried)
@@ -144,7 +145,8 @@ def _check_weights(answer: Any) -> None:
                         "can run code: save only tensors (lecture 12, section 3).",
                         f"文件 {name!r} 被 torch.load 的仅权重加载器拒绝（{refused}）。保存了被 pickle 的模块或其他 "
                         "Python 对象的文件需要完整的反序列化器，而它可能执行代码：只保存张量（第 12 讲第 3 节）。",
-                        tried=tried, expected="a file torch.load(path, weights_only=True) reads", got=refused)
+                        tried=tried, expected=("a file torch.load(path, weights_only=True) reads",
+                                               "torch.load(path, weights_only=True) 能读取的文件"), got=refused)
         if got_model is model:
             raise Wrong("Your function returned the model it was given; return the fresh model built with "
                         "make_model(), after loading the saved weights into it.",
@@ -174,7 +176,8 @@ def _check_weights(answer: Any) -> None:
                 f"重新加载后，{missing[:3]} 的值与保存时不同"
                 + ("：它们是缓冲区（运行统计量、注册的张量），model.parameters() 不包含它们，而 state_dict 包含。"
                    if only_buffers else "。"),
-                tried=tried, expected="every entry of the saved model's state_dict", got=f"{len(missing)} entries differ")
+                tried=tried, expected=("every entry of the saved model's state_dict", "已保存模型 state_dict 中的每一项"),
+                got=(f"{len(missing)} entries differ", f"{len(missing)} 项不同"))
         for x, w in zip(xs, want):
             with torch.no_grad():
                 out = got_model(x)
@@ -182,7 +185,7 @@ def _check_weights(answer: Any) -> None:
             if problem is not None:
                 raise Wrong(f"The reloaded model's output differs from the original's: {problem}",
                             f"重新加载的模型输出与原模型不同：{problem}",
-                            tried=f"{label}, input of shape {tuple(x.shape)}")
+                            tried=(f"{label[0]}, input of shape {tuple(x.shape)}", f"{label[1]}，输入形状 {tuple(x.shape)}"))
 
 
 # -- exercise 2: an ExportedProgram with a dynamic batch, saved and loaded ---------------------
@@ -210,13 +213,15 @@ class _Tokens(nn.Module):
         return torch.relu(self.proj(x)).amax(dim=1) - x.mean(dim=(1, 2)).unsqueeze(-1)
 
 
-def _export_cases() -> list[tuple[str, nn.Module, torch.Tensor, list[torch.Tensor]]]:
+def _export_cases() -> list[tuple[tuple[str, str], nn.Module, torch.Tensor, list[torch.Tensor]]]:
     head = seeded(_Head(), 123).eval()
     tokens = seeded(_Tokens(), 124).eval()
     return [
-        ("a LayerNorm + linear + softmax model, example batch 4", head, _inputs(1230, (4, 6))[0],
+        (("a LayerNorm + linear + softmax model, example batch 4", "LayerNorm + linear + softmax 模型，示例的 batch 为 4"),
+         head, _inputs(1230, (4, 6))[0],
          _inputs(1231, (4, 6), (1, 6), (7, 6), (33, 6))),
-        ("a (batch, tokens, features) model, example batch 3", tokens, _inputs(1240, (3, 5, 4))[0],
+        (("a (batch, tokens, features) model, example batch 3", "输入为 (batch, tokens, features) 的模型，示例的 batch 为 3"),
+         tokens, _inputs(1240, (3, 5, 4))[0],
          _inputs(1241, (2, 5, 4), (1, 5, 4), (9, 5, 4))),
     ]
 
@@ -249,7 +254,8 @@ def _check_export(answer: Any) -> None:
             path = os.path.join(folder, "program.pt2")
             with quiet():
                 answer(model, example.clone(), path)
-            tried = f"{label}; path = a file program.pt2 in an empty folder"
+            tried = (f"{label[0]}; path = a file program.pt2 in an empty folder",
+                     f"{label[1]}；path 是空文件夹中的文件 program.pt2")
             if not os.path.exists(path):
                 raise Wrong("No file was written at `path`.", "`path` 处没有写出文件。", tried=tried)
             try:
@@ -264,7 +270,8 @@ def _check_export(answer: Any) -> None:
                     "ExportedProgram with the export module's own save function, not torch.save or a state_dict.",
                     f"torch.export.load 无法读取该文件（{type(exc).__name__}）。请用 export 模块自己的保存函数保存 "
                     "ExportedProgram，而不是 torch.save 或 state_dict。",
-                    tried=tried, expected="an ExportedProgram archive", got=type(exc).__name__) from None
+                    tried=tried, expected=("an ExportedProgram archive", "一个 ExportedProgram 存档"),
+                    got=type(exc).__name__) from None
             runner = program.module()
             for x in probes:
                 with torch.no_grad():
@@ -285,13 +292,16 @@ def _check_export(answer: Any) -> None:
                               "batch was fixed to the example's at export. Mark dimension 0 as dynamic when exporting.")
                         zh = (f"加载后的程序拒绝了 batch 为 {batch} 的输入（{type(exc).__name__}）：导出时 batch "
                               "被固定成了示例的大小。导出时请把第 0 维标记为动态。")
-                    raise Wrong(en, zh, tried=f"{label}, input of shape {tuple(x.shape)}",
-                                expected=f"an output of shape {tuple(want.shape)}", got=type(exc).__name__) from None
+                    raise Wrong(en, zh, tried=(f"{label[0]}, input of shape {tuple(x.shape)}",
+                                               f"{label[1]}，输入形状 {tuple(x.shape)}"),
+                                expected=(f"an output of shape {tuple(want.shape)}", f"形状为 {tuple(want.shape)} 的输出"),
+                                got=type(exc).__name__) from None
                 problem = differs(got, want)
                 if problem is not None:
                     raise Wrong(f"The loaded program's output differs from the model's: {problem}",
                                 f"加载后的程序输出与模型不同：{problem}",
-                                tried=f"{label}, input of shape {tuple(x.shape)}")
+                                tried=(f"{label[0]}, input of shape {tuple(x.shape)}",
+                                       f"{label[1]}，输入形状 {tuple(x.shape)}"))
 
 
 # -- exercise 3: which saved files are unsafe to load ---------------------------------------
@@ -369,6 +379,8 @@ def _check_unsafe(answer: Any) -> None:
     for round_ in range(2):
         with _Folder() as folder:
             answers = _build_files(folder, round_)
+            folder_of = (f"a folder of {len(answers)} files made with torch.save and pickle.dump",
+                         f"一个文件夹，其中有 {len(answers)} 个用 torch.save 和 pickle.dump 生成的文件")
             del _TRIPPED[:]
             verdicts: dict[str, Any] = {}
             for name in sorted(answers):
@@ -381,12 +393,12 @@ def _check_unsafe(answer: Any) -> None:
                         "unpickler. Decide without running the file (lecture 12, section 3).",
                         f"检查 {name!r} 时运行了其中的载荷：你的函数用完整的反序列化器加载了这个文件。"
                         "请在不运行文件的前提下做出判断（第 12 讲第 3 节）。",
-                        tried=f"a folder of {len(answers)} files made with torch.save and pickle.dump",
-                        expected="no code from the file runs", got="the file's payload ran")
+                        tried=folder_of, expected=("no code from the file runs", "文件中的代码不会运行"),
+                        got=("the file's payload ran", "文件中的载荷运行了"))
             for name, verdict in verdicts.items():
                 if not isinstance(verdict, bool):
                     raise Wrong("is_unsafe must return True or False.", "is_unsafe 必须返回 True 或 False。",
-                                tried=name, expected="a bool", got=describe(verdict))
+                                tried=name, expected=("a bool", "一个 bool"), got=describe(verdict))
             wrong = sorted(name for name in answers if verdicts[name] != answers[name])
             if not wrong:
                 continue
@@ -404,5 +416,5 @@ def _check_unsafe(answer: Any) -> None:
             else:
                 en, zh = "Some files were judged wrongly.", "有些文件判断错了。"
             shown = ", ".join(f"{n}: {verdicts[n]!r}" for n in wrong[:3])
-            raise Wrong(en, zh, tried=f"a folder of {len(answers)} files made with torch.save and pickle.dump",
+            raise Wrong(en, zh, tried=folder_of,
                         expected=", ".join(f"{n}: {answers[n]!r}" for n in wrong[:3]), got=shown)
