@@ -10,8 +10,9 @@ import pytest
 import torch
 from torch import fx, nn
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 from fxcourse import check, hint, zoo
+from fxcourse._lang import text
 from fxcourse.checks import task_ids
 
 
@@ -295,7 +296,7 @@ def test_lab03_4_rejects_a_graph_without_output():
 def test_lab03_4_rejects_swapped_operands():
     result = expect_wrong("lab03.4", _build(swap=True))
     assert "swapped" in result.en and "交换" in result.zh
-    assert "zero row" in result.tried
+    assert "zero row" in text(result.tried)
 
 
 def test_lab03_4_rejects_placeholders_in_the_wrong_order():
@@ -445,3 +446,21 @@ def test_lab03_4_a_dict_of_the_roots_own_parts_passes():
         return _by_hand(root, root_for_module={"proj": root.proj, "scale": root.scale})
 
     expect_passed("lab03.4", from_dict)
+
+
+# ------------------------------------------------------------------ one language at a time
+ONE_WRONG_ANSWER = {
+    "lab03.1": _histogram_by(str),
+    "lab03.2": lambda gm, k: list(dict.fromkeys(_calls(gm, k))),
+    "lab03.3": NoReturn,
+    "lab03.4": _build(output=False),
+}
+
+
+def test_every_lab03_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab03.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab03_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)

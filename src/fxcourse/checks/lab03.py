@@ -171,9 +171,12 @@ def _norm_gap(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def _histogram_probes() -> list[Probe]:
     return [
-        Probe("symbolic_trace(a model that calls self.fc twice)", (fx.symbolic_trace(_seeded(_Twice)),)),
-        Probe("symbolic_trace(a function of two inputs)", (fx.symbolic_trace(_norm_gap),)),
-        Probe("symbolic_trace(a model with a parameter, view, size and split)",
+        Probe(("symbolic_trace(a model that calls self.fc twice)", "symbolic_trace(两次调用 self.fc 的模型)"),
+              (fx.symbolic_trace(_seeded(_Twice)),)),
+        Probe(("symbolic_trace(a function of two inputs)", "symbolic_trace(有两个输入的函数)"),
+              (fx.symbolic_trace(_norm_gap),)),
+        Probe(("symbolic_trace(a model with a parameter, view, size and split)",
+               "symbolic_trace(含一个参数以及 view、size 和 split 的模型)"),
               (fx.symbolic_trace(_seeded(_SplitHead)),)),
         Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
     ]
@@ -260,7 +263,8 @@ def _op_histogram(answer: Any) -> None:
             raise Wrong("op_histogram changed the graph it was given (a node was added, removed or rewired); "
                         "counting only reads the nodes.",
                         "op_histogram 修改了传给它的计算图（增加、删除或重连了节点）；统计只需读取节点。",
-                        tried=probe.label, expected="the graph unchanged", got="a changed graph")
+                        tried=probe.label, expected=("the graph unchanged", "计算图保持不变"),
+                        got=("a changed graph", "计算图被改动了"))
         if not isinstance(got, dict):
             raise Wrong("return a dict from (opcode, target) to count.",
                         "请返回从 (opcode, target) 到数量的 dict。",
@@ -269,7 +273,7 @@ def _op_histogram(answer: Any) -> None:
         if bad:
             raise Wrong("each key is a pair (node.op, target string), e.g. ('call_module', 'fc').",
                         "每个键是一个二元组 (node.op, target 字符串)，例如 ('call_module', 'fc')。",
-                        tried=probe.label, expected=_show(want), got=f"key {bad[0]!r}")
+                        tried=probe.label, expected=_show(want), got=(f"key {bad[0]!r}", f"键 {bad[0]!r}"))
         alias = _aliases(list(gm.graph.nodes))
         translated: dict[tuple[str, str], Any] = {}
         for key, count in got.items():
@@ -347,15 +351,17 @@ def _find_mistakes(gm: fx.GraphModule, kind: type) -> list[Mistake]:
 ])
 def _find_modules(answer: Any) -> None:
     need_callable(answer, "find_modules")
-    stem = ("symbolic_trace(a model whose conv `shared` is called twice) after dead-code elimination",
-            _shared_stem_gm)
+    stem = (("symbolic_trace(a model whose conv `shared` is called twice) after dead-code elimination",
+             "symbolic_trace(卷积 `shared` 被调用两次的模型)，再做死代码消除"), _shared_stem_gm)
     resnet = ("symbolic_trace(torchvision resnet18)", _resnet_gm)
     cases = [(resnet, nn.Conv2d), (stem, nn.Conv2d), (stem, nn.BatchNorm2d), (resnet, nn.Linear),
              (stem, nn.Module), (stem, nn.Linear)]
     for (label, build), kind in cases:
         gm = build()
         want = _calls_of(gm, kind)
-        probe = Probe(f"find_modules({label}, nn.{kind.__name__})", (gm, kind))
+        en, zh = label if isinstance(label, tuple) else (label, label)
+        shown = f"find_modules({en}, nn.{kind.__name__})"
+        probe = Probe(shown if en == zh else (shown, f"find_modules({zh}, nn.{kind.__name__})"), (gm, kind))
         got = answer(gm, kind)
         if isinstance(got, tuple):
             got = list(got)  # a tuple of targets is a fine answer too
@@ -398,12 +404,16 @@ def _shape_probes() -> list[Probe]:
         return torch.randn(*shape, generator=gen)
 
     return [
-        Probe("symbolic_trace(a model that returns one tensor) on x of shape (2, 3, 9, 9)",
+        Probe(("symbolic_trace(a model that returns one tensor) on x of shape (2, 3, 9, 9)",
+               "symbolic_trace(返回单个张量的模型)，输入 x 的形状为 (2, 3, 9, 9)"),
               (chain, randn(2, 3, 9, 9))),
-        Probe("symbolic_trace(a model with a parameter, a size read and a split) on x (3, 8), y (3, 2, 2)",
+        Probe(("symbolic_trace(a model with a parameter, a size read and a split) on x (3, 8), y (3, 2, 2)",
+               "symbolic_trace(含一个参数、读取尺寸并做 split 的模型)，输入 x (3, 8)、y (3, 2, 2)"),
               (split, randn(3, 8), randn(3, 2, 2))),
-        Probe("the same model on x (5, 8), y (5, 2, 2)", (split, randn(5, 8), randn(5, 2, 2))),
-        Probe("symbolic_trace(torchvision resnet18) on x (1, 3, 32, 32)", (_resnet_gm(), randn(1, 3, 32, 32))),
+        Probe(("the same model on x (5, 8), y (5, 2, 2)", "同一个模型，输入 x (5, 8)、y (5, 2, 2)"),
+              (split, randn(5, 8), randn(5, 2, 2))),
+        Probe(("symbolic_trace(torchvision resnet18) on x (1, 3, 32, 32)",
+               "symbolic_trace(torchvision resnet18)，输入 x (1, 3, 32, 32)"), (_resnet_gm(), randn(1, 3, 32, 32))),
     ]
 
 
@@ -540,8 +550,10 @@ def _inputs(features: int, seed: int) -> list[Probe]:
     x, y = torch.randn(3, features, generator=gen), torch.randn(3, features, generator=gen)
     y[0] = 0.0  # a row where y is zero: x - y and y - x differ only in sign there
     big = torch.randn(2, 5, features, generator=gen) * 3
-    return [Probe(f"gm(x, y) with x, y of shape (3, {features}), both signs, a zero row in y", (x, y)),
-            Probe(f"gm(x, y) with x, y of shape (2, 5, {features})", (big, -big.flip(0)))]
+    return [Probe((f"gm(x, y) with x, y of shape (3, {features}), both signs, a zero row in y",
+                   f"gm(x, y)，x、y 的形状为 (3, {features})，正负值都有，y 中有一行全为零"), (x, y)),
+            Probe((f"gm(x, y) with x, y of shape (2, 5, {features})", f"gm(x, y)，x、y 的形状为 (2, 5, {features})"),
+                  (big, -big.flip(0)))]
 
 
 def _root_problem(exc: BaseException) -> bool:
@@ -592,7 +604,8 @@ def _build_graph(answer: Any) -> None:
     need_callable(answer, "build_graph")
     for features, seed in ((4, 11), (6, 12)):
         root = _parts(features, seed)
-        label = f"build_graph(zoo.GraphParts({features}) with other weights)"
+        label = (f"build_graph(zoo.GraphParts({features}) with other weights)",
+                 f"build_graph(换了权重的 zoo.GraphParts({features}))")
         try:
             gm = answer(root)
         except NotImplementedError as exc:
@@ -622,13 +635,15 @@ def _build_graph(answer: Any) -> None:
             raise Wrong("the graph has no output node, so its forward returns None: end the graph with "
                         "the node that returns the result.",
                         "计算图没有 output 节点，所以它的 forward 返回 None：请用返回结果的节点结束计算图。",
-                        tried=label, expected="a graph ending in an output node", got="no output node")
+                        tried=label, expected=("a graph ending in an output node", "以 output 节点结尾的计算图"),
+                        got=("no output node", "没有 output 节点"))
         if getattr(gm.graph, "_tracer_cls", None) is not None:
             raise Wrong("this graph was recorded by a tracer (symbolic_trace of a module you wrote), not built: "
                         "create each node yourself with the torch.fx.Graph API.",
                         "这张计算图是追踪器记录下来的（对你写的模块做了 symbolic_trace），而不是构建出来的："
                         "请用 torch.fx.Graph API 亲手创建每个节点。",
-                        tried=label, expected="a graph built node by node", got="a traced graph")
+                        tried=label, expected=("a graph built node by node", "逐个节点亲手构建的计算图"),
+                        got=("a traced graph", "追踪得到的计算图"))
         shape = {"placeholder": len(_opcodes(gm, "placeholder")), "call_module": _opcodes(gm, "call_module"),
                  "get_attr": _opcodes(gm, "get_attr"), "call_function": len(_opcodes(gm, "call_function")),
                  "call_method": len(_opcodes(gm, "call_method"))}
@@ -657,4 +672,5 @@ def _build_graph(answer: Any) -> None:
                         "given, not on a copy.",
                         "这个 GraphModule 持有的是 root 权重的副本，而不是 root 自己的权重（训练等对 root 权重的修改"
                         "不会传到它那里）：请用传给你的 root 本身来构建，而不是它的副本。",
-                        tried=label, expected="the root's own proj and scale", got=f"a copy of {copies[0]!r}")
+                        tried=label, expected=("the root's own proj and scale", "root 自己的 proj 和 scale"),
+                        got=(f"a copy of {copies[0]!r}", f"{copies[0]!r} 的副本"))
