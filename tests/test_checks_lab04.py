@@ -11,8 +11,10 @@ import torch.nn.functional as F
 from torch import fx, nn
 from torch.fx import subgraph_rewriter
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 from fxcourse import check, hint
+from fxcourse._lang import text
+from fxcourse.checks import task_ids
 
 
 def _stub(*args):
@@ -175,26 +177,26 @@ def test_lab04_1_accepts_the_test_answers_own_pass_and_torchs_folding_helper():
 
 def test_lab04_1_rejects_fusing_a_shared_conv():
     result = expect_wrong("lab04.1", _make_fuse(check_users=False))
-    assert "SharedConv" in result.tried
+    assert "SharedConv" in text(result.tried)
     assert "another user" in result.en and "其他使用者" in result.zh
-    assert "max abs difference" in result.got
+    assert "max abs difference" in text(result.got)
 
 
 def test_lab04_1_rejects_folding_a_bn_in_training_mode():
     result = expect_wrong("lab04.1", _make_fuse(skip_training=None))
-    assert "training mode" in result.tried
+    assert "training mode" in text(result.tried)
     assert "statistics of each batch" in result.en and "训练模式" in result.zh
 
 
 def test_lab04_1_rejects_reading_the_models_mode_instead_of_each_bns():
     result = expect_wrong("lab04.1", _make_fuse(skip_training="model"))
-    assert "stem[1]" in result.tried
+    assert "stem[1]" in text(result.tried)
     assert "each BatchNorm's own mode" in result.en and "自己的模式" in result.zh
 
 
 def test_lab04_1_rejects_switching_the_copy_to_eval_mode():
     result = expect_wrong("lab04.1", _make_fuse(set_eval=True))
-    assert "training mode" in result.tried
+    assert "training mode" in text(result.tried)
     assert "switched the train/eval mode" in result.en and "模式" in result.zh
 
 
@@ -226,7 +228,7 @@ def test_lab04_1_rejects_editing_the_input_in_place():
 
 def test_lab04_1_rejects_forgetting_the_conv_bias():
     result = expect_wrong("lab04.1", _make_fuse(use_conv_bias=False))
-    assert "bias=True" in result.tried and "own bias" in result.en and "偏置" in result.zh
+    assert "bias=True" in text(result.tried) and "own bias" in result.en and "偏置" in result.zh
 
 
 def test_lab04_1_rejects_setattr_with_a_dotted_target():
@@ -298,7 +300,7 @@ def test_lab04_2_rejects_a_hard_coded_count():
 def test_lab04_3_rejects_a_probe_without_a_copy():
     result = expect_wrong("lab04.3", _make_probes(clone=False))
     assert "inplace=True" in result.en and "副本" in result.zh
-    assert "resnet18" in result.tried
+    assert "resnet18" in text(result.tried)
 
 
 def test_lab04_3_rejects_probes_in_the_input_graph():
@@ -313,7 +315,7 @@ def test_lab04_3_rejects_a_probe_that_reads_itself():
 
 def test_lab04_3_rejects_records_kept_from_the_first_call():
     result = expect_wrong("lab04.3", _make_probes(every_call=False))
-    assert "first call" in result.en and "第一次调用" in result.zh and "call 2" in result.tried
+    assert "first call" in result.en and "第一次调用" in result.zh and "call 2" in text(result.tried)
 
 
 def test_lab04_3_rejects_forward_hooks_on_modules_only():
@@ -354,3 +356,20 @@ def test_lab04_2_a_method_sigmoid_pattern_is_explained():
 
     result = expect_wrong("lab04.2", method_pattern)
     assert "a tensor method" in result.en and "张量方法" in result.zh
+
+
+# ------------------------------------------------------------------ one language at a time
+ONE_WRONG_ANSWER = {
+    "lab04.1": _make_fuse(check_users=False),
+    "lab04.2": silu_rewrite_one_order,
+    "lab04.3": _make_probes(every_call=False),
+}
+
+
+def test_every_lab04_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab04.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab04_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)

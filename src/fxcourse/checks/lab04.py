@@ -18,6 +18,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .. import zoo
+from .._lang import Bilingual
 from .._text import one_line_error
 from ._probe import describe, differs, need_callable
 
@@ -40,31 +41,34 @@ def _same_snapshot(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return all(a[3][k].shape == b[3][k].shape and torch.equal(a[3][k], b[3][k]) for k in a[3])
 
 
-def _require_untouched(before: tuple[Any, ...], gm: fx.GraphModule, label: str) -> None:
+def _require_untouched(before: tuple[Any, ...], gm: fx.GraphModule, label: Bilingual) -> None:
     if not _same_snapshot(before, _snapshot(gm)):
         raise Wrong("your pass changed the GraphModule it was given; make a deep copy first (weights "
                     "included), edit the copy and return it.",
                     "你的 pass 改动了传入的 GraphModule；请先做一份深拷贝（连同权重），在副本上修改并返回副本。",
-                    tried=label, expected="the input graph and weights unchanged",
-                    got="the input was modified")
+                    tried=label, expected=("the input graph and weights unchanged", "传入的计算图和权重保持不变"),
+                    got=("the input was modified", "传入的模块被改动了"))
 
 
-def _require_recompiled(gm: fx.GraphModule, label: str) -> None:
+def _require_recompiled(gm: fx.GraphModule, label: Bilingual) -> None:
     fresh = gm.graph.python_code(root_module="self").src
     if fresh != gm.code:
         raise Wrong("the graph was edited but forward was not regenerated from it after the last edit "
                     "(lecture 03, section 7: generated code, and why edits need recompile()).",
                     "计算图已修改，但最后一次修改之后没有据此重新生成 forward（第 03 讲第 7 节：生成的代码，以及为什么"
                     "修改后需要 recompile()）。",
-                    tried=label, expected="gm.code generated from gm.graph", got="stale gm.code")
+                    tried=label, expected=("gm.code generated from gm.graph", "由 gm.graph 生成的 gm.code"),
+                    got=("stale gm.code", "过时的 gm.code"))
 
 
-def _max_diff(got: Any, want: torch.Tensor) -> str:
+def _max_diff(got: Any, want: torch.Tensor) -> Bilingual:
     if not isinstance(got, torch.Tensor):
         return type(got).__name__
     if got.shape != want.shape:
-        return f"shape {tuple(got.shape)} instead of {tuple(want.shape)}"
-    return f"max abs difference {float((got - want).abs().max()):.3g}"
+        return (f"shape {tuple(got.shape)} instead of {tuple(want.shape)}",
+                f"形状为 {tuple(got.shape)}，而不是 {tuple(want.shape)}")
+    worst = f"{float((got - want).abs().max()):.3g}"
+    return f"max abs difference {worst}", f"最大绝对误差 {worst}"
 
 
 def _close(got: Any, want: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:
@@ -77,7 +81,7 @@ def _close(got: Any, want: torch.Tensor, rtol: float = RTOL, atol: float = ATOL)
     return True
 
 
-def _run(gm: Any, inputs: tuple[torch.Tensor, ...], label: str) -> Any:
+def _run(gm: Any, inputs: tuple[torch.Tensor, ...], label: Bilingual) -> Any:
     """Call the learner's module; turn a crash into advice instead of a bare traceback."""
     try:
         with torch.no_grad():
@@ -97,7 +101,7 @@ def _bn_nodes(gm: fx.GraphModule) -> list[str]:
             if n.op == "call_module" and isinstance(modules.get(n.target), nn.BatchNorm2d)]
 
 
-def _require_no_dotted_attribute(gm: fx.GraphModule, label: str) -> None:
+def _require_no_dotted_attribute(gm: fx.GraphModule, label: Bilingual) -> None:
     """setattr(gm, "stem.0", m) does not replace stem[0]: it adds a module literally named "stem.0"."""
     dotted = sorted(key for m in gm.modules() for key in m._modules if "." in key)
     if dotted:
@@ -106,7 +110,7 @@ def _require_no_dotted_attribute(gm: fx.GraphModule, label: str) -> None:
                     "method that walks the path (the exercise names it).",
                     f"用 setattr 设置 {dotted[0]!r} 新增了一个名字就叫 {dotted[0]!r} 的属性，"
                     "而没有替换父模块里的那个卷积；带点的 target 需要用能沿路径查找的模块方法（练习中提到过它）。",
-                    tried=label, got=f"a submodule named {dotted[0]!r}")
+                    tried=label, got=(f"a submodule named {dotted[0]!r}", f"名为 {dotted[0]!r} 的子模块"))
 
 
 # ----------------------------------------------------------------------------- lab04.1
@@ -139,7 +143,7 @@ def _trained(model: nn.Module, seed: int) -> nn.Module:
 
 @dataclass(frozen=True)
 class _FusionCase:
-    label: str
+    label: tuple[str, str]
     model: nn.Module
     inputs: tuple[torch.Tensor, ...]
     keep: dict[str, str]  # BN node that must stay -> why: "relu", "shared", "train", "train_in_eval"
@@ -153,20 +157,25 @@ def _fusion_cases() -> list[_FusionCase]:
 
     cases = []
     for bias, seed in ((False, 1), (True, 2)):
-        cases.append(_FusionCase(f"a conv/BN stack with Conv2d(bias={bias}), eval mode",
+        cases.append(_FusionCase((f"a conv/BN stack with Conv2d(bias={bias}), eval mode",
+                                  f"一组 conv/BN，Conv2d(bias={bias})，eval 模式"),
                                  _trained(_Stack(bias), seed).eval(), (image(2, 3, 9, 9),), {"post_bn": "relu"}))
     shared, _ = zoo.example("shared_conv", seed=3)
-    cases.append(_FusionCase("zoo.SharedConv (its conv output feeds bn and add), eval mode",
+    cases.append(_FusionCase(("zoo.SharedConv (its conv output feeds bn and add), eval mode",
+                              "zoo.SharedConv（卷积的输出同时送入 bn 和 add），eval 模式"),
                              zoo.pretend_trained(shared, 3), (image(2, 4, 5, 5),), {"bn": "shared"}))
-    cases.append(_FusionCase("the conv/BN stack with Conv2d(bias=True) in training mode (model.train())",
+    cases.append(_FusionCase(("the conv/BN stack with Conv2d(bias=True) in training mode (model.train())",
+                              "同一组 conv/BN，Conv2d(bias=True)，训练模式（model.train()）"),
                              _trained(_Stack(True), 5).train(), (image(4, 3, 9, 9),),
                              {"stem_1": "train", "bn": "train", "post_bn": "train"}))
     mixed = _trained(_Stack(False), 6).eval()
     mixed.stem[1].train()
-    cases.append(_FusionCase("the conv/BN stack in eval mode except stem[1], a BN left in training mode",
+    cases.append(_FusionCase(("the conv/BN stack in eval mode except stem[1], a BN left in training mode",
+                              "同一组 conv/BN，除 stem[1] 外都是 eval 模式，stem[1] 这个 BN 仍处于训练模式"),
                              mixed, (image(3, 3, 9, 9),), {"stem_1": "train_in_eval", "post_bn": "relu"}))
     resnet, _ = zoo.example("resnet18", seed=4)
-    cases.append(_FusionCase("torchvision resnet18, eval mode", zoo.pretend_trained(resnet, 4),
+    cases.append(_FusionCase(("torchvision resnet18, eval mode", "torchvision resnet18，eval 模式"),
+                             zoo.pretend_trained(resnet, 4),
                              (image(1, 3, 32, 32),), {}))
     return cases
 
@@ -243,16 +252,18 @@ def _fuse_conv_bn(answer: Any) -> None:
             raise Wrong(f"your pass switched the train/eval mode of {changed[0]!r}; a pass keeps every "
                         "module's mode as it found it.",
                         f"你的 pass 切换了 {changed[0]!r} 的 train/eval 模式；pass 应保持每个模块原来的模式。",
-                        tried=label, expected="modes unchanged", got=f"{changed[0]!r} switched")
+                        tried=label, expected=("modes unchanged", "各模块的模式保持不变"),
+                        got=(f"{changed[0]!r} switched", f"{changed[0]!r} 的模式被切换了"))
         remaining = _bn_nodes(result)
         gone = [name for name in case.keep if name not in remaining]
         if gone:
             en, zh = _MUST_STAY[case.keep[gone[0]]]
             got = _run(result, case.inputs, label)
-            diff = differs(got, want, rtol=RTOL, atol=ATOL) or "same output"
+            diff = differs(got, want, rtol=RTOL, atol=ATOL)
+            diff_en, diff_zh = (diff, diff) if diff else ("same output", "输出相同")
             raise Wrong(en.format(name=gone[0]), zh.format(name=gone[0]), tried=label,
-                        expected=f"BatchNorm nodes {sorted(case.keep)} kept",
-                        got=f"BatchNorm nodes {remaining}; {diff}")
+                        expected=(f"BatchNorm nodes {sorted(case.keep)} kept", f"保留 BatchNorm 节点 {sorted(case.keep)}"),
+                        got=(f"BatchNorm nodes {remaining}; {diff_en}", f"BatchNorm 节点 {remaining}；{diff_zh}"))
         extra = [name for name in remaining if name not in case.keep]
         if extra:
             raise Wrong(f"BN node {extra[0]!r} is in eval mode and follows a conv that feeds only it, so it "
@@ -260,11 +271,12 @@ def _fuse_conv_bn(answer: Any) -> None:
                         "Conv2d node (targets can be dotted, e.g. 'stem.1').",
                         f"BN 节点 {extra[0]!r} 处于 eval 模式，前面的卷积只连着它，可以折叠；请查找输入是 call_module "
                         "Conv2d 节点的 call_module BatchNorm2d 节点（target 可能带点，例如 'stem.1'）。",
-                        tried=label, expected=f"BatchNorm nodes {sorted(case.keep)}", got=repr(remaining))
+                        tried=label, expected=(f"BatchNorm nodes {sorted(case.keep)}", f"BatchNorm 节点 {sorted(case.keep)}"),
+                        got=repr(remaining))
         got = _run(result, case.inputs, label)
         diff = differs(got, want, rtol=RTOL, atol=ATOL)
         if diff is not None:
-            if "bias=True" in label and passed_bias_free:
+            if "bias=True" in label[0] and passed_bias_free:
                 hint = ("right without a conv bias, wrong with one: the conv's own bias goes through BN too "
                         "(the b in the exercise's formula for the new bias).",
                         "没有卷积偏置时正确，有偏置时出错：卷积自身的偏置也要经过 BN（即练习中新偏置公式里的 b）。")
@@ -272,8 +284,8 @@ def _fuse_conv_bn(answer: Any) -> None:
                 hint = ("the fused model's output differs from the original: compare your new weight and bias "
                         "with the exercise's formulas (one scale per output channel).",
                         "融合后模型的输出与原模型不同：请把你算出的新权重和新偏置与练习中的公式对照（每个输出通道一个缩放系数）。")
-            raise Wrong(*hint, tried=label, expected="the original model's output", got=diff)
-        if "bias=False" in label:
+            raise Wrong(*hint, tried=label, expected=("the original model's output", "原模型的输出"), got=diff)
+        if "bias=False" in label[0]:
             passed_bias_free = True
 
 
@@ -307,7 +319,7 @@ def _three_and_a_decoy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(c) * c + a * torch.sigmoid(a)
 
 
-def _silu_cases() -> list[tuple[str, fx.GraphModule, Callable[..., Any], tuple[torch.Tensor, ...], int]]:
+def _silu_cases() -> list[tuple[tuple[str, str], fx.GraphModule, Callable[..., Any], tuple[torch.Tensor, ...], int]]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
         mlp = _GatedMLP().eval()
@@ -317,10 +329,13 @@ def _silu_cases() -> list[tuple[str, fx.GraphModule, Callable[..., Any], tuple[t
         return torch.randn(*shape, generator=gen) * 3
 
     return [
-        ("a function with x*sigmoid(x), sigmoid(a)*a and a*sigmoid(b)", fx.symbolic_trace(_silu_twice),
+        (("a function with x*sigmoid(x), sigmoid(a)*a and a*sigmoid(b)",
+          "含 x*sigmoid(x)、sigmoid(a)*a 和 a*sigmoid(b) 的函数"), fx.symbolic_trace(_silu_twice),
          _silu_twice, (randn(3, 5),), 2),
-        ("an MLP with sigmoid(h)*h and y*sigmoid(y)", fx.symbolic_trace(mlp), mlp, (randn(4, 6),), 2),
-        ("a function of x and y with four SiLUs in both orders and sigmoid(y)*a",
+        (("an MLP with sigmoid(h)*h and y*sigmoid(y)", "含 sigmoid(h)*h 和 y*sigmoid(y) 的 MLP"),
+         fx.symbolic_trace(mlp), mlp, (randn(4, 6),), 2),
+        (("a function of x and y with four SiLUs in both orders and sigmoid(y)*a",
+          "以 x、y 为输入的函数：两种顺序写出的四个 SiLU，外加 sigmoid(y)*a"),
          fx.symbolic_trace(_three_and_a_decoy), _three_and_a_decoy, (randn(2, 3), randn(2, 3)), 4),
     ]
 
@@ -356,6 +371,8 @@ def _silu_rewrite(answer: Any) -> None:
         with torch.no_grad():
             want = original(*inputs)
         count = answer(gm)
+        replaced = (f"{want_count} replaced", f"替换 {want_count} 处")
+        calls = (f"{want_count} calls to F.silu", f"调用 F.silu {want_count} 次")
         if isinstance(count, (list, tuple)):
             raise Wrong("return the number of replacements (an int), not the matches themselves: each "
                         "call of the rewriter returns a list with one entry per replacement.",
@@ -369,24 +386,26 @@ def _silu_rewrite(answer: Any) -> None:
                         "second time with that order.",
                         "sigmoid(x) * x 没有被替换：对匹配器而言，它与 x * sigmoid(x) 是两张不同的图"
                         "（mul 的两个操作数交换了）；请用这种顺序再调用一次 replace_pattern。",
-                        tried=label, expected=f"{want_count} replaced", got=f"{silus} replaced")
+                        tried=label, expected=replaced, got=(f"{silus} replaced", f"替换了 {silus} 处"))
         if plain and not swapped and silus:
             raise Wrong("x * sigmoid(x) was left alone; the operand order matters to the matcher: "
                         "rewrite both orders the exercise names.",
                         "x * sigmoid(x) 没有被替换；对匹配器而言操作数顺序很重要：练习中提到的两种顺序都要改写。",
-                        tried=label, expected=f"{want_count} replaced", got=f"{silus} replaced")
+                        tried=label, expected=replaced, got=(f"{silus} replaced", f"替换了 {silus} 处"))
         if silus == 0 and plain + swapped < want_count:
             raise Wrong("the SiLUs written out by hand are gone, but the graph calls torch.nn.functional.silu "
                         "nowhere: the replacement must compute silu of the matched value.",
                         "手写的 SiLU 不见了，但计算图里没有任何 torch.nn.functional.silu 调用：替换函数必须对匹配到的值计算 silu。",
-                        tried=label, expected=f"{want_count} calls to F.silu",
-                        got=f"0 calls to F.silu, {plain + swapped} SiLU(s) still written out")
+                        tried=label, expected=calls,
+                        got=(f"0 calls to F.silu, {plain + swapped} SiLU(s) still written out",
+                             f"调用 F.silu 0 次，仍有 {plain + swapped} 个手写的 SiLU"))
         if silus == 0 and isinstance(count, int) and not isinstance(count, bool) and count > 0:
             raise Wrong(f"you report {count} replacement(s), but gm itself still holds every SiLU written out by "
                         "hand: the rewrite has to edit the GraphModule it was given, in place, not a copy.",
                         f"你报告了 {count} 次替换，但 gm 本身仍保留着所有手写的 SiLU：改写必须原地修改传入的 "
                         "GraphModule，而不是它的副本。",
-                        tried=label, expected=f"{want_count} calls to F.silu in gm", got="0 calls to F.silu in gm")
+                        tried=label, expected=(f"{want_count} calls to F.silu in gm", f"gm 中调用 F.silu {want_count} 次"),
+                        got=("0 calls to F.silu in gm", "gm 中调用 F.silu 0 次"))
         if silus == 0:
             raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way. The "
                         "graph calls torch.sigmoid as a function and multiplies with `*` (operator.mul); a pattern "
@@ -395,14 +414,15 @@ def _silu_rewrite(answer: Any) -> None:
                         "什么都没有被改写：模式只能匹配以同样方式写出的同样算子。计算图以函数形式调用 torch.sigmoid，"
                         "并用 `*`（operator.mul）做乘法；只要模式对其中任何一个换了写法（张量方法、别的乘法函数），"
                         "就什么也匹配不到。",
-                        tried=label, expected=f"{want_count} calls to F.silu", got="0 calls to F.silu")
+                        tried=label, expected=calls, got=("0 calls to F.silu", "调用 F.silu 0 次"))
         if silus != want_count or plain or swapped:
             raise Wrong("the graph should call torch.nn.functional.silu once per SiLU written out by "
                         "hand, and only there (a * sigmoid(b) with a different b is not a SiLU).",
                         "计算图中每个手写的 SiLU 都应换成一次 torch.nn.functional.silu 调用，而且只换这些"
                         "（a * sigmoid(b) 中 b 不同时不是 SiLU）。",
-                        tried=label, expected=f"{want_count} calls to F.silu",
-                        got=f"{silus} calls to F.silu, {plain + swapped} SiLU(s) still written out")
+                        tried=label, expected=calls,
+                        got=(f"{silus} calls to F.silu, {plain + swapped} SiLU(s) still written out",
+                             f"调用 F.silu {silus} 次，仍有 {plain + swapped} 个手写的 SiLU"))
         if not isinstance(count, int) or count != want_count:
             raise Wrong("return how many replacements you made (an int).",
                         "请返回替换的次数（一个 int）。",
@@ -414,7 +434,7 @@ def _silu_rewrite(answer: Any) -> None:
             raise Wrong("the rewritten graph computes something else: the replacement must apply SiLU to "
                         "the same value the pattern multiplied.",
                         "改写后的计算图结果变了：替换结果必须对模式中相乘的同一个值应用 SiLU。",
-                        tried=label, expected="the original output", got=diff)
+                        tried=label, expected=("the original output", "原来的输出"), got=diff)
 
 
 # ----------------------------------------------------------------------------- lab04.3
@@ -447,7 +467,7 @@ class _Branchy(nn.Module):
         return self.head(h) + h.sum(dim=-1, keepdim=True)
 
 
-def _probe_cases() -> list[tuple[str, nn.Module, list[str], list[torch.Tensor]]]:
+def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[torch.Tensor]]]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(6)
         branchy = _Branchy().eval()
@@ -459,9 +479,11 @@ def _probe_cases() -> list[tuple[str, nn.Module, list[str], list[torch.Tensor]]]
         return torch.randn(*shape, generator=gen)
 
     return [
-        ("a small model, names ['x', 'silu', 'inner_1', 'head']", branchy, ["x", "silu", "inner_1", "head"],
+        (("a small model, names ['x', 'silu', 'inner_1', 'head']", "一个小模型，names ['x', 'silu', 'inner_1', 'head']"),
+         branchy, ["x", "silu", "inner_1", "head"],
          [randn(2, 5), randn(3, 5)]),
-        ("torchvision resnet18, names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']", resnet,
+        (("torchvision resnet18, names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']",
+          "torchvision resnet18，names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']"), resnet,
          ["layer1_0_bn1", "add_3", "layer4_1_relu_1", "fc"],
          [randn(1, 3, 32, 32), randn(1, 3, 32, 32)]),
     ]
@@ -509,10 +531,11 @@ def _insert_probes(answer: Any) -> None:
         _require_untouched(before, gm, label)
         loop = _reads_itself(probed)
         if loop is not None:
-            raise Wrong(*_SELF_LOOP, tried=label, got=f"node {loop!r} reads its own output")
+            raise Wrong(*_SELF_LOOP, tried=label, got=(f"node {loop!r} reads its own output", f"节点 {loop!r} 读取了它自己的输出"))
         _require_recompiled(probed, label)
         history = []
         for call, x in enumerate(inputs, start=1):
+            at_call = (f"{label[0]}, call {call}", f"{label[1]}，第 {call} 次调用")
             recorder = _Recorder(gm)
             with torch.no_grad():
                 want_out = recorder.run(x)
@@ -522,29 +545,30 @@ def _insert_probes(answer: Any) -> None:
                 raise Wrong("the probes changed the model's output: a probe must return its input "
                             "unchanged, and every other node must keep reading the same values.",
                             "探针改变了模型的输出：探针必须原样返回输入，其他节点读到的值也必须不变。",
-                            tried=f"{label}, call {call}", expected="the original output",
+                            tried=at_call, expected=("the original output", "原来的输出"),
                             got=_max_diff(got_out, want_out))
             if not records:
                 raise Wrong("nothing was recorded: is each probe a call_module node of the new graph, calling "
                             "a module registered on the new GraphModule, and was forward regenerated?",
                             "什么都没有记录下来：每个探针是否都是新计算图中的 call_module 节点、调用的是注册在新 "
                             "GraphModule 上的模块？forward 是否重新生成了？",
-                            tried=f"{label}, call {call}", expected=repr(sorted(names)), got="{}")
+                            tried=at_call, expected=repr(sorted(names)), got="{}")
             if sorted(records) != sorted(names):
                 raise Wrong("records must have exactly the requested node names as keys.",
                             "records 的键必须恰好是所请求的节点名。",
-                            tried=f"{label}, call {call}", expected=repr(sorted(names)),
+                            tried=at_call, expected=repr(sorted(names)),
                             got=repr(sorted(map(str, records))))
             for name in names:
                 got, want = records[name], recorder.values[name]
                 diff = differs(got, want, rtol=1e-5, atol=1e-6, where=f"records[{name!r}]")
                 if diff is None:
                     continue
+                at_node = (f"{at_call[0]}, node {name!r}", f"{at_call[1]}，节点 {name!r}")
                 if call > 1 and _close(got, history[0][name], rtol=1e-5, atol=1e-6):
                     raise Wrong("the records still hold the first call's values: store the value "
                                 "every time the probe runs.",
                                 "records 里仍是第一次调用的值：探针每次运行都要重新存储。",
-                                tried=f"{label}, call {call}, node {name!r}")
+                                tried=at_node)
                 if (isinstance(got, torch.Tensor) and got.shape == want.shape
                         and bool((want < 0).any()) and _close(got, want.clamp(min=0))):
                     raise Wrong(f"{name!r} was overwritten after it was recorded: the nn.ReLU(inplace=True) "
@@ -552,8 +576,8 @@ def _insert_probes(answer: Any) -> None:
                                 "reference to the tensor.",
                                 f"{name!r} 在记录之后被覆盖了：紧接着运行的 nn.ReLU(inplace=True) 修改了同一个张量。"
                                 "请保存数值的副本，而不是对这个张量的引用。",
-                                tried=f"{label}, call {call}, node {name!r}",
-                                expected="values with negatives", got="the values after ReLU")
+                                tried=at_node, expected=("values with negatives", "含负数的值"),
+                                got=("the values after ReLU", "经过 ReLU 之后的值"))
                 raise Wrong(f"records[{name!r}] is not the output of node {name!r} in this call.",
                             f"records[{name!r}] 不是节点 {name!r} 在这次调用中的输出。",
-                            tried=f"{label}, call {call}", expected=describe(want), got=diff)
+                            tried=at_call, expected=describe(want), got=diff)
