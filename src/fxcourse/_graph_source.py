@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import fx
 
+from ._lang import only
 from .errors import FxCourseError, describe
 
 __all__ = ["Resolved", "describe_input", "resolve"]
@@ -40,14 +41,18 @@ def resolve(obj: Any, where: str) -> Resolved:
             return Resolved(f"TorchScript {type(obj).__name__}", None, obj.graph)
         except Exception:  # a ScriptModule without forward has no .graph
             raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, where=where,
-                                fix="script a module that has a forward method") from None
+                                fix="script a module that has a forward method",
+                                zh=f"{where}：{describe_input(obj)} 没有计算图（没有 forward 方法的 "
+                                   f"ScriptModule 没有 .graph）；请对带 forward 方法的模块调用 "
+                                   f"torch.jit.script。") from None
     if isinstance(obj, torch._C.Graph):
         return Resolved("TorchScript graph", None, obj)
     gm = _gm_attribute(obj)
     if isinstance(gm, fx.GraphModule):
         return Resolved(f"{type(obj).__name__}.gm", gm.graph)
     raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, fix=_fix_for(obj, gm),
-                        where=where)
+                        where=where, zh=f"{where}：收到 {describe_input(obj)}；需要 {_ACCEPTED_ZH}。"
+                                        f"修复：{_fix_for_zh(obj, gm)}。")
 
 
 def describe_input(obj: Any) -> str:
@@ -57,6 +62,22 @@ def describe_input(obj: Any) -> str:
     if isinstance(obj, torch.nn.Module):
         return f"{type(obj).__name__} (an nn.Module, not a graph)"
     return describe(obj)
+
+
+_ACCEPTED_ZH = ("torch.fx.GraphModule、torch.fx.Graph、TorchScript 的模块、函数或计算图、"
+                "torch.export.ExportedProgram，或捕获到的计算图（带 .gm 的对象）")
+
+
+def _fix_for_zh(obj: Any, gm: Any) -> str:
+    if gm is not None:
+        return f"它的 .gm 是 {describe(gm)}；请传入 .gm 为 torch.fx.GraphModule 的对象"
+    if isinstance(obj, torch.nn.Module):
+        return "先对模块做符号追踪：torch.fx.symbolic_trace(m)"
+    if isinstance(obj, str):
+        return "传入计算图对象本身，而不是它打印出来的文本"
+    if callable(obj):
+        return "先对函数做符号追踪：torch.fx.symbolic_trace(fn)"
+    return "传入追踪得到的计算图，例如 torch.fx.symbolic_trace(model)"
 
 
 def _gm_attribute(obj: Any) -> Any:
@@ -80,6 +101,8 @@ def _fix_for(obj: Any, gm: Any) -> str:
 
 _INPUT_KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "constant",
                 "USER_INPUT": "user input", "CUSTOM_OBJ": "custom object", "TOKEN": "token"}
+_INPUT_KINDS_ZH = {"PARAMETER": "模型参数", "BUFFER": "缓冲区", "CONSTANT_TENSOR": "常量",
+                   "USER_INPUT": "用户输入", "CUSTOM_OBJ": "自定义对象", "TOKEN": "令牌"}
 
 
 def _input_kinds(ep: Any) -> dict[str, str]:
@@ -90,5 +113,6 @@ def _input_kinds(ep: Any) -> dict[str, str]:
         if name is None:
             continue
         kind = _INPUT_KINDS.get(spec.kind.name, spec.kind.name.lower().replace("_", " "))
+        kind = only(kind, _INPUT_KINDS_ZH.get(spec.kind.name, kind))
         kinds[name] = f"{kind} {spec.target}" if spec.target else kind
     return kinds

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from torch import fx
 
 from ._graph_source import resolve
+from ._lang import only, pick
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
 from ._render import HTML_MAX_ROWS, Table, TableView, table_style
 from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
@@ -18,12 +19,19 @@ from .errors import FxCourseError, describe
 __all__ = ["GraphTable", "graph_table"]
 
 MAX_ROWS = HTML_MAX_ROWS  # rows shown by default; the middle of a longer table is left out
-_FOLD = ("… {n} more rows not shown: graph_table(..., max_rows=None) shows every row"
-         " / 省略 {n} 行：用 graph_table(..., max_rows=None) 显示全部 …")
+_FOLD_EN = "… {n} more rows not shown: graph_table(..., max_rows=None) shows every row"
+_FOLD_ZH = "省略 {n} 行：用 graph_table(..., max_rows=None) 显示全部 …"
 _ALL = object()  # to_text/to_html: "use the table's own max_rows"
 
 FX_DEFAULT = ("opcode", "name", "target", "args", "kwargs")
 FX_COLUMNS = (*FX_DEFAULT, "shape", "dtype", "users", "source")
+#: What a 中文 reader sees as each column's header (the names you pass stay English).
+HEADERS_ZH = {
+    "opcode": "操作码", "name": "名称", "target": "目标", "args": "位置参数", "kwargs": "关键字参数",
+    "shape": "形状", "dtype": "数据类型", "users": "使用者数", "source": "源码位置",
+    "input_kind": "输入类别", "kind": "节点种类", "outputs": "输出", "inputs": "输入",
+    "attributes": "属性", "types": "类型",
+}
 
 _STYLE = table_style("fxcourse-graph-table", {
     "op-placeholder,ts-param": "background:#e8f1fb",
@@ -71,10 +79,20 @@ class GraphTable(TableView):
     def to_html(self, max_rows: Any = _ALL) -> str:
         """An HTML table, rows coloured by opcode; beyond ``max_rows`` rows (default: the
         table's) only the first and last are sent, and one row says how many were left out."""
-        return self._table.to_html(max_rows=self._limit(max_rows), style=_STYLE, fold_note=_FOLD)
+        return self._table.to_html(max_rows=self._limit(max_rows), style=_STYLE, fold_note=_fold_text())
 
     def __repr__(self) -> str:
         return f"<GraphTable of {self.source}: {len(self)} rows × {len(self.columns)} columns>"
+
+
+def _fold_text() -> str:
+    """The row that stands for the rows left out: both languages in 'both', else one."""
+    return pick(_FOLD_EN, _FOLD_ZH)
+
+
+def _headers(names: Sequence[str]) -> list[str]:
+    """Header labels in the reader's language (English in 'en' and 'both')."""
+    return [only(n, HEADERS_ZH.get(n, n)) for n in names]
 
 
 def _check_max_rows(max_rows: Any) -> int | None:
@@ -131,7 +149,8 @@ def graph_table(obj: Any, columns: Sequence[str] | str | None = None,
         table = _fx_table(resolved.fx_graph, names, resolved.input_kinds or {})
     count = sum(1 for c in table.row_classes if c != "ts-block")
     table.css_class = "fxcourse-graph-table"
-    table.caption = f"{resolved.label}, {count} nodes"
+    table.caption = only(f"{resolved.label}, {count} nodes", f"{resolved.label}，{count} 个节点")
+    table.labels = _headers(table.columns)
     return GraphTable(table, resolved.label, max_rows)
 
 

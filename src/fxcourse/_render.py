@@ -6,9 +6,13 @@ deterministic (no ids, addresses or timestamps) and everything is HTML-escaped.
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
+from typing import Any
+
+from ._lang import only
 
 __all__ = ["HTML_MAX_ROWS", "Table", "elide", "esc", "terminal_width"]
 
@@ -128,7 +132,9 @@ class Table:
     """Rows of strings under named columns.
 
     ``row_classes`` gives each row a CSS class (for example its opcode); ``indent`` gives
-    each row a nesting depth, shown by indenting the first column.
+    each row a nesting depth, shown by indenting the first column. ``labels``, when given,
+    are the headers shown instead of the column names (the names stay the table's keys).
+    Text output counts a CJK character as two columns, so 中文 cells stay aligned.
 
     >>> t = Table(["opcode", "name"], [["placeholder", "x"], ["output", "output"]])
     >>> print(t.to_text())
@@ -144,6 +150,12 @@ class Table:
     indent: list[int] = field(default_factory=list)
     css_class: str = "fxcourse-table"
     caption: str = ""
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def headers(self) -> list[str]:
+        """What the header row shows: ``labels`` if given, else the column names."""
+        return list(self.labels) if self.labels else list(self.columns)
 
     def _cells(self) -> list[list[str]]:
         if not self.indent:
@@ -160,16 +172,24 @@ class Table:
         (``fold_note``, if given, is that line, with ``{n}`` standing for the count)."""
         width = width or terminal_width()
         cells, hidden_at, hidden = _window(self._cells(), max_rows)
+        headers = self.headers
         columns = [[*map(str, col)] for col in zip(*cells)] or [[] for _ in self.columns]
-        natural = [max(len(name), *map(len, col)) if col else len(name)
-                   for name, col in zip(self.columns, columns)]
+        wide = _has_wide(headers, columns)
+        size = _display_width if wide else len
+        cut = _elide_wide if wide else elide
+        natural = [max(size(name), *map(size, col)) if col else size(name)
+                   for name, col in zip(headers, columns)]
         widths = _fit(natural, width, gap=2)
         for i, (col, w) in enumerate(zip(columns, widths)):
             if natural[i] > w:  # only columns that were cut need eliding
-                columns[i] = [elide(c, w) for c in col]
-        line = "  ".join(f"{{:<{w}}}" for w in widths).format  # one C-level call per row
-        rule = "  ".join(("-" if name else " ") * w for name, w in zip(self.columns, widths))
-        header = [elide(name, w) for name, w in zip(self.columns, widths)]
+                columns[i] = [cut(c, w) for c in col]
+        if wide:
+            def line(*row: str) -> str:
+                return "  ".join(c + " " * (w - _display_width(c)) for c, w in zip(row, widths))
+        else:
+            line = "  ".join(f"{{:<{w}}}" for w in widths).format  # one C-level call per row
+        rule = "  ".join(("-" if name else " ") * w for name, w in zip(headers, widths))
+        header = [cut(name, w) for name, w in zip(headers, widths)]
         lines = [line(*header).rstrip(), rule.rstrip()]
         lines += [line(*row).rstrip() for row in zip(*columns)]
         if hidden_at >= 0:
@@ -200,7 +220,7 @@ class Table:
             rest = f"<td>{body}</td>" if len(row) > 1 else ""
             return f"<tr{class_attr[classes[i]]}><td{pad}>{row[0] if row else ''}</td>{rest}</tr>"
 
-        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.headers)
         parts = [f'<div class="{esc(self.css_class)}">']
         if style:
             parts.append(f"<style>{style}</style>")
@@ -230,7 +250,42 @@ class Table:
 
 
 def _more(count: int) -> str:
-    return f"{count} more row" if count == 1 else f"{count} more rows"
+    return only(f"{count} more row" if count == 1 else f"{count} more rows", f"另有 {count} 行")
+
+
+_WIDE = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+
+
+def _has_wide(headers: list[str], columns: list[list[str]]) -> bool:
+    """Whether any header or cell holds a character a terminal shows two columns wide."""
+    return bool(_WIDE.search("".join(headers))) or any(_WIDE.search("".join(col)) for col in columns)
+
+
+def _display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a CJK character counts two.
+
+    >>> _display_width("节点 x")
+    6
+    """
+    return len(text) + len(_WIDE.findall(text))
+
+
+def _elide_wide(text: str, width: int) -> str:
+    """:func:`elide` by display width (CJK characters count two).
+
+    >>> _elide_wide("操作码很长", 5)
+    '操作…'
+    """
+    if _display_width(text) <= width:
+        return text
+    out, used = [], 1  # room for the ellipsis
+    for ch in text:
+        w = 2 if _WIDE.match(ch) else 1
+        if used + w > width:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + ELLIPSIS
 
 
 def _escape_rows(rows: list[list[str]]) -> list[list[str]]:
