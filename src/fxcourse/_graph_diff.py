@@ -23,6 +23,8 @@ from torch import fx
 
 from ._node_text import arg_text, target_text
 from ._graph_source import describe_input, resolve
+from ._graph_table import HEADERS_ZH
+from ._lang import only
 from ._render import HTML_MAX_ROWS, Table, TableView, esc, table_style
 from .errors import FxCourseError
 
@@ -31,6 +33,8 @@ __all__ = ["Change", "GraphDiff", "graph_diff"]
 COLUMNS = ("", "name", "opcode", "target", "args", "kwargs")
 ARROW = " → "
 _KINDS = ("retargeted", "rewired", "renamed")
+_WORDS_ZH = {"added": "新增", "removed": "删除", "retargeted": "改了目标", "rewired": "改了连线",
+             "renamed": "改了名"}
 _STYLE = table_style("fxcourse-graph-diff", {
     "diff-add": "background:#e6ffec",
     "diff-remove": "background:#ffebe9;text-decoration:line-through",
@@ -144,7 +148,9 @@ def graph_diff(before: Any, after: Any, context: int = 2) -> GraphDiff:
     if not isinstance(context, int) or context < 0:
         raise FxCourseError(got=f"context={context!r}", accepted="an int of 0 or more",
                             fix="pass context=2 (unchanged nodes shown around each change)",
-                            where="graph_diff")
+                            where="graph_diff",
+                            zh=f"graph_diff：context={context!r} 不可用；context 是每处改动前后显示的"
+                               f"未改动节点数，须为不小于 0 的整数，例如 context=2。")
     old_graph, new_graph = _fx_graph(before, "before"), _fx_graph(after, "after")
     cache: dict[int, str] = {}
     old = [_Node(n, cache) for n in old_graph.nodes]
@@ -167,7 +173,8 @@ def graph_diff(before: Any, after: Any, context: int = 2) -> GraphDiff:
     summary = _summary(len(old), len(new), added, removed, changed, old_graph is new_graph)
     rows = _rows(old, new, pairs, marks, paired)
     table = Table(list(COLUMNS), *_fold(rows, context), css_class="fxcourse-graph-diff",
-                  caption=f"graph_diff: {summary}")
+                  caption=f"graph_diff: {summary}",
+                  labels=[only(c, HEADERS_ZH.get(c, c)) for c in COLUMNS])
     diff = GraphDiff(table, summary, added, removed, changed)
     diff.graphs = (old_graph, new_graph)  # draw() needs both graphs to mark the edges
     return diff
@@ -180,7 +187,10 @@ def _fx_graph(obj: Any, which: str) -> fx.Graph:
             got=describe_input(obj), where=f"graph_diff ({which})",
             accepted="an fx graph: GraphModule, Graph, ExportedProgram or captured graph",
             fix="compare fx graphs (torch.fx.symbolic_trace the model); "
-                "view a TorchScript graph with graph_table instead")
+                "view a TorchScript graph with graph_table instead",
+            zh=f"graph_diff（{which}）：收到 {describe_input(obj)}，它是 TorchScript 计算图；graph_diff 只比较 "
+               "fx 计算图（GraphModule、Graph、ExportedProgram 或捕获到的计算图）。修复：先用 "
+               "torch.fx.symbolic_trace 对模型做符号追踪；TorchScript 计算图请用 graph_table 查看。")
     return resolved.fx_graph
 
 
@@ -216,15 +226,20 @@ def _kind(o: _Node, n: _Node) -> str:
 def _summary(n_old: int, n_new: int, added: list[str], removed: list[str],
              changed: list[Change], same_object: bool) -> str:
     if not (added or removed or changed):
-        text = f"no change: the graphs are equivalent ({n_new} nodes)"
+        text = only(f"no change: the graphs are equivalent ({n_new} nodes)",
+                    f"没有改动：两个计算图等价（{n_new} 个节点）")
         if same_object:
-            text += ("; before and after are the same graph object, so copy it before an "
-                     "in-place pass (copy.deepcopy(gm))")
+            text += only("; before and after are the same graph object, so copy it before an "
+                         "in-place pass (copy.deepcopy(gm))",
+                         "；before 和 after 是同一个计算图对象，原地修改的 pass 之前请先复制一份"
+                         "（copy.deepcopy(gm)）")
         return text
     counts = [(len(added), "added"), (len(removed), "removed")]
     counts += [(sum(c.kind == k for c in changed), k) for k in _KINDS]
     parts = ", ".join(f"{count} {what}" for count, what in counts if count)
-    return f"{parts} ({n_old} nodes before, {n_new} after)"
+    parts_zh = "，".join(f"{_WORDS_ZH[what]} {count} 个" for count, what in counts if count)
+    return only(f"{parts} ({n_old} nodes before, {n_new} after)",
+                f"{parts_zh}（之前 {n_old} 个节点，之后 {n_new} 个）")
 
 
 def _rows(old: list[_Node], new: list[_Node], pairs: dict[str, _Node],
@@ -274,4 +289,4 @@ def _fold(rows: list[list[str]], context: int) -> tuple[list[list[str]], list[st
 def _folded(run: list[list[str]]) -> list[list[str]]:
     if len(run) <= 1:  # a fold row would take as much room as the row itself
         return run
-    return [["⋮", f"{len(run)} unchanged", "", "", "", ""]]
+    return [["⋮", only(f"{len(run)} unchanged", f"{len(run)} 个未改动"), "", "", "", ""]]
