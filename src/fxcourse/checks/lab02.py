@@ -460,7 +460,7 @@ def _run(graph: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
      "dead-code elimination removes unused nodes without side effects (a node that writes into an input stays). "
      "Lecture course/02_torchscript_script_ir.ipynb, section '6 · Passes by hand: DCE, CSE, constant propagation'.",
      "CSE 合并重复的纯节点，常量传播计算所有输入都是常量的节点，死代码消除删除结果无人使用且没有副作用的节点"
-     "（原地写入输入的节点会保留）。见讲义 course/02_torchscript_script_ir.ipynb 第「6 · 亲手运行变换：DCE、CSE、常量传播」节。"),
+     "（原地写入输入的节点会保留）。见讲义 course/02_torchscript_script_ir.ipynb 第「6 · 亲手运行 pass：DCE、CSE、常量传播」节。"),
 ])
 def _run_passes(answer: Any) -> None:
     need_callable(answer, "run_passes")
