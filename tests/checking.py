@@ -67,20 +67,21 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 _LABELS = ("input tried", "expected", "got", "your code printed")
 
 
-def expect_one_language(task_id: str, answer: Any, monkeypatch: Any) -> CheckResult:
+def expect_one_language(task_id: str, answer: Any, monkeypatch: Any, *, worded: bool = True) -> CheckResult:
     """Check a wrong ``answer`` read in one language at a time.
 
     With ``FXCOURSE_LANG=zh`` the text and HTML hold the 中文 headline and every worded detail in
     中文, and no English headline, label or worded detail; with ``FXCOURSE_LANG=en`` they hold no
-    CJK character at all. The answer must give at least one worded detail (an (en, zh) pair), so
-    the test shows the details follow the switch, not only the headline.
+    CJK character at all. Unless ``worded`` is False (a task whose details are all code, reprs
+    and values), the answer must give at least one worded detail (an (en, zh) pair), so the test
+    shows the details follow the switch, not only the headline.
     """
     import html
 
     monkeypatch.setenv("FXCOURSE_LANG", "zh")
     result = expect_wrong(task_id, answer)
     pairs = [v for v in (result.tried, result.expected, result.got) if isinstance(v, tuple)]
-    assert pairs, f"{task_id}: no worded detail in this wrong answer's result: {result.to_text()}"
+    assert pairs or not worded, f"{task_id}: no worded detail in this wrong answer's result: {result.to_text()}"
     for shown in (result.to_text(), html.unescape(result.to_html())):
         assert "还不正确" in shown and "not right yet" not in shown and result.en not in shown, shown
         for label in _LABELS:
