@@ -6,9 +6,11 @@ import torch
 from torch import fx
 
 from fxcourse import check, hint
+from fxcourse._lang import text
+from fxcourse.checks import task_ids
 from fxcourse.labs import STUB
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 
 
 def _stub(*args):
@@ -94,7 +96,7 @@ def test_lab05_1_rejects_a_misspelled_concrete_args_key():
 
 def test_lab05_1_rejects_a_hard_coded_mode():
     result = expect_wrong("lab05.1", lambda m, mode: fx.symbolic_trace(m, concrete_args={"mode": "max"}))
-    assert "`mode` argument" in result.en and "specialised to 'max'" in result.got and "写死" in result.zh
+    assert "`mode` argument" in result.en and "specialised to 'max'" in text(result.got) and "写死" in result.zh
 
 
 def test_lab05_1_rejects_the_eager_model():
@@ -122,7 +124,7 @@ def test_lab05_1_rejects_a_wrapper_without_the_guard():
         return fx.GraphModule(root, graph)
 
     result = expect_wrong("lab05.1", via_wrapper)
-    assert "no guard" in result.got and "concrete_args" in result.en and "守卫" in result.zh
+    assert "no guard" in text(result.got) and "concrete_args" in result.en and "守卫" in result.zh
     _no_pasteable_code(result)
 
 
@@ -355,5 +357,36 @@ def test_lab05_1_names_a_removed_guard():
         gm.recompile()
         return gm
     result = expect_wrong("lab05.1", without_guard)
-    assert "guard for it is gone" in result.en and "守卫不见了" in result.zh and "mode_1" in result.got
+    assert "guard for it is gone" in result.en and "守卫不见了" in result.zh and "mode_1" in text(result.got)
     _no_pasteable_code(result)
+
+
+# -- one language at a time ----------------------------------------------------------------------
+def _fixed_width(lengths):
+    pos = torch.arange(8)
+    return torch.where(pos < lengths[:, None], pos, -1)
+
+
+def _autowrap_whole_module(model, fn):
+    import sys
+
+    tracer = fx.Tracer(autowrap_modules=(sys.modules[fn.__module__],))
+    graph = tracer.trace(model)
+    return fx.GraphModule(tracer.root, graph)
+
+
+ONE_WRONG_ANSWER = {
+    "lab05.1": lambda m, mode: fx.symbolic_trace(m, concrete_args={"mode": "max"}),
+    "lab05.2": _tracer_answer(lambda self, m, name, types: True),
+    "lab05.3": _autowrap_whole_module,
+    "lab05.4": _fixed_width,  # its details are code and values only: the same in both languages
+}
+
+
+def test_every_lab05_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab05.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab05_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch, worded=task_id != "lab05.4")

@@ -16,8 +16,12 @@ import torch.nn.functional as F
 from torch import fx, nn
 
 from . import Wrong, task
+from .._lang import Bilingual
 from .._text import one_line_error
 from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+
+
+_GUARD_NODE = ("a torch._assert node for mode", "针对 mode 的 torch._assert 节点")
 
 
 def _need_graph_module(got: Any, model: Any, tried: str) -> fx.GraphModule:
@@ -36,7 +40,7 @@ def _need_graph_module(got: Any, model: Any, tried: str) -> fx.GraphModule:
     return got
 
 
-def _compare(label: str, got: Any, want: torch.Tensor, hint: tuple[str, str]) -> None:
+def _compare(label: Bilingual, got: Any, want: torch.Tensor, hint: tuple[str, str]) -> None:
     """The whole result: type, shape, dtype and values."""
     diff = differs(got, want, rtol=1e-4, atol=1e-5)
     if diff is not None:
@@ -47,7 +51,7 @@ _FAILS = ("the traced module fails on a new input.", "追踪得到的模块在�
 _DIFFERS = ("on a new input the result differs from the eager model.", "在新输入上结果与 eager 模型不一致。")
 
 
-def _matches_eager(gm: Any, model: Any, cases: list[tuple[str, tuple[Any, ...]]],
+def _matches_eager(gm: Any, model: Any, cases: list[tuple[Bilingual, tuple[Any, ...]]],
                    fails: tuple[str, str] = _FAILS, differs: tuple[str, str] = _DIFFERS) -> None:
     """Run ``gm`` and the eager ``model`` on each ``(label, args)`` case and compare."""
     for label, args in cases:
@@ -160,22 +164,25 @@ def _concrete_mode(answer: Any) -> None:
                             "FX adds, since it is what refuses a call with another mode (lecture 05, section 2).",
                             "`mode` 已经固定了，但计算图中针对它的 torch._assert 守卫不见了：请保留 FX 加入的守卫，"
                             "正是它拒绝用其他 mode 调用（第 05 讲第 2 节）。",
-                            tried=tried, expected="a torch._assert node for mode", got="a mode_1 placeholder, no guard")
+                            tried=tried, expected=_GUARD_NODE,
+                            got=("a mode_1 placeholder, no guard", "有 placeholder mode_1，却没有守卫"))
             if fixed is None:
                 raise Wrong("the graph has no guard for `mode`: the model was not traced with `mode` fixed "
                             "through concrete_args, which keeps a placeholder `mode_1` and adds a torch._assert "
                             "that refuses other modes (lecture 05, section 2).",
                             "计算图中没有针对 `mode` 的守卫：模型不是通过 concrete_args 固定 `mode` 追踪的——那样 FX "
                             "会保留 placeholder `mode_1`，并加入拒绝其他 mode 的 torch._assert（第 05 讲第 2 节）。",
-                            tried=tried, expected="a torch._assert node for mode", got="no guard")
+                            tried=tried, expected=_GUARD_NODE, got=("no guard", "没有守卫"))
             if fixed != mode:
                 raise Wrong("the graph is specialised to another mode: use the `mode` argument of "
                             "trace_for_mode, not a fixed string.",
                             "计算图被特化成了另一个 mode：请使用 trace_for_mode 的 `mode` 参数，而不是写死的字符串。",
-                            tried=tried, expected=f"specialised to {mode!r}", got=f"specialised to {fixed!r}")
+                            tried=tried, expected=(f"specialised to {mode!r}", f"特化为 {mode!r}"),
+                            got=(f"specialised to {fixed!r}", f"特化为 {fixed!r}"))
             inputs = [make_input(batch) for batch in (2, 5)]
             _matches_eager(
-                gm, model, [(f"{tried}(x of shape {tuple(x.shape)}, {mode!r})", (x, mode)) for x in inputs],
+                gm, model, [((f"{tried}(x of shape {tuple(x.shape)}, {mode!r})",
+                              f"{tried}(形状为 {tuple(x.shape)} 的 x, {mode!r})"), (x, mode)) for x in inputs],
                 fails=("the traced module fails when called as gm(x, mode).",
                        "以 gm(x, mode) 调用追踪得到的模块时失败。"),
                 differs=("on a new input the result differs from the eager model: fix only `mode`, "
@@ -342,7 +349,8 @@ def _leaf_modules(answer: Any) -> None:
                         "leaves; every other module is decided by the tracer's default rule.",
                         "一个可以追踪的自定义模块也成了叶子：只有 leaf_types 的实例是新增的叶子；其他模块都按追踪器"
                         "的默认规则判断。",
-                        tried=tried, expected=f"traced through: {', '.join(sorted(custom))}",
+                        tried=tried, expected=(f"traced through: {', '.join(sorted(custom))}",
+                                              f"追踪展开：{', '.join(sorted(custom))}"),
                         got=f"call_module {', '.join(too_coarse)}")
         kept_whole = sorted(set(called) - leaves - default - custom)
         if kept_whole:
@@ -362,14 +370,16 @@ def _leaf_modules(answer: Any) -> None:
                         "torch.nn 中的层被追踪展开了，而不是各自保持为一个 call_module：不属于 leaf_types 的模块应当"
                         "得到追踪器的默认回答——默认规则会把 torch.nn 的层保留为叶子。",
                         tried=tried, expected=f"call_module {', '.join(sorted(default))}",
-                        got=f"call_module {', '.join(sorted(called)) or '(none)'}")
+                        got=f"call_module {', '.join(sorted(called))}" if called
+                        else ("call_module (none)", "没有 call_module 节点"))
         for leaf in sorted(leaves):
             count = called.count(leaf)
             if count != 1:
                 raise Wrong("each leaf-type submodule should be exactly one call_module node.",
                             "每个属于 leaf_types 的子模块都应当恰好是一个 call_module 节点。",
-                            tried=tried, expected=f"1 call_module node for {leaf!r}",
-                            got=f"{count} node(s); call_module targets: {', '.join(called)}")
+                            tried=tried, expected=(f"1 call_module node for {leaf!r}", f"{leaf!r} 对应 1 个 call_module 节点"),
+                            got=(f"{count} node(s); call_module targets: {', '.join(called)}",
+                                 f"{count} 个节点；call_module 的 target：{', '.join(called)}"))
         gen = torch.Generator().manual_seed(7)
         _matches_eager(gm, model, [(f"{tried}(x * {scale})", (scale * torch.randn(3, 4, generator=gen),))
                                    for scale in (0.05, 5.0)])
@@ -468,7 +478,8 @@ def _helper_leaf(answer: Any) -> None:
             raise Wrong("every call of the helper should be one call_function node whose target is the "
                         "helper itself (the function object passed to trace_keeping).",
                         "辅助函数的每次调用都应当是一个 call_function 节点，其 target 就是该函数本身（即传给 trace_keeping 的函数对象）。",
-                        tried=tried, expected=f"{calls} call_function node(s) for {fn.__name__}",
+                        tried=tried, expected=(f"{calls} call_function node(s) for {fn.__name__}",
+                                               f"{fn.__name__} 对应 {calls} 个 call_function 节点"),
                         got=f"{count}")
         others = sorted({n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"
                          and n.target is not fn and getattr(n.target, "__module__", None) == fn.__module__})
@@ -479,9 +490,11 @@ def _helper_leaf(answer: Any) -> None:
                         f"{', '.join(others)} 也成了 call_function 节点，而只有 {fn.__name__}（传给 trace_keeping 的函数）"
                         "应当保留为整体：请只保留这一个函数对象，而不是它所在模块的所有函数；其余部分都像 symbolic_trace "
                         "那样被追踪展开。",
-                        tried=tried, expected=f"only {fn.__name__} kept as call_function",
-                        got=f"also {', '.join(others)}")
-        _matches_eager(gm, model, [(f"{tried}(x of shape {shape})", (torch.randn(*shape, generator=gen),))
+                        tried=tried, expected=(f"only {fn.__name__} kept as call_function",
+                                               f"只有 {fn.__name__} 保留为 call_function"),
+                        got=(f"also {', '.join(others)}", f"还有 {', '.join(others)}"))
+        _matches_eager(gm, model, [((f"{tried}(x of shape {shape})", f"{tried}(形状为 {shape} 的 x)"),
+                                    (torch.randn(*shape, generator=gen),))
                                    for shape in shapes])
 
 
@@ -588,7 +601,7 @@ def _position_ids_fx(answer: Any) -> None:
                         tried=f"symbolic_trace(position_ids_fx)(tensor({lengths.tolist()}))",
                         got=one_line_error(exc)) from None
 
-    run_probes(traced, _position_ids, probes, mistakes=_POSITION_MISTAKES, what="the traced function",
+    run_probes(traced, _position_ids, probes, mistakes=_POSITION_MISTAKES, what="symbolic_trace(position_ids_fx)",
                generic=("the result differs from position_ids: each row holds 0, 1, ... up to its length "
                         "minus one, then -1 up to this input's largest length.",
                         "结果与 position_ids 不一致：每一行依次是 0、1……直到该行长度减一，之后直到当前输入的最大长度都是 -1。"))
