@@ -16,22 +16,47 @@ from ._text import scrub
 
 __all__ = ["describe", "differs"]
 
+# The words of each message in English and 中文; ``lang="zh"`` picks the 中文 ones (the
+# default stays English, which is what the lab checkers show in every mode).
+_EN = {
+    "shape": "{w}: shape {g}, {e} {x}", "dtype": "{w}: dtype {g}, {e} {x}", "device": "{w}: on {g}, {e} {x}",
+    "values": "{w}: values differ", "at": "{w}: at index {i} got {g}, {e} {x}",
+    "nan": "{w}: NaN where a number was expected (or the reverse) at index {i}: got {g}, {e} {x}",
+    "close": "{w}: at index {i} got {g}, {e} {x} (max abs difference {d})", "pair": "{w}: {g}, {e} {x}",
+    "number": "{w}: {g} ({t}), {e} {x}", "keys": "{w}: keys {g}, {e} {x}", "items": "{w}: {g} items, {e} {x}",
+}
+_ZH = {
+    "shape": "{w}：形状 {g}，{e} {x}", "dtype": "{w}：dtype {g}，{e} {x}", "device": "{w}：在 {g} 上，{e} {x}",
+    "values": "{w}：数值不同", "at": "{w}：索引 {i} 处得到 {g}，{e} {x}",
+    "nan": "{w}：索引 {i} 处该是数字的地方出现了 NaN（或反过来）：得到 {g}，{e} {x}",
+    "close": "{w}：索引 {i} 处得到 {g}，{e} {x}（最大绝对误差 {d}）", "pair": "{w}：{g}，{e} {x}",
+    "number": "{w}：{g}（{t}），{e} {x}", "keys": "{w}：键 {g}，{e} {x}", "items": "{w}：{g} 项，{e} {x} 项",
+}
 
-def describe(value: Any) -> str:
-    """A short, address-free description of a value: type, and shape/dtype for tensors.
+
+def describe(value: Any, lang: str = "en") -> str:
+    """A short, address-free description of a value: type, and shape/dtype for tensors
+    (``lang="zh"``: in 中文).
 
     >>> import torch
     >>> describe(torch.zeros(2, 3))
     'tensor of shape (2, 3), torch.float32'
     >>> describe([1, 2])
     'list of 2 items'
+    >>> describe(torch.zeros(2, 3), lang="zh")
+    '形状为 (2, 3) 的张量，torch.float32'
     """
+    zh = lang == "zh"
     if isinstance(value, torch.Tensor):
+        if zh:
+            return f"形状为 {tuple(value.shape)} 的张量，{value.dtype}"
         return f"tensor of shape {tuple(value.shape)}, {value.dtype}"
     if isinstance(value, (list, tuple)):
+        if zh:
+            return f"含 {len(value)} 项的 {type(value).__name__}"
         return f"{type(value).__name__} of {len(value)} items"
     if isinstance(value, dict):
-        return f"dict with keys {_keys(value)}"
+        return f"键为 {_keys(value)} 的 dict" if zh else f"dict with keys {_keys(value)}"
     if value is None or isinstance(value, (bool, int, float, str)):
         text = repr(value)
         return text if len(text) <= 80 else text[:79] + "…"
@@ -39,39 +64,40 @@ def describe(value: Any) -> str:
 
 
 def _tensor_diff(got: torch.Tensor, want: torch.Tensor, where: str, rtol: float, atol: float,
-                 expected: str) -> str | None:
+                 expected: str, say: dict[str, str]) -> str | None:
     if got.shape != want.shape:
-        return f"{where}: shape {tuple(got.shape)}, {expected} {tuple(want.shape)}"
+        return say["shape"].format(w=where, g=tuple(got.shape), e=expected, x=tuple(want.shape))
     if got.dtype != want.dtype:
-        return f"{where}: dtype {got.dtype}, {expected} {want.dtype}"
+        return say["dtype"].format(w=where, g=got.dtype, e=expected, x=want.dtype)
     if got.device != want.device:
-        return f"{where}: on {got.device}, {expected} {want.device}"
+        return say["device"].format(w=where, g=got.device, e=expected, x=want.device)
     if got.layout != want.layout or got.is_quantized or want.is_quantized:
-        return None if torch.equal(got, want) else f"{where}: values differ"
+        return None if torch.equal(got, want) else say["values"].format(w=where)
     g, w = got.detach(), want.detach()
     if not (g.is_floating_point() or g.is_complex()):
         if torch.equal(g, w):
             return None
-        bad = (g != w).nonzero()[0].tolist()
-        return f"{where}: at index {tuple(bad)} got {g[tuple(bad)].item()!r}, {expected} {w[tuple(bad)].item()!r}"
+        bad = tuple((g != w).nonzero()[0].tolist())
+        return say["at"].format(w=where, i=bad, g=repr(g[bad].item()), e=expected, x=repr(w[bad].item()))
     g_nan, w_nan = torch.isnan(g), torch.isnan(w)
     if not torch.equal(g_nan, w_nan):
-        index = (g_nan != w_nan).nonzero()[0].tolist()
-        return (f"{where}: NaN where a number was expected (or the reverse) at index {tuple(index)}: "
-                f"got {g[tuple(index)].item():.4g}, {expected} {w[tuple(index)].item():.4g}")
+        index = tuple((g_nan != w_nan).nonzero()[0].tolist())
+        return say["nan"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
+                                 x=f"{w[index].item():.4g}")
     ok = torch.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     if bool(ok.all()):
         return None
-    index = (~ok).nonzero()[0].tolist()
+    index = tuple((~ok).nonzero()[0].tolist())
     finite = ~(g_nan | torch.isinf(g) | torch.isinf(w))
     worst = float((g - w)[finite].abs().max()) if bool(finite.any()) else math.inf
-    return (f"{where}: at index {tuple(index)} got {g[tuple(index)].item():.4g}, {expected} "
-            f"{w[tuple(index)].item():.4g} (max abs difference {worst:.3g})")
+    return say["close"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
+                               x=f"{w[index].item():.4g}", d=f"{worst:.3g}")
 
 
 def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, where: str = "result",
-            expected: str = "expected") -> str | None:
-    """``None`` when ``got`` equals ``want`` as a whole, else one line saying where and how they differ.
+            expected: str = "expected", lang: str = "en") -> str | None:
+    """``None`` when ``got`` equals ``want`` as a whole, else one line saying where and how they differ
+    (``lang="zh"``: in 中文; pass ``where`` and ``expected`` in 中文 too).
 
     Compares types (a tuple is not a list, an int is not a float), tensors by shape, dtype,
     device, NaN positions and values, dicts by keys then values, sequences by length then
@@ -88,45 +114,50 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
     "result: keys ['a'], expected ['a', 'b']"
     >>> differs(torch.ones(2, dtype=torch.float64), torch.ones(2))
     'result: dtype torch.float64, expected torch.float32'
+    >>> differs([torch.ones(2)], [torch.zeros(2)], where="结果", expected="期望", lang="zh")
+    '结果[0]：索引 (0,) 处得到 1，期望 0（最大绝对误差 1）'
     """
+    say = _ZH if lang == "zh" else _EN
+    d = (lambda v: describe(v, lang))  # noqa: E731
+    again = dict(rtol=rtol, atol=atol, expected=expected, lang=lang)
     if isinstance(want, torch.Tensor):
         if not isinstance(got, torch.Tensor):
-            return f"{where}: {describe(got)}, {expected} {describe(want)}"
-        return _tensor_diff(got, want, where, rtol, atol, expected)
+            return say["pair"].format(w=where, g=d(got), e=expected, x=d(want))
+        return _tensor_diff(got, want, where, rtol, atol, expected, say)
     if isinstance(want, bool) or isinstance(got, bool):
         if type(got) is not type(want) or got != want:
-            return f"{where}: {got!r}, {expected} {want!r}"
+            return say["pair"].format(w=where, g=repr(got), e=expected, x=repr(want))
         return None
     if isinstance(want, (int, float)) and not isinstance(want, bool):
         if type(got) is not type(want):
-            return f"{where}: {_a(got)} ({describe(got)}), {expected} {_a(want)}"
+            return say["number"].format(w=where, g=_a(got, lang), t=d(got), e=expected, x=_a(want, lang))
         if isinstance(want, float) and (math.isnan(want) or math.isnan(got)):
-            return None if math.isnan(want) and math.isnan(got) else f"{where}: {got!r}, {expected} {want!r}"
+            return (None if math.isnan(want) and math.isnan(got)
+                    else say["pair"].format(w=where, g=repr(got), e=expected, x=repr(want)))
         if got == want or (isinstance(want, float) and math.isclose(got, want, rel_tol=rtol, abs_tol=atol)):
             return None
-        return f"{where}: {got!r}, {expected} {want!r}"
+        return say["pair"].format(w=where, g=repr(got), e=expected, x=repr(want))
     if type(got) is not type(want):
-        return f"{where}: {_a(got)}, {expected} {_a(want)}"
+        return say["pair"].format(w=where, g=_a(got, lang), e=expected, x=_a(want, lang))
     if isinstance(want, dict):
         if set(got) != set(want):
-            return f"{where}: keys {_keys(got)}, {expected} {_keys(want)}"
+            return say["keys"].format(w=where, g=_keys(got), e=expected, x=_keys(want))
         for key in want:
-            diff = differs(got[key], want[key], rtol=rtol, atol=atol, expected=expected, where=f"{where}[{key!r}]")
+            diff = differs(got[key], want[key], where=f"{where}[{key!r}]", **again)
             if diff:
                 return diff
         return None
     if isinstance(want, (list, tuple)):
         if len(got) != len(want):
-            return f"{where}: {len(got)} items, {expected} {len(want)}"
+            return say["items"].format(w=where, g=len(got), e=expected, x=len(want))
         for i, (g, w) in enumerate(zip(got, want)):
-            diff = differs(g, w, rtol=rtol, atol=atol, expected=expected, where=f"{where}[{i}]")
+            diff = differs(g, w, where=f"{where}[{i}]", **again)
             if diff:
                 return diff
         return None
     if dataclasses.is_dataclass(want) and not isinstance(want, type):
         for f in dataclasses.fields(want):
-            diff = differs(getattr(got, f.name), getattr(want, f.name), rtol=rtol, atol=atol, expected=expected,
-                           where=f"{where}.{f.name}")
+            diff = differs(getattr(got, f.name), getattr(want, f.name), where=f"{where}.{f.name}", **again)
             if diff:
                 return diff
         return None
@@ -134,7 +165,7 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
         same = bool(got == want)
     except Exception:  # objects whose == is not a truth value
         same = got is want
-    return None if same else f"{where}: {describe(got)}, {expected} {describe(want)}"
+    return None if same else say["pair"].format(w=where, g=d(got), e=expected, x=d(want))
 
 
 def _keys(d: dict) -> str:
@@ -142,7 +173,9 @@ def _keys(d: dict) -> str:
     return "[" + ", ".join(sorted(map(repr, d))) + "]"
 
 
-def _a(value: Any) -> str:
-    """``a list``, ``an int``: the type of ``value`` with its article."""
+def _a(value: Any, lang: str = "en") -> str:
+    """``a list``, ``an int``: the type of ``value`` with its article (in 中文: ``list 类型``)."""
     name = type(value).__name__
+    if lang == "zh":
+        return f"{name} 类型"
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
