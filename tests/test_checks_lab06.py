@@ -7,7 +7,7 @@ import torch
 import torch._dynamo
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
-from checking import expect_passed, expect_wrong, solution
+from checking import expect_one_language, expect_passed, expect_wrong, solution
 from fxcourse import check, hint
 from fxcourse.checks import task_ids
 from fxcourse.checks.lab06 import PUZZLES, graphs_and_breaks, puzzle_input
@@ -362,3 +362,21 @@ def test_lab06_4_every_resume_global_of_the_module_is_named():
                       if name.startswith("__resume_at"))
     result = expect_wrong("lab06.4", every_global)
     assert "other functions" in result.en and "其他函数的恢复函数" in result.zh and "_no_break" in result.tried
+
+
+# -- one language at a time ----------------------------------------------------------------------
+ONE_WRONG_ANSWER = {
+    "lab06.1": _predict(f3=(2, 1)),
+    "lab06.2": _guards(passes=(torch.randn(2, 3), 5, "double")),
+    "lab06.3": lambda fn, calls: tuple(_sizes(fn, calls)),
+    "lab06.4": lambda fn, *args: tuple(_walk(fn, *args)),
+}
+
+
+def test_every_lab06_task_has_a_wrong_answer_read_in_one_language():
+    assert sorted(ONE_WRONG_ANSWER) == [t for t in task_ids() if t.startswith("lab06.")]
+
+
+@pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
+def test_lab06_feedback_reads_in_one_language(task_id, monkeypatch):
+    expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)

@@ -271,8 +271,10 @@ def _predict(answer: Any) -> None:
     if off_en:
         raise Wrong(f"{len(off_en)} of {len(PUZZLES)} predictions are off. " + " | ".join(off_en),
                     f"{len(PUZZLES)} 个预测中有 {len(off_en)} 个不对。" + " | ".join(off_zh),
-                    tried="torch.compile(f) called once on x, for each function",
-                    expected="the graphs Dynamo compiles and the graph breaks it takes",
+                    tried=("torch.compile(f) called once on x, for each function",
+                           "对每个函数，用 x 调用一次 torch.compile(f)"),
+                    expected=("the graphs Dynamo compiles and the graph breaks it takes",
+                              "Dynamo 编译出的计算图，以及它遇到的图中断"),
                     got="; ".join(got))
 
 
@@ -378,6 +380,10 @@ def _shared_in_place(inputs: dict[str, Any], key: str) -> bool:
             and any(k != key and isinstance(v, tuple) and v and v[0] is x for k, v in inputs.items()))
 
 
+_NO_RECOMPILE = ("no recompile", "不重新编译")
+_A_RECOMPILE = ("a recompile", "重新编译了一次")
+
+
 @task("lab06.2", "inputs that fail, and pass, the guards", "让守卫失败与通过的输入", hints=[
     ("Read the three guards printed above the exercise: each one looks at a single argument. Which property "
      "of that argument does it compare?",
@@ -408,12 +414,14 @@ def _guards(answer: Any) -> None:
         args = inputs[key]
         for other in _ARGS:  # change one argument at a time: only `name` may fail its guard
             recompiled, reasons = _recompiles(key, _alone(args, other))
-            tried = f"{key}: scale{_show(_alone(args, other))} (only {other} taken from your tuple)"
+            tried = (f"{key}: scale{_show(_alone(args, other))} (only {other} taken from your tuple)",
+                     f"{key}：scale{_show(_alone(args, other))}（只取了你的 tuple 中的 {other}）")
             if other == name and not recompiled:
                 en, zh = _STILL_PASSES[name]
                 raise Wrong(f"{key} did not make the call recompile: its {name} still passes the guard. {en}",
                             f"{key} 没有触发重新编译：它的 {name} 仍然通过了守卫。{zh}",
-                            tried=tried, expected=f"a failed guard on {name}", got="the cache entry was reused")
+                            tried=tried, expected=(f"a failed guard on {name}", f"{name} 的守卫失败"),
+                            got=("the cache entry was reused", "复用了缓存条目"))
             if other != name and recompiled:
                 if other == "x" and _shared_in_place(inputs, key):
                     en, zh = ("its x is a tensor changed in place with requires_grad_() and shared with another "
@@ -425,8 +433,8 @@ def _guards(answer: Any) -> None:
                             f"Keep {other} exactly as in the first call.",
                             f"{key} 不只让 {name} 的守卫失败，也让 {other} 的守卫失败了：{zh}"
                             f"请让 {other} 与第一次调用时完全相同。",
-                            tried=tried, expected=f"no failed guard on {other}",
-                            got="; ".join(reasons) or "a recompile")
+                            tried=tried, expected=(f"no failed guard on {other}", f"{other} 的守卫没有失败"),
+                            got="; ".join(reasons) or _A_RECOMPILE)
     passes = inputs["passes"]
     for other in _ARGS:
         recompiled, reasons = _recompiles("passes", _alone(passes, other))
@@ -436,19 +444,20 @@ def _guards(answer: Any) -> None:
                             "它的 x 通过另一组参数被 requires_grad_() 原地修改了。"))
             raise Wrong(f"passes made the call recompile: it fails the guard on {other}. {en}",
                         f"passes 触发了重新编译：它让 {other} 的守卫失败了。{zh}",
-                        tried=f"passes: scale{_show(_alone(passes, other))} (only {other} taken from your tuple)",
-                        expected="no recompile", got="; ".join(reasons) or "a recompile")
+                        tried=(f"passes: scale{_show(_alone(passes, other))} (only {other} taken from your tuple)",
+                               f"passes：scale{_show(_alone(passes, other))}（只取了你的 tuple 中的 {other}）"),
+                        expected=_NO_RECOMPILE, got="; ".join(reasons) or _A_RECOMPILE)
     recompiled, reasons = _recompiles("passes", passes)
     if recompiled:
         raise Wrong("passes made the call recompile.", "passes 触发了重新编译。", tried=f"passes: scale{_show(passes)}",
-                    expected="no recompile", got="; ".join(reasons) or "a recompile")
+                    expected=_NO_RECOMPILE, got="; ".join(reasons) or _A_RECOMPILE)
     x = passes[0]
     if isinstance(x, torch.Tensor) and torch.equal(x.detach(), scale_args()[0]):
         raise Wrong("passes reuses the cache entry, but x holds the same values as in the first call; give x "
                     "new values to show that guards do not look at them.",
                     "passes 复用了缓存条目，但 x 的数值与第一次调用时相同；请给 x 换上新的数值，说明守卫不检查数值。",
-                    tried=f"passes: scale{_show(passes)}", expected="x with other values",
-                    got="x equal to the first call's x")
+                    tried=f"passes: scale{_show(passes)}", expected=("x with other values", "数值不同的 x"),
+                    got=("x equal to the first call's x", "x 与第一次调用时的 x 相同"))
 
 
 # -- exercise 3: count cache entries -----------------------------------------------------
@@ -576,7 +585,8 @@ def _cache_sizes(answer: Any) -> None:
         if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
                 or len(got) != len(calls):
             raise Wrong("return a list with one count (an int) per call.", "请返回一个 list，每次调用对应一个计数（整数）。",
-                        tried=tried, expected=f"a list of {len(calls)} ints", got=describe(got))
+                        tried=tried, expected=(f"a list of {len(calls)} ints", f"由 {len(calls)} 个整数组成的 list"),
+                        got=describe(got))
         if got == want:
             continue
         for matches, en, zh in _CACHE_MISTAKES:
@@ -690,7 +700,8 @@ def _resume(answer: Any) -> None:
         tried = f"resume_names({label}, torch.ones(2, 3))"
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
             raise Wrong("return a list of names (str).", "请返回由名字（str）组成的 list。",
-                        tried=tried, expected=f"a list of {len(want)} str", got=describe(got))
+                        tried=tried, expected=(f"a list of {len(want)} str", f"由 {len(want)} 个 str 组成的 list"),
+                        got=describe(got))
         if got == want:
             continue
         for matches, en, zh in _RESUME_MISTAKES:
