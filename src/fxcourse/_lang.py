@@ -136,10 +136,18 @@ class LanguageChoice:
     def _repr_html_(self) -> str:
         import html
 
-        # One style element with a fixed id: a later call replaces the earlier rule in
-        # the browser, because each call's output carries the whole rule set.
-        css = HIDE_CSS[self.lang]
-        style = f'<style id="fxcourse-language">{css}</style>' if css else '<style id="fxcourse-language"></style>'
+        # The rules apply to the notebook holding this output only (:has), and say for both
+        # languages whether they show, so they also undo course.sh's custom CSS. Every call's
+        # rules have the same specificity: where a notebook holds several calls' outputs, the
+        # lowest one on the page wins. Cells JupyterLab hides itself (under a collapsed
+        # heading: lm-mod-hidden) stay hidden.
+        scope = f'.jp-Notebook:has(.fxcourse-language[data-lang="{self.lang}"])'
+        rules = []
+        for tag in ("en", "zh"):
+            shown = self.lang in (tag, "both")
+            rules.append(f"{scope} .jp-Cell.cell-tag-lang-{tag}:not(.lm-mod-hidden) "
+                         f"{{ display: {'revert' if shown else 'none'} !important; }}")
+        style = '<style class="fxcourse-language-style">' + "\n".join(rules) + "</style>"
         return f'{style}<div class="fxcourse-language" data-lang="{self.lang}">{html.escape(self.to_text())}</div>'
 
 
