@@ -33,7 +33,7 @@ def test_torchvision_nms_mismatch_is_diagnosed_with_the_fix(tmp_path):
     assert not report.healthy
     (tv,) = [f for f in report.findings if f.name == "torchvision"]
     assert not tv.ok and "does not match torch 2.13.0+cpu" in tv.en and "不匹配" in tv.zh
-    assert "!=2.13.0+cpu" in tv.fix
+    assert "!=2.13.0+cpu" in tv.fix[0] and "!=2.13.0+cpu" in tv.fix[1]
     text = report.to_text()
     assert "FAIL torchvision" in text and "fix / 修复" in text and "problem(s) found" in text
 
@@ -49,7 +49,7 @@ def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no g++ / c++ / clang++ here
     report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
     (cxx,) = [f for f in report.findings if f.name == "C++ compiler"]
-    assert not cxx.ok and "apt-get install g++" in cxx.fix
+    assert not cxx.ok and "apt-get install g++" in cxx.fix[0] and "安装 g++" in cxx.fix[1]
 
 
 def test_other_torchvision_errors_keep_their_message():
@@ -68,7 +68,40 @@ def test_missing_dot_and_fonts_say_how_to_install_them(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no fc-list here
     report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
     found = {f.name: f for f in report.findings}
-    assert not found["graphviz"].ok and "apt-get install graphviz" in found["graphviz"].fix
-    assert "conda install -c conda-forge graphviz" in found["graphviz"].fix and "请安装 Graphviz" in found["graphviz"].zh
-    assert not found["CJK font"].ok and "fonts-noto-cjk" in found["CJK font"].fix and "中文字体" in found["CJK font"].zh
+    en_fix, zh_fix = found["graphviz"].fix
+    assert not found["graphviz"].ok and "apt-get install graphviz" in en_fix
+    assert "conda install -c conda-forge graphviz" in en_fix and "请安装 Graphviz" in zh_fix
+    assert "未找到 `dot`" in found["graphviz"].zh
+    en_fix, zh_fix = found["CJK font"].fix
+    assert not found["CJK font"].ok and "fonts-noto-cjk" in en_fix and "fonts-noto-cjk" in zh_fix
+    assert "中文字体" in found["CJK font"].zh
     assert "FAIL graphviz" in report.to_text()
+
+
+def test_report_speaks_the_chosen_language(tmp_path, monkeypatch):
+    """FXCOURSE_LANG=en gives no 中文 at all, zh no English words of ours (fix lines included)."""
+    import re
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no fc-list, no compiler: fix lines appear
+    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    english = report.to_text()
+    assert "fix: install Graphviz" in english and not re.search(r"[\u4e00-\u9fff]", english)
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    chinese = report.to_text()
+    assert "修复：请安装 Graphviz" in chinese and "环境检查" in chinese
+    for word in ("fix", "not found", "tested", "problem", "healthy", "(or run"):
+        assert word not in chinese, word
+    monkeypatch.setenv("FXCOURSE_LANG", "both")
+    both = report.to_text()
+    assert "fix / 修复: install Graphviz" in both and " / 请安装 Graphviz" in both
+
+
+def test_an_unknown_language_is_named(monkeypatch):
+    from fxcourse.doctor import _language_finding
+
+    monkeypatch.setenv("FXCOURSE_LANG", "klingon")
+    finding = _language_finding()
+    assert not finding.ok and "'klingon'" in finding.en and "en, zh or both" in finding.fix[0]
+    monkeypatch.setenv("FXCOURSE_LANG", "zh_CN")
+    assert _language_finding().ok

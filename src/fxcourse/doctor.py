@@ -13,12 +13,15 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from ._lang import ENV, Bilingual, current, normalise, pick, text
+
 __all__ = ["TESTED", "Finding", "Report", "diagnose", "diagnose_torchvision_error"]
 
 TESTED = {"python": "3.11", "torch": "2.13.0", "torchvision": "0.28.0", "depyf": "0.20.0",
           "nbval": "0.11", "jupyterlab": "4.6"}
-REINSTALL = ("pip install --force-reinstall 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'"
-             "  (or run scripts/setup.sh again)")
+_REINSTALL_CMD = "pip install --force-reinstall 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'"
+REINSTALL = (f"{_REINSTALL_CMD}  (or run scripts/setup.sh again)",
+             f"{_REINSTALL_CMD}（或重新运行 scripts/setup.sh）")
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class Finding:
     ok: bool
     en: str
     zh: str
-    fix: str = ""
+    fix: Bilingual = ""  # a command alone, or an (English, 中文) pair
 
 
 @dataclass
@@ -39,16 +42,21 @@ class Report:
         return all(f.ok for f in self.findings)
 
     def to_text(self) -> str:
-        lines = ["fxcourse doctor — environment check / 环境检查"]
+        lang = current()
+        lines = ["fxcourse doctor — " + pick("environment check", "环境检查")]
         for f in self.findings:
             mark = "ok  " if f.ok else "FAIL"
-            lines.append(f"  {mark} {f.name}: {f.en}")
-            lines.append(f"       {' ' * len(f.name)}  {f.zh}")
+            if lang == "both":
+                lines.append(f"  {mark} {f.name}: {f.en}")
+                lines.append(f"       {' ' * len(f.name)}  {f.zh}")
+            else:
+                lines.append(f"  {mark} {f.name}: {f.en if lang == 'en' else f.zh}")
             if f.fix:
-                lines.append(f"       fix / 修复: {f.fix}")
-        verdict = ("healthy: everything the course needs is here / 环境正常：课程所需一切就绪"
+                lines.append(f"       {pick('fix', '修复', sep=' / ')}{'：' if lang == 'zh' else ': '}{text(f.fix)}")
+        problems = sum(not f.ok for f in self.findings)
+        verdict = (pick("healthy: everything the course needs is here", "环境正常：课程所需一切就绪")
                    if self.healthy else
-                   f"{sum(not f.ok for f in self.findings)} problem(s) found / 发现问题，请按上面的修复方法处理")
+                   pick(f"{problems} problem(s) found", f"发现 {problems} 个问题，请按上面的修复方法处理"))
         lines.append(verdict)
         return "\n".join(lines)
 
@@ -104,8 +112,10 @@ print(json.dumps(out))
 # Lecture 10's lowering stack: imported in a child process (torch_mlir imports torch).
 LOWERING = {"torch-mlir": ("torch_mlir.fx", "20261001"), "iree-base-compiler": ("iree.compiler", "3.13.0"),
             "iree-base-runtime": ("iree.runtime", "3.13.0"), "ml_dtypes": ("ml_dtypes", None)}
-LOWERING_FIX = ("pip install 'torch-mlir==20261001' 'iree-base-compiler==3.13.0' 'iree-base-runtime==3.13.0' "
-                "ml_dtypes  (after torch; or run scripts/setup.sh again)")
+_LOWERING_CMD = ("pip install 'torch-mlir==20261001' 'iree-base-compiler==3.13.0' 'iree-base-runtime==3.13.0' "
+                 "ml_dtypes")
+LOWERING_FIX = (f"{_LOWERING_CMD}  (after torch; or run scripts/setup.sh again)",
+                f"{_LOWERING_CMD}（在 torch 之后安装；或重新运行 scripts/setup.sh）")
 _LOWERING_PROBE = r"""
 import importlib, json
 errors = {}
@@ -164,7 +174,8 @@ def diagnose(python: str = sys.executable) -> Report:
     py = platform.python_version()
     supported = (3, 10) <= sys.version_info[:2] <= (3, 13)  # pyproject's requires-python
     add(Finding("python", supported, f"{py} (tested: {TESTED['python']})", f"{py}（已测试：{TESTED['python']}）",
-                "" if supported else "use Python 3.11 (3.10–3.13 are supported)"))
+                "" if supported else ("use Python 3.11 (3.10–3.13 are supported)",
+                                      "请使用 Python 3.11（支持 3.10–3.13）")))
     probe = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=300)
     try:
         found = json.loads(probe.stdout.strip().splitlines()[-1])
@@ -192,7 +203,8 @@ def diagnose(python: str = sys.executable) -> Report:
                 "none found; torch.compile's default backend (Inductor) needs one on CPU",
                 f"找到 {compiler}（Inductor 的 CPU 后端需要编译 C++）" if compiler else
                 "未找到；torch.compile 默认后端 Inductor 在 CPU 上需要 C++ 编译器",
-                "" if compiler else "install g++ (Debian/Ubuntu: apt-get install g++)"))
+                "" if compiler else ("install g++ (Debian/Ubuntu: apt-get install g++)",
+                                     "安装 g++（Debian/Ubuntu：apt-get install g++）")))
     add(_graphviz_finding())
     add(_cjk_font_finding())
     for dist in ("depyf", "nbval", "jupyterlab"):
@@ -200,8 +212,10 @@ def diagnose(python: str = sys.executable) -> Report:
         ok = v is not None and _matches(v, TESTED[dist])
         add(Finding(dist, ok, f"{v} (tested: {TESTED[dist]})" if v else "not installed",
                     f"{v}（已测试：{TESTED[dist]}）" if v else "未安装",
-                    "" if ok else "run scripts/setup.sh (or pip install -e .)"))
+                    "" if ok else ("run scripts/setup.sh (or pip install -e .)",
+                                   "运行 scripts/setup.sh（或 pip install -e .）")))
     report.findings.extend(lowering_findings(python))
+    add(_language_finding())
     return report
 
 
@@ -224,7 +238,7 @@ def _graphviz_finding() -> Finding:
     what = "`dot` found but it does not run" if dot else "`dot` not found"
     what_zh = "找到 `dot` 但无法运行" if dot else "未找到 `dot`"
     return Finding("graphviz", False, f"{what}: fxcourse.draw cannot render pictures",
-                   f"{what_zh}：fxcourse.draw 无法绘图。{zh}", en)
+                   f"{what_zh}：fxcourse.draw 无法绘图。", (en, zh))
 
 
 def _cjk_font_finding() -> Finding:
@@ -239,9 +253,34 @@ def _cjk_font_finding() -> Finding:
             fonts = ""
     families = sorted({line.split(",")[0].strip() for line in fonts.splitlines() if line.strip()})
     if families:
-        return Finding("CJK font", True, f"{families[0]} (plots show 中文 labels)",
+        return Finding("CJK font", True, f"{families[0]} (plots show Chinese labels)",
                        f"{families[0]}（图表可显示中文标签）")
     return Finding("CJK font", False, "no Chinese font found: plots show their English labels only",
                    "未找到中文字体：图表只显示英文标签",
-                   "install a CJK font: Debian/Ubuntu `sudo apt-get install fonts-noto-cjk` "
-                   "(or run scripts/setup.sh again)")
+                   ("install a CJK font: Debian/Ubuntu `sudo apt-get install fonts-noto-cjk` "
+                    "(or run scripts/setup.sh again)",
+                    "安装中文字体：Debian/Ubuntu 上运行 `sudo apt-get install fonts-noto-cjk`"
+                    "（或重新运行 scripts/setup.sh）"))
+
+
+def _language_finding() -> Finding:
+    """The reader's language (``FXCOURSE_LANG``) and what one-language reading needs in
+    JupyterLab: cell tags as CSS classes, and the 中文 interface."""
+    import os
+
+    raw = os.environ.get(ENV)
+    chosen = normalise(raw)
+    missing = [d for d in ("jupyterlab-celltagsclasses", "jupyterlab-language-pack-zh-CN") if _version(d) is None]
+    if chosen is None:
+        return Finding("language", False, f"{ENV}={raw!r} is not a language the course knows; reading both",
+                       f"{ENV}={raw!r} 不是课程支持的语言；按中英文对照显示",
+                       (f"set {ENV} to en, zh or both", f"把 {ENV} 设为 en、zh 或 both"))
+    names = {"en": ("English only", "只显示英文"), "zh": ("Chinese only", "只显示中文"),
+             "both": ("English and Chinese", "中英文对照")}
+    en, zh = names[chosen]
+    if missing:
+        return Finding("language", False, f"{en}; JupyterLab cannot show one language: {', '.join(missing)} missing",
+                       f"{zh}；JupyterLab 无法只显示一种语言：缺少 {', '.join(missing)}",
+                       ("run scripts/setup.sh again", "重新运行 scripts/setup.sh"))
+    return Finding("language", True, f"{en} ({ENV}; `bash scripts/course.sh --lang zh` reads Chinese only)",
+                   f"{zh}（{ENV}；`bash scripts/course.sh --lang en` 只显示英文）")

@@ -2,7 +2,8 @@
 
 Every message has three parts: what was passed, what is accepted, and how to fix it,
 so that a learner never has to read an internal traceback to know what to do next.
-Like every message of the course it is one line, English first, then `` / `` and 中文.
+Like every message of the course it is one line in the reader's language (``FXCOURSE_LANG``
+or ``fxcourse.language()``): English, 中文, or both as English, `` / ``, 中文.
 """
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ def describe(value: object, limit: int = 80) -> str:
 class FxCourseError(Exception):
     """Raised for anything a learner can pass wrongly.
 
-    The message is one line: the English sentence, `` / ``, then the 中文 one (``zh``).
-    Without ``zh`` the 中文 half points to the parts of the English sentence (got, expected, Fix).
+    The message is one line in the reader's language: the English sentence, the 中文 one
+    (``zh``), or by default both, joined by `` / ``. Without ``zh`` the 中文 sentence points to
+    the parts of the English one (got, expected, Fix); every error the library raises passes
+    ``zh``. ``en`` and ``zh`` stay available on the exception.
 
     >>> err = FxCourseError(got="None", accepted="an fx.GraphModule", fix="pass the traced module",
     ...                     zh="收到 None；需要 fx.GraphModule。修复：传入符号追踪得到的模块。")
@@ -63,4 +66,6 @@ class FxCourseError(Exception):
         self.en = f"{prefix}got {got}; expected {accepted}. Fix: {fix_text}"
         self.zh = zh if zh else (f"{where}：" if where else "") + (
             "输入不被接受：收到了什么见 got，可接受什么见 expected，怎样修复见 Fix。")
-        super().__init__(f"{self.en} / {self.zh}")
+        from ._lang import pick
+
+        super().__init__(pick(self.en, self.zh))
