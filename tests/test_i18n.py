@@ -74,7 +74,10 @@ def test_export_keeps_one_language_with_code_and_outputs(tmp_path):
     assert out.backup is None
     exported = nbformat.read(out.path, as_version=4)
     assert [c.source for c in exported.cells if c.cell_type == "markdown"] == ["# 标题", "## 部分\n正文", "## 小结", "## 练习"]
-    assert exported.cells[1].outputs[0]["data"]["text/plain"] == "2"
+    assert exported.cells[0].source == 'import fxcourse; fxcourse.language("zh")'
+    assert exported.cells[0].metadata.tags == [i18n.LANGUAGE_TAG] and exported.metadata.fxcourse_language == "zh"
+    assert exported.cells[2].outputs[0]["data"]["text/plain"] == "2"  # not executed: outputs kept as they were
+    assert i18n.check_notebook(out.path) == []
     with pytest.raises(FxCourseError, match="'fr'"):
         i18n.export([path], "fr", tmp_path / "fr")
     with pytest.raises(FxCourseError, match="overwrite"):
@@ -120,5 +123,153 @@ def test_cli_exit_status(tmp_path, capsys):
 
 
 def test_repository_notebooks_are_bilingual():
-    problems = i18n.check_paths([REPO / "course", REPO / "labs", REPO / "solutions"])
+    problems = i18n.check_paths([REPO / "course", REPO / "labs", REPO / "solutions"], kinds=("parity",))
     assert problems == [], "\n".join(map(str, problems))
+
+
+# -- one language at a time ------------------------------------------------------------------
+
+# the fastest lecture to execute (about 10 s on 2 cores; 00_overview takes several times longer)
+FAST_LECTURE = REPO / "course" / "03_fx_tracing_ir.ipynb"
+
+
+def _outputs(nb):
+    return "\n".join(str(o.get("text") or o.get("data", {}).get("text/plain", "")) for c in nb.cells
+                     if c.cell_type == "code" for o in c.outputs)
+
+
+def test_export_executes_a_lecture_in_its_language(tmp_path, capsys):
+    out = tmp_path / "zh"
+    assert main(["i18n", "export", "--lang", "zh", str(out), str(FAST_LECTURE)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{out / 'course' / FAST_LECTURE.name} (" in printed  # the seconds it took to execute
+    exported = nbformat.read(out / "course" / FAST_LECTURE.name, as_version=4)
+    assert exported.metadata.fxcourse_language == "zh"
+    assert not [c for c in exported.cells if "lang-en" in c.metadata.get("tags", [])]
+    first = exported.cells[0]
+    assert first.source == 'import fxcourse; fxcourse.language("zh")' and first.metadata.tags == [i18n.LANGUAGE_TAG]
+    assert "fxcourse 语言：只显示中文" in _outputs(exported)
+    # executed in 中文: the library's tables speak it; the stored (bilingual) lecture's do not
+    source = nbformat.read(FAST_LECTURE, as_version=4)
+    assert "fx.GraphModule, 6 nodes" in _outputs(source) and "fx.GraphModule, 6 nodes" not in _outputs(exported)
+    assert "fx.GraphModule，6 个节点" in _outputs(exported)
+    # the glossary comes along, and the export passes its own check (glossary included)
+    assert (out / "course" / "GLOSSARY.md").read_bytes() == (REPO / "course" / "GLOSSARY.md").read_bytes()
+    assert main(["i18n", "check", str(out / "course")]) == 0
+    assert "1 notebooks, 0 problems" in capsys.readouterr().out
+
+
+def test_single_language_notebook_is_checked_in_its_language(tmp_path):
+    path = _lecture(tmp_path, GOOD)
+    (out,) = i18n.export([path], "en", tmp_path / "en")
+    assert i18n.check_notebook(out.path) == []
+    nb = nbformat.read(out.path, as_version=4)
+    nb.cells.insert(2, zh("## 混进来的中文"))  # a mixed notebook is still reported
+    nb.cells[-1].source = "## Homework"
+    nbformat.write(nb, out.path)
+    problems = [str(p) for p in i18n.check_notebook(out.path)]
+    assert any("cell 2: markdown cell tagged lang-zh in a notebook whose metadata says it is English only" in p
+               for p in problems), problems
+    assert any("(lang-en) must be Summary and Exercises, found ['Summary', 'Homework']" in p for p in problems)
+    assert all("lang-zh) must be" not in p for p in problems)  # no 中文 skeleton asked of it
+
+
+def test_export_again_into_the_same_folder(tmp_path):
+    """OUT holds labs/ and solutions/ after the first export; writing it again is allowed (it is
+    an export, not a course's own folders), and the same content makes no backup."""
+    course = tmp_path / "c"
+    for folder in ("course", "labs", "solutions"):
+        (course / folder).mkdir(parents=True)
+        nbformat.write(new_notebook(cells=GOOD), course / folder / "lab00_demo.ipynb")
+    paths = [course / f for f in ("course", "labs", "solutions")]
+    first = i18n.export(paths, "zh", tmp_path / "zh")
+    again = i18n.export(paths, "zh", tmp_path / "zh")
+    assert [e.path for e in first] == [e.path for e in again] and all(e.backup is None for e in again)
+    nbformat.write(new_notebook(cells=GOOD), tmp_path / "zh" / "labs" / "lab00_demo.ipynb")  # bilingual again
+    with pytest.raises(FxCourseError, match="would overwrite"):
+        i18n.export(paths, "zh", tmp_path / "zh")
+
+
+def test_messages_follow_the_language(tmp_path, monkeypatch, capsys):
+    bad = _lecture(tmp_path, [en("# T")], name="01_bad.ipynb")
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert main(["i18n", "check", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "第 0 个单元: 英文单元后面没有紧挨着的中文单元" in out and "1 个笔记本，" in out
+    assert "English cell" not in out and "notebooks" not in out
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert main(["i18n", "check", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "cell 0: English cell has no 中文 twin right after it" in out and "1 notebooks, " in out
+    assert "个笔记本" not in out
+
+
+# -- the glossary ----------------------------------------------------------------------------
+
+GLOSSARY = """# Glossary
+
+| English | 中文 | avoid | note |
+|---|---|---|---|
+| graph break; graph breaks | 图中断 | 断图; 图断裂 | gloss at first use |
+| pass; passes | pass | 变换; 遍 | a compiler pass |
+| transform; transforms; transformation | 变换 | 转换器 | |
+| kernel; kernels | 内核 | 算子; 核函数 | |
+| operator; op; ops | 算子 | 操作符 | |
+"""
+
+
+def _glossary_lecture(tmp_path, english, chinese):
+    (tmp_path / "course").mkdir(exist_ok=True)
+    (tmp_path / "course" / "GLOSSARY.md").write_text(GLOSSARY, encoding="utf-8")
+    return _lecture(tmp_path, [en("# T"), zh("# 标题"), en(english), zh(chinese), *GOOD[5:]])
+
+
+@pytest.mark.parametrize("english, chinese, avoided", [
+    ("A DCE pass removes dead code.", "DCE 变换删除死代码。", "变换"),
+    ("The three passes of the lecture.", "讲义中的三个遍。", "遍"),
+    ("Each graph break splits the function.", "每个断图都会拆分函数。", "断图"),
+    ("Inductor writes one kernel.", "Inductor 生成一个算子。", "算子"),
+])
+def test_glossary_flags_a_word_to_avoid(tmp_path, english, chinese, avoided):
+    path = _glossary_lecture(tmp_path, english, chinese)
+    (problem,) = i18n.check_glossary(path)
+    assert problem.kind == "glossary" and problem.cell == 3
+    assert f"中文 uses '{avoided}'" in problem.message and "write '" in problem.message
+    assert i18n.check_notebook(path, kinds=("parity",)) == []  # a kind of its own
+
+
+@pytest.mark.parametrize("english, chinese", [
+    ("A DCE pass removes dead code.", "DCE pass 删除死代码。"),  # the right term
+    ("We pass the input to the model, then run it again.", "我们把输入传给模型，再运行一遍变换。"),  # the verb
+    ("A transform (a *pass*) edits the graph.", "一个变换（pass）编辑计算图。"),  # English says transform
+    ("Each graph break splits the function.", "每个图中断（graph break，社区也常说“断图”）都会拆分函数。"),
+    ("Walk the nodes of the graph.", "遍历计算图的节点；这里没有断图。"),  # the English has no such term
+    ("Inductor writes one kernel per op.", "Inductor 为每个算子生成一个内核。"),  # 算子 is right for op
+    ("The `pass` statement and a forward pass.", "`pass` 语句与一次前向变换。"),  # code and another sense
+])
+def test_glossary_accepts_the_right_term(tmp_path, english, chinese):
+    assert i18n.check_glossary(_glossary_lecture(tmp_path, english, chinese)) == []
+
+
+def test_glossary_check_runs_alone_from_the_command_line(tmp_path, capsys):
+    path = _glossary_lecture(tmp_path, "A DCE pass removes dead code.", "DCE 变换删除死代码。")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(en("unpaired"))
+    nbformat.write(nb, path)
+    assert main(["i18n", "check", "--only", "glossary", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "中文 uses '变换' where the English says 'pass'; write 'pass'" in out and "twin" not in out
+    assert main(["i18n", "check", "--only", "parity", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "English cell has no 中文 twin" in out and "变换" not in out
+    assert main(["i18n", "check", str(path)]) == 1
+    assert "1 notebooks, 2 problems" in capsys.readouterr().out
+
+
+def test_an_error_while_a_kernel_runs_in_zh_is_worded_for_the_reader(monkeypatch):
+    monkeypatch.delenv("FXCOURSE_LANG", raising=False)
+    with pytest.raises(FxCourseError) as caught:
+        with i18n.kernel_language("zh"):
+            raise FxCourseError(got="x", accepted="y", fix="z", zh="中文")
+    assert str(caught.value) == "got x; expected y. Fix: z. / 中文"
+    assert "FXCOURSE_LANG" not in __import__("os").environ

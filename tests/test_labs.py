@@ -181,3 +181,52 @@ def test_every_exercise_in_the_repository_is_checked():
         regions = sum(src.count(labs.BEGIN) for src in code)
         checks = sum(src.count(f'check("{path.stem[:5]}.') for src in code)
         assert regions >= 2 and checks == regions, path.name
+
+
+def test_an_exported_lab_is_a_working_course(tmp_path, monkeypatch, capsys):
+    """`i18n export --lang zh` of one lab (lab and solution, executed in 中文) gives a course
+    where labs check/reset and i18n check work, and a lab regenerated there equals the export."""
+    out = tmp_path / "zh"
+    name = "lab00_warmup.ipynb"  # the quickest lab to run
+    assert main(["i18n", "export", "--lang", "zh", str(out), str(REPO / "labs" / name),
+                 str(REPO / "solutions" / name)]) == 0
+    capsys.readouterr()
+    lab_path = out / "labs" / name
+    exported = nbformat.read(lab_path, as_version=4)
+    assert exported.cells[0].source == 'import fxcourse; fxcourse.language("zh")'
+    assert not [c for c in exported.cells if "lang-en" in c.metadata.get("tags", [])]
+    feedback = [o.get("text") or o["data"]["text/plain"] for c in exported.cells
+                if c.cell_type == "code" and c.source.startswith("check(") for o in c.outputs]
+    assert len(feedback) == 3 and all(text.startswith(f"[lab00.{k}] 尚未完成：") for k, text in zip("123", feedback))
+    assert not any("not yet implemented" in text for text in feedback)
+    solved = nbformat.read(out / "solutions" / name, as_version=4)
+    assert "not yet implemented" not in lab_path.parent.parent.joinpath("solutions", name).read_text(encoding="utf-8")
+    assert solved.metadata.fxcourse_language == "zh"
+
+    monkeypatch.chdir(out / "labs")
+    monkeypatch.delenv("FXCOURSE_LANG", raising=False)
+    assert main(["labs", "check"]) == 0
+    assert main(["i18n", "check", str(out / "labs"), str(out / "solutions")]) == 0
+    before = lab_path.read_bytes()
+    assert main(["labs", "reset", "lab00"]) == 0  # runs in 中文 by itself: FXCOURSE_LANG is not set here
+    assert "lab00_warmup: reset" in capsys.readouterr().out
+    assert lab_path.read_bytes() == before  # regenerated from the exported solution: the same lab
+    assert not (out / "backups").exists()
+    assert main(["labs", "check"]) == 0
+
+
+def test_labs_messages_follow_the_language(tmp_path, monkeypatch, capsys):
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert main(["labs", "check"]) == 1
+    out = capsys.readouterr().out
+    assert out == "缺少 labs/lab98_demo.ipynb\n请运行 `fxcourse labs build`\n"
+    assert str(labs.build(root, execute=False)[0]) == "lab98_demo: 已生成"
+    lab_path = root / "labs" / "lab98_demo.ipynb"
+    lab_path.write_text(lab_path.read_text(encoding="utf-8").replace("stub", "mine"), encoding="utf-8")
+    report = str(labs.build(root, force=True, execute=False)[0])
+    assert report.startswith("lab98_demo: 已生成；你修改过的版本已备份到 backups/") and "edited" not in report
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert main(["labs", "check"]) == 0
+    assert capsys.readouterr().out == f"labs/ is up to date in {root}\n"

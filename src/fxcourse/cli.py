@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from ._lang import pick
 from .errors import FxCourseError
 
 DEFAULT_NOTEBOOK_DIRS = ["course", "labs", "solutions"]
@@ -70,10 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     i18n_sub = i18n.add_subparsers(dest="action", required=True)
     c = i18n_sub.add_parser("check", help="check English/中文 cell pairs / 检查中英文单元是否成对")
     c.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS)
+    c.add_argument("--only", choices=["parity", "glossary"], help="one kind of problem: English/中文 pairs and "
+                   "skeleton, or the glossary (course/GLOSSARY.md) / 只查一类问题：中英文成对与结构，或术语表")
     e = i18n_sub.add_parser("export", help="write single-language copies into OUT / 把单语言版本写到 OUT")
     e.add_argument("--lang", required=True, choices=["en", "zh"])
     e.add_argument("out", help="output folder, e.g. build/zh / 输出文件夹，例如 build/zh")
-    e.add_argument("paths", nargs="*", default=["course", "labs"])
+    e.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS)
+    e.add_argument("--no-execute", action="store_true", help="copy stored outputs instead of running each "
+                   "notebook in that language (fast) / 不重新运行，直接保留已有输出（更快）")
 
     nb = sub.add_parser("nb", help="notebook utilities / 笔记本工具")
     nb_sub = nb.add_subparsers(dest="action", required=True)
@@ -96,9 +101,9 @@ def _labs(args: argparse.Namespace) -> int:
         for line in problems:
             print(line)
         if problems:
-            print("run `fxcourse labs build` / 请运行 `fxcourse labs build`")
+            print(pick("run `fxcourse labs build`", "请运行 `fxcourse labs build`"))
             return 1
-        print(f"labs/ is up to date in {root} / {root} 中的 labs/ 与 solutions/ 一致")
+        print(pick(f"labs/ is up to date in {root}", f"{root} 中的 labs/ 与 solutions/ 一致"))
         return 0
     print(labs.reset(args.name, root))
     return 0
@@ -117,14 +122,14 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "i18n":
         if args.action == "check":
-            problems = i18n.check_paths(args.paths)
+            problems = i18n.check_paths(args.paths, kinds=(args.only,) if args.only else i18n.KINDS)
             for problem in problems:
                 print(problem)
             count = len(i18n.notebooks_in(args.paths))
-            print(f"{count} notebooks, {len(problems)} problems / {count} 个笔记本，{len(problems)} 个问题")
+            print(pick(f"{count} notebooks, {len(problems)} problems", f"{count} 个笔记本，{len(problems)} 个问题"))
             return 1 if problems else 0
-        for exported in i18n.export(args.paths, args.lang, args.out):
-            print(exported)
+        for exported in i18n.export_iter(args.paths, args.lang, args.out, execute=not args.no_execute):
+            print(exported, flush=True)
         return 0
     paths = i18n.notebooks_in(args.paths, where="nb run")
     if not paths:

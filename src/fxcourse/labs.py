@@ -28,6 +28,7 @@ from pathlib import Path
 
 import nbformat
 
+from ._lang import current, only, pick
 from .errors import FxCourseError
 
 __all__ = ["BACKUPS", "STUB", "strip_solutions", "source_hash", "build", "find_root", "out_of_date", "reset",
@@ -92,20 +93,24 @@ class LabReport:
     shown: str = ""  # the backup's path relative to the course, as printed
 
     def __str__(self) -> str:
-        text = f"{self.name}: {self.action}"
+        text = f"{self.name}: {only(self.action, _ACTIONS_ZH.get(self.action, self.action))}"
         if self.seconds:
             text += f" ({self.seconds:.1f} s)"
         if self.backup:
             where = self.shown or str(self.backup)
+            text += "；" if current() == "zh" else "; "
             if self.broken:
-                text += (f"; labs/{self.name}.ipynb {self.broken}, so it was kept as {where} and replaced "
-                         f"by a working lab (backups/ is in JupyterLab's file browser)"
-                         f" / labs/{self.name}.ipynb {self.broken_zh}，原文件已保存为 {where}，并换成了可用的"
-                         f"实验（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
+                text += pick(f"labs/{self.name}.ipynb {self.broken}, so it was kept as {where} and replaced "
+                             f"by a working lab (backups/ is in JupyterLab's file browser)",
+                             f"labs/{self.name}.ipynb {self.broken_zh}，原文件已保存为 {where}，并换成了可用的"
+                             f"实验（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
             else:
-                text += (f"; your edited copy was saved to {where} (backups/ is in JupyterLab's file browser)"
-                         f" / 你修改过的版本已备份到 {where}（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
+                text += pick(f"your edited copy was saved to {where} (backups/ is in JupyterLab's file browser)",
+                             f"你修改过的版本已备份到 {where}（在 JupyterLab 文件浏览器的 backups/ 文件夹中）")
         return text
+
+
+_ACTIONS_ZH = {"built": "已生成", "up to date": "已是最新", "reset": "已重置"}
 
 
 def _lab_state(lab_path: Path) -> tuple[str | None, str | None, FxCourseError | None]:
@@ -146,10 +151,14 @@ def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, ro
     first backing up a lab there that a learner edited or that cannot be read."""
     from . import nbrun
 
+    from .i18n import kernel_language
+
     seconds = 0.0
     if execute:
         start = time.perf_counter()
-        nbrun.execute(lab, lab_path.parent.resolve(), name=f"labs/{lab_path.name}", where="labs")
+        # a lab exported in one language runs in it (its first cell also says so)
+        with kernel_language(lab.metadata.get("fxcourse_language")):
+            nbrun.execute(lab, lab_path.parent.resolve(), name=f"labs/{lab_path.name}", where="labs")
         seconds = time.perf_counter() - start
     lab.metadata["fxcourse"] = {"generated_from": f"solutions/{solution_path.name}",
                                 "source_hash": source_hash(lab)}
@@ -227,23 +236,26 @@ def out_of_date(root: str | Path = ".") -> list[str]:
     solutions = _solutions(root, None)
     for solution_path in solutions:
         lab_path = root / "labs" / solution_path.name
+        lab, sol = f"labs/{solution_path.name}", f"solutions/{solution_path.name}"
         if not lab_path.exists():
-            problems.append(f"labs/{solution_path.name} is missing")
+            problems.append(only(f"{lab} is missing", f"缺少 {lab}"))
             continue
         recorded, now, error = _lab_state(lab_path)
         if error is not None:
-            problems.append(f"labs/{solution_path.name} {getattr(error, 'reason', 'cannot be read')}; run "
-                            f"`fxcourse labs reset {lab_path.stem}` to restore it (the broken file is kept "
-                            f"in {BACKUPS}/) / labs/{solution_path.name} {getattr(error, 'reason_zh', '无法读取')}；运行 "
-                            f"`fxcourse labs reset {lab_path.stem}` 恢复（损坏的文件会保存在 {BACKUPS}/）")
+            problems.append(pick(f"{lab} {getattr(error, 'reason', 'cannot be read')}; run "
+                                 f"`fxcourse labs reset {lab_path.stem}` to restore it (the broken file is kept "
+                                 f"in {BACKUPS}/)", f"{lab} {getattr(error, 'reason_zh', '无法读取')}；运行 "
+                                 f"`fxcourse labs reset {lab_path.stem}` 恢复（损坏的文件会保存在 {BACKUPS}/）"))
         elif now != source_hash(_stripped(solution_path)):
-            problems.append(f"labs/{solution_path.name} differs from solutions/{solution_path.name}")
+            problems.append(only(f"{lab} differs from {sol}", f"{lab} 与 {sol} 不一致"))
         elif recorded != now:
-            problems.append(f"labs/{solution_path.name} has no build record (was it edited by hand?)")
+            problems.append(only(f"{lab} has no build record (was it edited by hand?)",
+                                 f"{lab} 没有生成记录（是不是手动改过？）"))
     names = {p.name for p in solutions}
     for lab_path in sorted((root / "labs").glob("lab*.ipynb")):
         if lab_path.name not in names:
-            problems.append(f"labs/{lab_path.name} has no solutions/{lab_path.name}")
+            problems.append(only(f"labs/{lab_path.name} has no solutions/{lab_path.name}",
+                                 f"labs/{lab_path.name} 没有对应的 solutions/{lab_path.name}"))
     return problems
 
 
