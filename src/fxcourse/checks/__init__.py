@@ -281,7 +281,7 @@ class _Capped(io.StringIO):
     def shown(self) -> str:
         text = scrub(self.getvalue())
         if self.dropped:
-            text += f"\n… {self.dropped} more characters not shown / 另有 {self.dropped} 个字符未显示"
+            text += "\n… " + pick(f"{self.dropped} more characters not shown", f"另有 {self.dropped} 个字符未显示")
         return text
 
 
@@ -399,7 +399,7 @@ _HINTS_GIVEN: dict[str, int] = {}
 
 @dataclass(frozen=True)
 class HintResult(Viewable):
-    """One step of a task's hint ladder, in both languages."""
+    """One step of a task's hint ladder, in the reader's language (see :mod:`fxcourse._lang`)."""
 
     task: str
     level: int
@@ -407,19 +407,23 @@ class HintResult(Viewable):
     en: str
     zh: str
 
+    def _sentences(self) -> list[tuple[str, str]]:
+        lang = current()
+        return [(code, words) for code, words in (("en", self.en), ("zh", self.zh)) if lang in (code, "both")]
+
     def to_text(self) -> str:
         if not self.count:
-            return f"[{self.task}] {self.en}\n[{self.task}] {self.zh}"
-        head = f"[{self.task}] hint {self.level}/{self.count} / 提示 {self.level}/{self.count}"
-        return f"{head}\n  {self.en}\n  {self.zh}"
+            return "\n".join(f"[{self.task}] {words}" for _, words in self._sentences())
+        head = f"[{self.task}] " + pick(f"hint {self.level}/{self.count}", f"提示 {self.level}/{self.count}")
+        return head + "".join(f"\n  {words}" for _, words in self._sentences())
 
     def to_html(self) -> str:
-        head = (f"hint {self.level}/{self.count} / 提示 {self.level}/{self.count}" if self.count
-                else "no hint / 无提示")
+        head = (pick(f"hint {self.level}/{self.count}", f"提示 {self.level}/{self.count}") if self.count
+                else pick("no hint", "无提示"))
+        body = "".join(f'<div lang="{code}">{esc(words)}</div>' for code, words in self._sentences())
         return (f'<div class="fxcourse-hint" data-task="{esc(self.task)}" '
                 f'style="border-left:4px solid #f9a825;padding:4px 10px;margin:2px 0">'
-                f"<div><b>💡 {esc(self.task)} — {esc(head)}</b></div>"
-                f'<div lang="en">{esc(self.en)}</div><div lang="zh">{esc(self.zh)}</div></div>')
+                f"<div><b>💡 {esc(self.task)} — {esc(head)}</b></div>{body}</div>")
 
     def __repr__(self) -> str:
         return f"HintResult(task={self.task!r}, level={self.level})"

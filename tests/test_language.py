@@ -1,0 +1,142 @@
+"""One switch, FXCOURSE_LANG (or fxcourse.language()), picks English, 中文 or both for every tool."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fxcourse import _lang
+from fxcourse.checks import _TASKS, Wrong, check, hint, task
+from fxcourse.errors import FxCourseError
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_language(monkeypatch):
+    monkeypatch.delenv("FXCOURSE_LANG", raising=False)
+    _lang.set_language(None)
+    yield
+    _lang.set_language(None)
+
+
+@pytest.fixture
+def wrong_task():
+    """A task whose checker always finds the same mistake, with word and value details."""
+
+    @task("test.lang", "Count the nodes", "数节点", hints=[("Look at gm.graph.nodes.", "看看 gm.graph.nodes。"),
+                                                          ("Lecture 03 §4 counts them.", "第 03 讲 §4 数过它们。")])
+    def _checker(answer):
+        raise Wrong("the count is off by one.", "计数差了一个。", tried=("a graph with two call nodes", "有两个调用节点的图"),
+                    expected="3", got=("the placeholder left out", "漏掉了 placeholder"))
+
+    yield "test.lang"
+    _TASKS.pop("test.lang", None)
+
+
+def test_the_switch_reads_the_environment_and_the_notebook_choice_wins(monkeypatch):
+    assert _lang.current() == "both"
+    monkeypatch.setenv("FXCOURSE_LANG", "zh_CN")
+    assert _lang.current() == "zh"
+    monkeypatch.setenv("FXCOURSE_LANG", "nonsense")
+    assert _lang.current() == "both"  # nothing hidden; fxcourse doctor names the bad value
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    _lang.language("en")
+    assert _lang.current() == "en" and _lang.pick("a", "甲") == "a"
+    _lang.set_language(None)
+    assert _lang.current() == "zh"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh", "both"])
+def test_a_wrong_answer_reads_in_one_language(monkeypatch, wrong_task, lang):
+    monkeypatch.setenv("FXCOURSE_LANG", lang)
+    result = check(wrong_task, lambda gm: 0)
+    assert result.status == "wrong"
+    text, html = result.to_text(), result.to_html()
+    if lang == "en":
+        assert "not right yet: the count is off by one." in text
+        assert "input tried: a graph with two call nodes" in text and "got: the placeholder left out" in text
+        assert not CJK.search(text) and not CJK.search(html)
+    elif lang == "zh":
+        assert "还不正确：计数差了一个。" in text and "尝试的输入: 有两个调用节点的图" in text
+        assert "实际得到: 漏掉了 placeholder" in text and "期望: 3" in text
+        for word in ("not right", "input tried", "expected", "got", "the count", "Count the nodes"):
+            assert word not in text and word not in html, word
+    else:
+        assert text.splitlines()[:2] == ["[test.lang] not right yet: the count is off by one.",
+                                         "[test.lang] 还不正确：计数差了一个。"]
+        assert "  input tried / 尝试的输入: a graph with two call nodes / 有两个调用节点的图" in text
+        assert "  expected / 期望: 3" in text
+        assert 'lang="en"' in html and 'lang="zh"' in html
+
+
+def test_a_stub_and_an_exception_follow_the_switch(monkeypatch):
+    def stub(gm):
+        raise NotImplementedError
+
+    def broken(gm):
+        return {}["missing"]
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert check("lab00.1", stub).to_text().startswith("[lab00.1] 尚未完成：")
+    raised = check("lab00.1", broken).to_text()
+    assert "你的代码抛出了异常" in raised and "your code raised" not in raised
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert not CJK.search(check("lab00.1", stub).to_text())
+    assert not CJK.search(check("no.such.task", stub).to_text())
+
+
+def test_hints_follow_the_switch(monkeypatch, wrong_task):
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert hint(wrong_task, level=2).to_text() == "[test.lang] 提示 2/2\n  第 03 讲 §4 数过它们。"
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    first = hint(wrong_task, level=1)
+    assert first.to_text() == "[test.lang] hint 1/2\n  Look at gm.graph.nodes."
+    assert not CJK.search(first.to_html())
+
+
+def test_errors_follow_the_switch(monkeypatch):
+    def make():
+        return str(FxCourseError(got="int 3", accepted="a module", fix="pass the model", where="zoo",
+                                 zh="zoo：收到 int 3；需要一个模块。请传入模型。"))
+
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert make() == "zoo: got int 3; expected a module. Fix: pass the model."
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert make() == "zoo：收到 int 3；需要一个模块。请传入模型。"
+    monkeypatch.setenv("FXCOURSE_LANG", "both")
+    assert make() == "zoo: got int 3; expected a module. Fix: pass the model. / zoo：收到 int 3；需要一个模块。请传入模型。"
+
+
+def test_the_command_line_speaks_one_language(monkeypatch, capsys):
+    from fxcourse.cli import main
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    with pytest.raises(SystemExit) as stop:
+        main(["labs", "resett"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "错误：参数 action 的值 'resett' 无效" in err and "查看帮助" in err
+    assert "error:" not in err and "for help" not in err
+    with pytest.raises(SystemExit):
+        main(["i18n", "--help"])
+    out = capsys.readouterr().out
+    assert "用法：" in out and "单语言版本" in out
+    assert "bilingual parity" not in out and "show this help" not in out and "选项：" in out
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "check the environment" in out and not CJK.search(out)
+
+
+def test_the_toggle_hides_the_other_language_in_jupyterlab():
+    zh = _lang.language("zh")
+    assert _lang.current() == "zh"
+    rules = dict(re.findall(r"cell-tag-lang-(en|zh)\S* \{ display: (\w+)", zh._repr_html_()))
+    assert rules == {"en": "none", "zh": "revert"}
+    rules = dict(re.findall(r"cell-tag-lang-(en|zh)\S* \{ display: (\w+)", _lang.language("both")._repr_html_()))
+    assert rules == {"en": "revert", "zh": "revert"}
+    with pytest.raises(FxCourseError) as error:
+        _lang.language("klingon")
+    assert "'klingon'" in str(error.value) and _lang.current() == "both"  # a bad value changes nothing
