@@ -357,12 +357,16 @@ def _is_export(root: Path) -> bool:
         return False
 
 
-def _inside_course(target: Path) -> bool:
+def _inside_course(target: Path, exports: dict[Path, bool] | None = None) -> bool:
     """True when ``target`` would sit in a course's own course/, labs/ or solutions/ folder
-    (not an earlier single-language export)."""
+    (not an earlier single-language export; ``exports`` remembers which roots are)."""
     parent = target.parent.resolve()
-    return (parent.name in ("course", "labs", "solutions") and (parent.parent / "solutions").is_dir()
-            and not _is_export(parent.parent))
+    if parent.name not in ("course", "labs", "solutions") or not (parent.parent / "solutions").is_dir():
+        return False
+    exports = {} if exports is None else exports
+    if parent.parent not in exports:
+        exports[parent.parent] = _is_export(parent.parent)
+    return not exports[parent.parent]
 
 
 def _backup(target: Path, out: Path) -> Path:
@@ -419,11 +423,11 @@ def export_iter(paths: list[str | Path], lang: str, out_dir: str | Path, *,
                             where="i18n export", zh=f"i18n export：不支持语言 {lang!r}；请用 --lang en 或 --lang zh。")
     out = Path(out_dir)
     _check_out(out)
-    planned, glossaries = [], {}
+    planned, glossaries, exports = [], {}, {}
     for path in notebooks_in(paths):
         nb = single_language(nbrun.read(path, where="i18n export"), lang)
         target = out / path.parent.name / path.name
-        if target.resolve() == path.resolve() or _inside_course(target):
+        if target.resolve() == path.resolve() or _inside_course(target, exports):
             raise _export_target_error(out, f"an output folder that would overwrite {target}",
                                        f"输出会覆盖课程自己的文件 {target}")
         if target.exists() and not target.is_file():
