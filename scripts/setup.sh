@@ -11,13 +11,40 @@ root=$(pwd)
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 say() { printf '[setup] %s\n' "$*"; }
+base_python="${PYTHON:-python3}"
+# Hashing with Python, not sha256sum (absent on macOS): the stamps below compare these.
+sha256_of_stdin() { "$base_python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'; }
+
+# 0. What set-up needs, checked before anything long starts: Python 3.10-3.13 with venv and
+#    pip, and room on the disk for torch (about 5 GB in .venv, plus the download).
+if [ ! -x .venv/bin/python ]; then
+  "$base_python" - <<'PY' || exit 1
+import shutil, sys
+problems = []
+if not (3, 10) <= sys.version_info[:2] <= (3, 13):
+    problems.append(f"Python {sys.version.split()[0]} is not supported: use 3.10-3.13 (3.11 is tested), "
+                    "e.g. PYTHON=python3.11 bash scripts/setup.sh / 不支持该 Python 版本：请使用 3.10-3.13")
+try:
+    import ensurepip, venv  # noqa: F401
+except ImportError:
+    problems.append("Python's venv/ensurepip modules are missing (Debian/Ubuntu: apt-get install python3-venv) "
+                    "/ 缺少 venv 模块（Debian/Ubuntu：apt-get install python3-venv）")
+free_gb = shutil.disk_usage(".").free / 1e9
+if free_gb < 8:
+    problems.append(f"only {free_gb:.1f} GB free here; set-up needs about 8 GB (torch is large) "
+                    f"/ 磁盘只剩 {free_gb:.1f} GB，安装约需 8 GB")
+for p in problems:
+    print(f"[setup] {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+fi
 
 # 1. Debian packages. Graphviz's `dot` draws the course's pictures and fonts-noto-cjk lets
 #    plots (and the browser test's screenshots) show 中文: both for the course and the tests.
 #    The test command also needs Chromium for the browser test.
 apt_packages=()
 command -v dot >/dev/null 2>&1 || apt_packages+=(graphviz)
-fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || apt_packages+=(fonts-noto-cjk)
+fc-list 2>/dev/null | grep -i "Noto Sans CJK" >/dev/null || apt_packages+=(fonts-noto-cjk)  # no -q: it would cut the pipe (pipefail)
 if [ "$want_test" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   apt_packages+=(chromium)
 fi
@@ -37,7 +64,7 @@ fi
 # 2. The virtual environment.
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv / 创建虚拟环境 .venv"
-  "${PYTHON:-python3}" -m venv .venv
+  "$base_python" -m venv .venv
 fi
 py=.venv/bin/python
 
@@ -53,7 +80,7 @@ fi
 extras=""
 [ "$want_test" = 1 ] && extras="[test]"
 stamp=".venv/.fxcourse-installed${extras}"
-want_hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want_hash=$(sha256_of_stdin < pyproject.toml)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want_hash" ]; then
   say "installing fxcourse${extras} / 安装 fxcourse${extras}"
   "$py" -m pip install -q -e ".${extras}"
@@ -69,5 +96,20 @@ if [ ! -f "$settings/overrides.json" ]; then
   "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
 }
 JSON
+fi
+
+# 6. Trust the course's own notebooks, so JupyterLab shows their stored HTML outputs (tables,
+#    styled checker results) as they were made instead of sanitised. The signatures live in
+#    the notebook secret database of the Jupyter data directory (`jupyter --data-dir`); an
+#    edited notebook is untrusted again until it is re-run or signed. Skipped when neither
+#    the notebooks nor that directory changed since the last run.
+notebooks=(course/*.ipynb labs/*.ipynb solutions/*.ipynb)
+trust_key=$( { .venv/bin/jupyter --data-dir; "$py" -c 'import os, sys
+for p in sys.argv[1:]: st = os.stat(p); print(p, st.st_size, int(st.st_mtime))' "${notebooks[@]}"; } | sha256_of_stdin)
+trust_stamp=".venv/.fxcourse-trusted"
+if [ ! -f "$trust_stamp" ] || [ "$(cat "$trust_stamp")" != "$trust_key" ]; then
+  say "trusting the course notebooks / 信任课程笔记本"
+  .venv/bin/jupyter trust "${notebooks[@]}" >/dev/null
+  echo "$trust_key" > "$trust_stamp"
 fi
 say "ready: $root/.venv / 环境就绪"
