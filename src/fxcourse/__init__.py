@@ -44,6 +44,8 @@ _LAZY = {
     "CheckResult": "checks",
     "hint": "checks",
     "language": "_lang",
+    "progress": "_progress",
+    "Progress": "_progress",
     "zoo": None,  # a module
 }
 

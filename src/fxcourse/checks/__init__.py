@@ -66,6 +66,8 @@ class Task:
 
 
 _TASKS: dict[str, Task] = {}
+#: The last verdict of each task checked in this process (``fxcourse.progress`` reads it).
+_SESSION: dict[str, str] = {}
 
 
 def task(task_id: str, title_en: str, title_zh: str, *, hints: Sequence[tuple[str, str]] = (),
@@ -379,6 +381,7 @@ def check(task_id: str, answer: Any) -> CheckResult:
         result = CheckResult(task_id, "passed", "well done.", "做得好。", **titles)
     if printed.tell() or printed.dropped:
         result = CheckResult(**{**result.__dict__, "printed": printed.shown()})
+    _SESSION[task_id] = result.status
     return result
 
 

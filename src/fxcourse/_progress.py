@@ -1,0 +1,146 @@
+"""``fxcourse progress`` / ``fxcourse.progress()``: which tasks of which labs pass, read from your own lab notebooks.
+
+Nothing is sent anywhere and nothing is written: the verdicts come from the check results
+stored in the saved lab notebooks (what you saw when you last ran each ``check(...)`` cell and
+saved), and, inside a notebook, from the checks this kernel has run since (they win, being newer).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._lang import only, pick
+from ._render import Viewable, esc
+from .errors import FxCourseError
+
+__all__ = ["Progress", "TaskState", "progress", "statuses_in"]
+
+_HTML = re.compile(r'class="fxcourse-check fxcourse-check-(\w+)" data-task="([^"]+)"')
+_MARK = {"passed": "✓", "wrong": "✗", "raised": "✗", "too_slow": "✗", "not_implemented": "✏", "not run": "·"}
+_WORDS = {
+    "passed": ("passed", "通过"), "wrong": ("not right yet", "还不正确"), "raised": ("raised an exception", "抛出异常"),
+    "too_slow": ("too slow", "运行时间过长"), "not_implemented": ("not yet implemented", "尚未完成"),
+    "not run": ("not run yet", "尚未运行"),
+}
+
+
+@dataclass(frozen=True)
+class TaskState:
+    lab: str
+    task: str
+    title: tuple[str, str]
+    status: str  # a CheckResult status, or "not run"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def statuses_in(notebook: str | Path) -> dict[str, str]:
+    """Task id → the status of the last check result stored in ``notebook`` (a .ipynb file).
+
+    A notebook that cannot be read gives no statuses rather than an error: progress is a view.
+    """
+    try:
+        nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    found: dict[str, str] = {}
+    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            html = (output.get("data") or {}).get("text/html", "") if isinstance(output, dict) else ""
+            html = "".join(html) if isinstance(html, list) else str(html)
+            for status, task in _HTML.findall(html):
+                found[task] = status
+    return found
+
+
+def _labs_folder(where: str | Path | None) -> Path:
+    start = Path(where or ".").resolve()
+    if start.is_dir() and any(start.glob("lab[0-9]*.ipynb")):
+        return start
+    for folder in (start, *start.parents):
+        if (folder / "labs").is_dir() and any((folder / "labs").glob("lab[0-9]*.ipynb")):
+            return folder / "labs"
+    raise FxCourseError(got=f"the folder {start}, which holds no labs/labNN_*.ipynb", where="progress",
+                        accepted="the course folder, its labs/ folder, or a folder inside the course",
+                        fix="run it from the course folder, or pass the labs folder: fxcourse progress labs",
+                        zh=f"progress：{start} 中没有 labs/labNN_*.ipynb；请在课程目录中运行，或传入 labs 文件夹："
+                           "fxcourse progress labs。")
+
+
+def _pad(words: str, width: int) -> str:
+    """``words`` padded to ``width`` terminal columns (a 中文 character takes two)."""
+    import unicodedata
+
+    used = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in words)
+    return words + " " * max(0, width - used)
+
+
+@dataclass(frozen=True)
+class Progress(Viewable):
+    """Every task of every lab found, with its last verdict."""
+
+    tasks: tuple[TaskState, ...]
+
+    @property
+    def passed(self) -> int:
+        return sum(t.passed for t in self.tasks)
+
+    def summary(self) -> str:
+        labs = sorted({t.lab for t in self.tasks})
+        return pick(f"{self.passed} of {len(self.tasks)} tasks pass in {len(labs)} labs",
+                    f"{len(labs)} 个实验共 {len(self.tasks)} 道练习，已通过 {self.passed} 道")
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
+        return [(t.task, _MARK[t.status], only(*_WORDS[t.status]), only(*t.title)) for t in self.tasks]
+
+    def to_text(self) -> str:
+        rows = self._rows()
+        width = max((len(r[0]) for r in rows), default=4)
+        lines = [self.summary()]
+        lines += [f"  {task:<{width}}  {mark} {_pad(words, 20)} {title}" for task, mark, words, title in rows]
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        head = "".join(f"<th>{esc(only(en, zh))}</th>" for en, zh in
+                       (("task", "练习"), ("verdict", "结果"), ("title", "题目")))
+        body = "".join(f'<tr data-task="{esc(task)}"><td><code>{esc(task)}</code></td><td>{mark} {esc(words)}</td>'
+                       f"<td>{esc(title)}</td></tr>" for task, mark, words, title in self._rows())
+        return (f'<div class="fxcourse-progress"><div><b>{esc(self.summary())}</b></div>'
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+    def __repr__(self) -> str:
+        return f"Progress(passed={self.passed}, tasks={len(self.tasks)})"
+
+
+def progress(where: str | Path | None = None, lab: str | None = None) -> Progress:
+    """Which tasks pass: every lab notebook in the course's ``labs/`` (found from ``where``,
+    default the current folder), or only ``lab`` (e.g. ``"lab03"``).
+
+    In a notebook, the checks run in this kernel count too (they are newer than the file).
+    """
+    from . import checks
+
+    folder = _labs_folder(where)
+    notebooks = sorted(folder.glob("lab[0-9]*.ipynb"))
+    if lab is not None:
+        notebooks = [nb for nb in notebooks if nb.name.split("_")[0] == lab]
+        if not notebooks:
+            known = ", ".join(sorted({p.name.split("_")[0] for p in folder.glob("lab[0-9]*.ipynb")}))
+            raise FxCourseError(got=repr(lab), accepted=f"one of {known}", fix="pass a lab's number, e.g. 'lab03'",
+                                where="progress", zh=f"progress：没有实验 {lab!r}；可选：{known}。")
+    all_tasks = checks.task_ids()
+    states = []
+    for nb in notebooks:
+        name = nb.name.split("_")[0]
+        stored = statuses_in(nb)
+        for task_id in (t for t in all_tasks if t.split(".")[0] == name):
+            spec = checks._TASKS[task_id]
+            status = checks._SESSION.get(task_id) or stored.get(task_id) or "not run"
+            states.append(TaskState(name, task_id, (spec.title_en, spec.title_zh), status))
+    return Progress(tuple(states))

@@ -1,0 +1,94 @@
+"""fxcourse progress: verdicts read from the saved lab notebooks and this kernel's checks."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fxcourse import FxCourseError, _lang, check, checks
+from fxcourse._progress import progress, statuses_in
+from fxcourse.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _stub(*args):
+    raise NotImplementedError("replace this line with your code / 把这一行换成你的代码")
+
+
+def _wrong(gm):
+    return {}
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A course folder holding lab00 with 00.1 passed, 00.2 wrong and 00.3 never run."""
+    monkeypatch.delenv("FXCOURSE_LANG", raising=False)
+    _lang.set_language(None)
+    monkeypatch.setattr(checks, "_SESSION", {})
+    from collections import Counter
+
+    def right(gm):
+        return dict(Counter(n.op for n in gm.graph.nodes))
+
+    passed, wrong = check("lab00.1", right), check("lab00.2", _wrong)
+    assert passed.passed and wrong.status == "wrong"
+    checks._SESSION.clear()  # what the file says, not this process
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# lab 00"),
+        nbformat.v4.new_code_cell("check('lab00.1', count)", outputs=[nbformat.v4.new_output(
+            "display_data", data={"text/plain": passed.to_text(), "text/html": passed.to_html()})]),
+        nbformat.v4.new_code_cell("check('lab00.2', capture)", outputs=[nbformat.v4.new_output(
+            "display_data", data={"text/plain": wrong.to_text(), "text/html": wrong.to_html()})]),
+        nbformat.v4.new_code_cell("check('lab00.3', Gate)"),
+    ])
+    (tmp_path / "labs").mkdir()
+    nbformat.write(nb, tmp_path / "labs" / "lab00_warmup.ipynb")
+    shutil.copy(REPO / "labs" / "lab01_trace.ipynb", tmp_path / "labs")
+    return tmp_path
+
+
+def test_verdicts_come_from_the_saved_notebooks(course):
+    assert statuses_in(course / "labs" / "lab00_warmup.ipynb") == {"lab00.1": "passed", "lab00.2": "wrong"}
+    report = progress(course)
+    states = {t.task: t.status for t in report.tasks}
+    assert states["lab00.1"] == "passed" and states["lab00.2"] == "wrong" and states["lab00.3"] == "not run"
+    assert all(states[t] == "not_implemented" for t in states if t.startswith("lab01"))  # the pristine lab
+    assert report.passed == 1 and len(states) == 3 + 4
+    assert report.to_text().splitlines()[0] == "1 of 7 tasks pass in 2 labs / 2 个实验共 7 道练习，已通过 1 道"
+    assert progress(course / "labs" / "..", lab="lab00").passed == 1  # from inside, one lab
+
+
+def test_this_kernels_checks_are_newer_than_the_file(course):
+    check("lab00.1", _stub)
+    assert {t.task: t.status for t in progress(course, lab="lab00").tasks}["lab00.1"] == "not_implemented"
+
+
+def test_the_command_and_the_languages(course, monkeypatch, capsys):
+    monkeypatch.chdir(course / "labs")
+    assert main(["progress", "--lab", "lab00"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"lab00\.1\s+✓ passed", out) and re.search(r"lab00\.2\s+✗ not right yet", out)
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert main(["progress", str(course)]) == 0
+    out = capsys.readouterr().out
+    assert "已通过 1 道" in out and "尚未运行" in out and "passed" not in out and "not run" not in out
+    html = progress(course).to_html()
+    assert "<th>结果</th>" in html and "✗ 还不正确" in html
+
+
+def test_a_folder_without_labs_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(FxCourseError, match="holds no labs/labNN_"):
+        progress(tmp_path)
+    assert main(["progress", str(tmp_path)]) == 2
+    assert "fxcourse progress labs" in capsys.readouterr().err
+    with pytest.raises(FxCourseError, match="'lab99'"):
+        progress(REPO, lab="lab99")
+
+
+def test_a_broken_notebook_reads_as_not_run(course):
+    (course / "labs" / "lab00_warmup.ipynb").write_text("{ not json", encoding="utf-8")
+    assert {t.status for t in progress(course, lab="lab00").tasks} == {"not run"}
