@@ -30,6 +30,7 @@ import torch
 
 from ._caller_state import fresh, untouched
 from ._dynamo_log import LoggedBreak, Recording, describe_skip, recording
+from ._lang import only
 from ._render import Table, Viewable, esc, table_style
 from ._text import first_line, fold, one_line_error, quiet, scrub
 from .errors import FxCourseError, describe
@@ -37,12 +38,21 @@ from .errors import FxCourseError, describe
 __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 
 _OPS_NOTE = ("ops: call_function nodes, counted as torch._dynamo.explain counts them "
-             "(method calls such as y.sum() are call_method nodes)")
+             "(method calls such as y.sum() are call_method nodes)",
+             "算子数：call_function 节点，与 torch._dynamo.explain 的计数方式相同"
+             "（y.sum() 这样的方法调用是 call_method 节点）")
 _STYLE = table_style("fxcourse-capture-table", {})
 GUARD_LINES = 120  # guards shown by default in HTML; to_html(full=True) shows all
 CODE_LINES = 120  # lines of each graph's code shown by default; full=True shows all
-_FULL = "to_text(full=True) or to_html(full=True) shows all"
-_NO_CHECK = "no check of its own: the GLOBAL_STATE guard covers it"
+_FULL = ("to_text(full=True) or to_html(full=True) shows all",
+         "to_text(full=True) 或 to_html(full=True) 显示全部")
+_NO_CHECKS = ("no check of its own: the GLOBAL_STATE guard covers it",
+              "本身不做检查：由 GLOBAL_STATE 守卫负责")
+_BRANCH = ("Data-dependent branching: a Python if or while on a tensor value",
+           "数据相关的分支：Python 的 if 或 while 取决于张量的值")
+_COLUMNS = (("graph", "计算图"), ("call", "第几次调用"), ("ops", "算子数"), ("op names", "算子"),
+            ("ends with", "结束于"))
+_ENDED = {"graph break": "图中断", "return": "返回"}
 
 
 @dataclasses.dataclass
@@ -251,16 +261,22 @@ class Capture(Viewable):
     def _headline(self) -> str:
         calls = f", {self._calls} calls" if self._calls > 1 else ""
         guards = self.guards
-        covered = sum(1 for g in guards if _NO_CHECK in g)
+        covered = sum(1 for g in guards if any(words in g for words in _NO_CHECKS))
         extra = f" (+{covered} covered by the global-state guard)" if covered else ""
-        return (f"capture of {_name(self.fn)} (backend {self.backend_name}{calls}): "
-                f"{_plural(self.graph_count, 'graph')}, {_plural(self.break_count, 'graph break')}, "
-                f"{_plural(self.op_count, 'op')}, {_plural(len(guards) - covered, 'guard')}{extra}")
+        return only(f"capture of {_name(self.fn)} (backend {self.backend_name}{calls}): "
+                    f"{_plural(self.graph_count, 'graph')}, {_plural(self.break_count, 'graph break')}, "
+                    f"{_plural(self.op_count, 'op')}, {_plural(len(guards) - covered, 'guard')}{extra}",
+                    f"capture {_name(self.fn)}（后端 {self.backend_name}"
+                    f"{f'，调用 {self._calls} 次' if self._calls > 1 else ''}）：{self.graph_count} 个计算图，"
+                    f"{self.break_count} 处图中断，{self.op_count} 个算子，{len(guards) - covered} 个守卫"
+                    f"{f'（另有 {covered} 个由全局状态守卫负责）' if covered else ''}")
 
     def _table(self) -> Table:
-        rows = [[str(g.index), str(g.call), str(len(g.ops)), " ".join(g.ops) or "-", g.ended_by]
+        rows = [[str(g.index), str(g.call), str(len(g.ops)), " ".join(g.ops) or "-",
+                 only(g.ended_by, _ENDED.get(g.ended_by, g.ended_by))]
                 for g in self._rec.graphs]
-        return Table(["graph", "call", "ops", "op names", "ends with"], rows, css_class="fxcourse-capture-table")
+        return Table([en for en, _ in _COLUMNS], rows, css_class="fxcourse-capture-table",
+                     labels=[only(en, zh) for en, zh in _COLUMNS])
 
     def to_text(self, width: int = 100, full: bool = False) -> str:
         """Summary, breaks, recompilations, then each graph's code.
@@ -271,30 +287,33 @@ class Capture(Viewable):
         if self.skip_reason:
             out += [self.skip_reason, ""]
         if self.breaks:
-            out.append("graph breaks:")
+            out.append(only("graph breaks:", "图中断："))
             for i, b in enumerate(self.breaks, 1):
-                out.append(f"  {i}. {b.location} in {b.function}: {b.line}")
+                out.append(only(f"  {i}. {b.location} in {b.function}: {b.line}",
+                                f"  {i}. {b.location}，{b.function} 中：{b.line}"))
                 out.append(f"     {b.reason}")
                 for more in (b.explanation, b.effect):
                     if more:
                         out.append(f"     {more}")
             out.append("")
         if self._rec.graphs:
-            out += [self._table().to_text(width=width), _OPS_NOTE, ""]
+            out += [self._table().to_text(width=width), only(*_OPS_NOTE), ""]
         if self.recompiles:
-            out.append("recompilations:")
+            out.append(only("recompilations:", "重新编译："))
             for r in self.recompiles:
-                out.append(f"  call {r.call}: {r.function}:" + ("" if len(r.failures) > 1 else f" {r.reason}"))
+                out.append(only(f"  call {r.call}: {r.function}:", f"  第 {r.call} 次调用：{r.function}：")
+                           + ("" if len(r.failures) > 1 else f" {r.reason}"))
                 if len(r.failures) > 1:
                     out += [f"    - {f}" for f in r.failures]
             out.append("")
         for g in self._rec.graphs:
-            title = f"graph {g.index}"
-            out += [title, "-" * len(title), *self._code_lines(g, full), ""]
+            title = only(f"graph {g.index}", f"计算图 {g.index}")
+            out += [title, "-" * (len(title) + sum(1 for ch in title if ord(ch) > 0x2e80)),
+                    *self._code_lines(g, full), ""]
         return "\n".join(out).rstrip("\n") + "\n"
 
     def _code_lines(self, g: CapturedGraph, full: bool) -> list[str]:
-        return fold(g.code.rstrip("\n").splitlines(), None if full else CODE_LINES, _FULL)
+        return fold(g.code.rstrip("\n").splitlines(), None if full else CODE_LINES, only(*_FULL))
 
     def to_html(self, full: bool = False) -> str:
         """The same as :meth:`to_text`, as HTML, guards in a collapsed block.
@@ -306,26 +325,31 @@ class Capture(Viewable):
         if self.skip_reason:
             parts.append(f"<p>{esc(self.skip_reason)}</p>")
         if self.breaks:
+            in_, colon = only(" in ", "，"), only(": ", " 中：")
             items = "".join(
-                f"<li><code>{esc(b.location)}</code> in <code>{esc(b.function)}</code>: "
+                f"<li><code>{esc(b.location)}</code>{in_}<code>{esc(b.function)}</code>{colon}"
                 f"<code>{esc(b.line)}</code><br>{esc(b.reason)}"
                 + "".join(f"<br><small>{esc(m)}</small>" for m in (b.explanation, b.effect) if m) + "</li>"
                 for b in self.breaks)
-            parts.append(f"<p>graph breaks:</p><ol>{items}</ol>")
+            parts.append(f"<p>{only('graph breaks:', '图中断：')}</p><ol>{items}</ol>")
         if self._rec.graphs:
-            parts.append(self._table().to_html(style=_STYLE) + f"<p><small>{esc(_OPS_NOTE)}</small></p>")
+            parts.append(self._table().to_html(style=_STYLE) + f"<p><small>{esc(only(*_OPS_NOTE))}</small></p>")
         if self.recompiles:
-            items = "".join(f"<li>call {r.call}: <code>{esc(r.function)}</code>: {esc(r.reason)}</li>"
+            items = "".join(only(f"<li>call {r.call}: ", f"<li>第 {r.call} 次调用：")
+                            + f"<code>{esc(r.function)}</code>{only(': ', '：')}{esc(r.reason)}</li>"
                             for r in self.recompiles)
-            parts.append(f"<p>recompilations:</p><ul>{items}</ul>")
+            parts.append(f"<p>{only('recompilations:', '重新编译：')}</p><ul>{items}</ul>")
         guards = self.guards
         if guards:
-            shown = fold(guards, None if full else GUARD_LINES, _FULL)
-            parts.append(f"<details><summary>{len(guards)} guard requests ({esc(_kinds(guards))})</summary>"
+            shown = fold(guards, None if full else GUARD_LINES, only(*_FULL))
+            summary = only(f"{len(guards)} guard requests ({esc(_kinds(guards))})",
+                           f"{len(guards)} 个守卫请求（{esc(_kinds(guards))}）")
+            parts.append(f"<details><summary>{summary}</summary>"
                          f"<pre>{esc(chr(10).join(shown))}</pre></details>")
         for g in self._rec.graphs:
             code = "\n".join(self._code_lines(g, full))
-            parts.append(f"<details><summary>graph {g.index}</summary><pre>{esc(code)}</pre></details>")
+            title = only(f"graph {g.index}", f"计算图 {g.index}")
+            parts.append(f"<details><summary>{title}</summary><pre>{esc(code)}</pre></details>")
         parts.append("</div>")
         return "".join(parts)
 
@@ -351,10 +375,14 @@ def capture(fn_or_module: Callable[..., Any], *args: Any, dynamic: bool | None =
     """
     if fn_or_module is None or not callable(fn_or_module):
         raise FxCourseError(got=describe(fn_or_module), accepted="a function or an nn.Module",
-                            fix="pass the function itself, e.g. capture(f, x)", where="capture")
+                            fix="pass the function itself, e.g. capture(f, x)", where="capture",
+                            zh=f"capture：收到 {describe(fn_or_module)}，它不能调用；需要函数或 nn.Module。"
+                               f"修复：传入函数本身，例如 capture(f, x)。")
     if dynamic not in (None, True, False):
         raise FxCourseError(got=f"dynamic={dynamic!r}", accepted="None, True or False",
-                            fix="leave dynamic=None to let Dynamo decide", where="capture")
+                            fix="leave dynamic=None to let Dynamo decide", where="capture",
+                            zh=f"capture：dynamic={dynamic!r} 不可用；只能是 None、True 或 False。"
+                               f"修复：保留 dynamic=None，让 Dynamo 自己决定。")
     inner, backend_name = _lookup(backend)
     return _capture(_unwrap_compiled(fn_or_module), args, kwargs, inner, backend_name, dynamic)
 
@@ -397,7 +425,10 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
             accepted="a backend that compiles every graph Dynamo hands it",
             fix=f"the error is the backend's, not the model's: fix or replace backend {backend_name}, "
                 'or use backend="eager" to see the graphs without compiling them',
-            where="capture")
+            where="capture",
+            zh=f"capture：后端 {backend_name} 在编译 {_name(fn)} 的一个计算图时失败：{one_line_error(inner)}。"
+               f"这是后端的错误，不是模型的错误：请修复或换掉后端 {backend_name}，"
+               '或者用 backend="eager" 只查看计算图而不编译。')
     eager_error = _eager_error(fn, args, kwargs)
     if eager_error is None:
         return FxCourseError(
@@ -406,12 +437,18 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
             accepted="a function Dynamo can trace; this is a Dynamo limitation, not an error in the function",
             fix="keep the part Dynamo cannot trace out of the compiled region (torch.compiler.disable), "
                 "or rewrite it (e.g. no try/except around a tensor op that raises)",
-            where="capture")
+            where="capture",
+            zh=f"capture：{_name(fn)} 不经 torch.compile 能运行，但 Dynamo 处理它时失败："
+               f"{one_line_error(exc, limit=300)}。这是 Dynamo 的局限，不是函数的错误。修复：把 Dynamo "
+               "无法追踪的部分移出编译区域（torch.compiler.disable），或者改写它"
+               "（例如不要用 try/except 包住会抛异常的张量运算）。")
     return FxCourseError(
         got=f"{_name(fn)} raising {one_line_error(eager_error)}",
         accepted="a function or nn.Module that runs on the arguments given",
         fix=f"call it without capture first ({_name(fn)}(*args)) and fix that error",
-        where="capture")
+        where="capture",
+        zh=f"capture：{_name(fn)} 本身就报错：{one_line_error(eager_error)}；需要能在给定参数上运行的函数或 "
+           f"nn.Module。修复：先不用 capture 直接调用它（{_name(fn)}(*args)），把这个错误改掉。")
 
 
 def _eager_error(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException | None:
@@ -435,7 +472,10 @@ def _lookup(backend: Any) -> tuple[Callable[..., Any], str]:
         raise FxCourseError(got=f"backend={describe(backend)}",
                             accepted=f"a compiler function or one of {', '.join(list_backends(exclude_tags=()))}",
                             fix='use backend="eager" to see the graphs without compiling them',
-                            where="capture") from None
+                            where="capture",
+                            zh=f"capture：没有名为 {describe(backend)} 的后端；请传入编译函数，或用 "
+                               f"{', '.join(list_backends(exclude_tags=()))} 之一。修复：用 "
+                               'backend="eager" 只查看计算图而不编译。') from None
 
 
 def _unwrap_compiled(obj: Any) -> Any:
@@ -453,7 +493,7 @@ def _unwrap_compiled(obj: Any) -> Any:
 def _graph_break(b: LoggedBreak) -> GraphBreak:
     head = b.reason
     if head.startswith("Data-dependent branching") or head.startswith("generic_jump"):
-        head = "Data-dependent branching: a Python if or while on a tensor value"
+        head = only(*_BRANCH)
     location = f"{os.path.basename(b.file)}:{b.lineno}" if b.file != "?" else "?"
     return GraphBreak(head, location, b.function, b.line, b.explanation, b.effect)
 
@@ -485,7 +525,7 @@ def _guard_line(guard: Any) -> str:
     except Exception:
         kind = "guard"
     line = f"{guard.name}: {kind}" if guard.name else kind
-    return f"{line} ({_NO_CHECK})" if kind in _no_check_kinds() else line
+    return f"{line} ({only(*_NO_CHECKS)})" if kind in _no_check_kinds() else line
 
 
 def _kinds(guards: list[str]) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from ._lang import current
 from ._values import differs
 
 __all__ = ["difference", "flip"]
@@ -21,7 +22,8 @@ __all__ = ["difference", "flip"]
 
 def difference(got: Any, want: Any, where: str = "output") -> str:
     """"" when ``got`` matches ``want`` (eager's output); else where and how it differs
-    (the comparison the lab checkers use, worded against eager).
+    (the comparison the lab checkers use, worded against eager; in 中文 when the reader
+    reads 中文 only).
 
     >>> difference((torch.ones(2),), [torch.ones(2)])
     'output: a tuple, eager gives a list'
@@ -30,6 +32,9 @@ def difference(got: Any, want: Any, where: str = "output") -> str:
     >>> difference([1, torch.ones(2)], [1, torch.ones(2)])
     ''
     """
+    if current() == "zh":
+        where = "输出" + where[len("output"):] if where.startswith("output") else where
+        return differs(got, want, rtol=1e-4, atol=1e-5, where=where, expected="eager 给出", lang="zh") or ""
     return differs(got, want, rtol=1e-4, atol=1e-5, where=where, expected="eager gives") or ""
 
 

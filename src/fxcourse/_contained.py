@@ -17,6 +17,8 @@ import time
 import warnings
 from typing import Any, Callable
 
+from ._lang import only
+
 __all__ = ["crash_of"]
 
 TIMEOUT_S = 300.0
@@ -63,7 +65,8 @@ def crash_of(step: Callable[[], Any], timeout: float = TIMEOUT_S) -> str:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return f"did not finish within {timeout:.0f} s in a child process"
+            return only(f"did not finish within {timeout:.0f} s in a child process",
+                        f"在子进程中 {timeout:.0f} 秒内没有结束")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
     if os.WIFSIGNALED(status):
@@ -72,5 +75,5 @@ def crash_of(step: Callable[[], Any], timeout: float = TIMEOUT_S) -> str:
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
-        return f"crashed the process ({name})"
+        return only(f"crashed the process ({name})", f"让进程崩溃了（{name}）")
     return ""

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ._lang import only
 from ._text import first_line
 
 __all__ = ["LoggedBreak", "Recording", "describe_skip", "parse_break", "recording"]
@@ -31,7 +32,8 @@ _AT = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)\n(?P<src>(?:    [^\n]*)?)', re.M)
 _UNRESUMABLE = ("Failed to handle graph break gracefully", "Encountered graph break that we cannot resume from",
                 "Graph break: torch.compile cannot properly resume")
-_SKIPPED_REST = "Dynamo could not resume after this break: the rest of the frame runs eagerly"
+_SKIPPED_REST = ("Dynamo could not resume after this break: the rest of the frame runs eagerly",
+                 "Dynamo 无法在这次图中断之后恢复：这一帧余下的部分以 eager 方式运行")
 
 
 @dataclass
@@ -179,7 +181,7 @@ def parse_break(message: str, error: str = "", call: int = 1) -> LoggedBreak | N
         line = linecache.getline(file, lineno).strip()
     reason_text = head.partition("Graph Break Reason:")[2] or error or head
     reason, explanation = _reason(reason_text)
-    effect = _SKIPPED_REST if any(message.startswith(p) or p in reason_text for p in _UNRESUMABLE) else ""
+    effect = only(*_SKIPPED_REST) if any(message.startswith(p) or p in reason_text for p in _UNRESUMABLE) else ""
     return LoggedBreak(reason, file, lineno, function, line, explanation, effect, call)
 
 
@@ -211,7 +213,8 @@ def describe_skip(skips: list[str], code: Any, name: str) -> str:
     """One sentence: why Dynamo made no graph and took no break for ``name``."""
     reason = skip_reason(skips, code).replace("Dynamo decided to skip the frame while tracing: ", "")
     if reason:
-        return f"Dynamo skipped the frame of {name}: {reason}"
-    return (f"Dynamo traced {name} but found no tensor operation to put in a graph "
-            "(everything ran as ordinary Python)")
+        return only(f"Dynamo skipped the frame of {name}: {reason}", f"Dynamo 跳过了 {name} 的帧：{reason}")
+    return only(f"Dynamo traced {name} but found no tensor operation to put in a graph "
+                "(everything ran as ordinary Python)",
+                f"Dynamo 追踪了 {name}，但没有找到可以放进计算图的张量运算（全部作为普通 Python 运行）")
 

@@ -16,6 +16,8 @@ import re
 import warnings
 from typing import Iterator
 
+from ._lang import only
+
 __all__ = ["Renumber", "first_line", "fold", "one_line_error", "quiet", "scrub"]
 
 _UUID = r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
@@ -106,7 +108,8 @@ def fold(lines: list[str], limit: int, how: str) -> list[str]:
     if limit is None or len(lines) <= limit:
         return list(lines)
     hidden = len(lines) - limit
-    return [*lines[:limit], f"… {hidden} more line{'s' if hidden != 1 else ''} ({how})"]
+    return [*lines[:limit], only(f"… {hidden} more line{'s' if hidden != 1 else ''} ({how})",
+                                 f"… 另有 {hidden} 行（{how}）")]
 
 
 def one_line_error(exc: BaseException, limit: int = 160) -> str:

@@ -35,6 +35,7 @@ from ._capture import _capture, _Recorder, _unwrap_compiled
 from ._caller_state import fresh, untouched
 from ._compare_check import difference, flip
 from ._contained import crash_of
+from ._lang import only
 from ._render import Table, Viewable, esc, table_style
 from ._text import first_line, one_line_error, quiet
 from .errors import FxCourseError, describe
@@ -44,9 +45,19 @@ __all__ = ["Attempt", "Comparison", "compare_capture"]
 METHODS = ("torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace",
            "dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export")
 _OPS_NOTE = ("ops: operation nodes in each system's own graph "
-             "(fx call_* nodes, TorchScript aten:: nodes, ATen calls for export)")
+             "(fx call_* nodes, TorchScript aten:: nodes, ATen calls for export)",
+             "算子数：各系统自己计算图中的运算节点（fx 的 call_* 节点、TorchScript 的 aten:: 节点、"
+             "export 的 ATen 调用）")
 _STYLE = table_style("fxcourse-compare-table", {"failed": "color:#b71c1c"})
-_LIMITATION = "a Dynamo limitation: the model runs eagerly, Dynamo fails on it"
+_LIMITATION = ("a Dynamo limitation: the model runs eagerly, Dynamo fails on it",
+               "Dynamo 的局限：模型在 eager 下能运行，Dynamo 却失败")
+# column headers, English then 中文
+_COLUMNS = (("capture", "捕获方式"), ("works", "成功"), ("graphs", "计算图"), ("breaks", "图中断"),
+            ("ops", "算子数"), ("matches eager", "与 eager 一致"), ("seconds", "秒"))
+_BRANCH = ("Data-dependent branching", "数据相关的分支")  # how a data-dependent branch is named
+_SECOND = ("on the second input", "第二个输入")  # how a mismatch on the second input is said
+# HTML marks status with a sign as well as a colour: untrusted notebooks lose the styles
+_MARK = {True: "✓ ", False: "✗ "}
 
 
 @dataclass
@@ -79,36 +90,47 @@ class Comparison(Viewable):
             if row.method == method:
                 return row
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(METHODS)}",
-                            fix="index the comparison by a method name", where="Comparison[...]")
+                            fix="index the comparison by a method name", where="Comparison[...]",
+                            zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
+                               f"{'、'.join(METHODS)}。")
 
-    def _table(self, timings: bool) -> Table:
-        cols = ["capture", "works", "graphs", "breaks", "ops", "matches eager"] + (["seconds"] if timings else [])
+    def _table(self, timings: bool, marks: bool = False) -> Table:
+        """The table; with ``marks``, yes/no cells carry ✓ / ✗ (for HTML without styles)."""
+        cols = [c for c, _ in _COLUMNS[:6]] + (["seconds"] if timings else [])
+        labels = [only(en, zh) for en, zh in _COLUMNS[:len(cols)]]
         rows = []
         for r in self.rows:
-            cells = [r.method, _yes(r.worked), _num(r.graphs), _num(r.breaks), _num(r.ops), _yes(r.matches)]
+            cells = [r.method, _yes(r.worked, marks), _num(r.graphs), _num(r.breaks), _num(r.ops),
+                     _yes(r.matches, marks)]
             rows.append(cells + ([f"{r.seconds:.3f}"] if timings else []))
         return Table(cols, rows, row_classes=["ok" if r.worked else "failed" for r in self.rows],
-                     css_class="fxcourse-compare-table")
+                     css_class="fxcourse-compare-table", labels=labels)
 
     def _headline(self) -> str:
-        return f"compare_capture: {self.name} on {self.inputs}; second input: {self.second}"
+        return only(f"compare_capture: {self.name} on {self.inputs}; second input: {self.second}",
+                    f"compare_capture：{self.name}，输入 {self.inputs}；第二个输入：{self.second}")
 
     def to_text(self, timings: bool = False, width: int = 100) -> str:
         """Table, then one reason line (and a note) per row. Timings only when asked."""
-        out = [self._headline(), "", self._table(timings).to_text(width=width), _OPS_NOTE, "", "why:"]
+        out = [self._headline(), "", self._table(timings).to_text(width=width), only(*_OPS_NOTE), "",
+               only("why:", "原因：")]
+        note = only("note: ", "提示：")
         for r in self.rows:
             out.append(f"  {r.method}: {r.reason}")
             if r.note:
-                out.append(f"      note: {r.note}")
+                out.append(f"      {note}{r.note}")
         return "\n".join(out) + "\n"
 
     def to_html(self, timings: bool = False) -> str:
-        """The same as :meth:`to_text`, as HTML."""
+        """The same as :meth:`to_text`, as HTML; the works and matches-eager cells carry
+        ✓ / ✗, so a failure reads as one where the notebook's styles are stripped."""
+        note = only("note: ", "提示：")
         items = "".join(f"<li><b>{esc(r.method)}</b>: {esc(r.reason)}"
-                        + (f"<br><small>note: {esc(r.note)}</small>" if r.note else "") + "</li>"
+                        + (f"<br><small>{esc(note)}{esc(r.note)}</small>" if r.note else "") + "</li>"
                         for r in self.rows)
         return (f'<div class="fxcourse-compare"><p><b>{esc(self._headline())}</b></p>'
-                f"{self._table(timings).to_html(style=_STYLE)}<p><small>{esc(_OPS_NOTE)}</small></p>"
+                f"{self._table(timings, marks=True).to_html(style=_STYLE)}"
+                f"<p><small>{esc(only(*_OPS_NOTE))}</small></p>"
                 f"<ul>{items}</ul></div>")
 
 
@@ -131,20 +153,26 @@ def compare_capture(model: Callable[..., Any], *args: Any,
     if model is None or not callable(model):
         raise FxCourseError(got=describe(model), accepted="an nn.Module or a function of tensors",
                             fix="pass the model itself, e.g. compare_capture(model, x)",
-                            where="compare_capture")
+                            where="compare_capture",
+                            zh=f"compare_capture：收到 {describe(model)}，它不能调用；需要 nn.Module 或以张量为"
+                               f"参数的函数。修复：传入模型本身，例如 compare_capture(model, x)。")
     model = _unwrap_compiled(model)
     if second_args is None:
         second, flipped = flip(args)
-        second_label = (f"example input with {_plural(flipped, 'floating-point tensor')} sign-flipped"
-                        if flipped else "the example input again (it holds no floating-point tensor to change)")
+        second_label = (only(f"example input with {_plural(flipped, 'floating-point tensor')} sign-flipped",
+                             f"示例输入，其中 {flipped} 个浮点张量取反")
+                        if flipped else only("the example input again (it holds no floating-point tensor to change)",
+                                             "仍是示例输入（其中没有可以改变的浮点张量）"))
     elif isinstance(second_args, (tuple, list)):
-        second, second_label = tuple(second_args), "given"
+        second, second_label = tuple(second_args), only("given", "由调用者给出")
     elif isinstance(second_args, torch.Tensor):
-        second, second_label = (second_args,), "given"
+        second, second_label = (second_args,), only("given", "由调用者给出")
     else:
         raise FxCourseError(got=f"second_args={describe(second_args)}",
                             accepted="None, a tensor, or a tuple of arguments like args",
-                            fix="pass second_args=(x2,) or leave it out", where="compare_capture")
+                            fix="pass second_args=(x2,) or leave it out", where="compare_capture",
+                            zh=f"compare_capture：second_args={describe(second_args)} 不可用；需要 None、"
+                               f"一个张量，或像 args 那样的参数元组。修复：传 second_args=(x2,)，或者不传。")
     try:
         with untouched(model), quiet(stderr=False):
             expected = (model(*fresh(args)), model(*fresh(second)))
@@ -152,10 +180,13 @@ def compare_capture(model: Callable[..., Any], *args: Any,
         raise FxCourseError(got=f"{_name(model)} raising {one_line_error(exc)}",
                             accepted="a model that runs eagerly on both inputs",
                             fix="check model(*args) and model(*second_args) run before comparing",
-                            where="compare_capture") from exc
+                            where="compare_capture",
+                            zh=f"compare_capture：{_name(model)} 在 eager 下就报错：{one_line_error(exc)}；"
+                               f"模型必须能在两个输入上直接运行。修复：比较之前先确认 model(*args) 和 "
+                               f"model(*second_args) 都能运行。") from exc
     attempts = [_attempt(m, model, args, second, expected) for m in METHODS]
     torch._dynamo.reset()
-    branch = any("Data-dependent branching" in row.reason for row, _ in attempts)
+    branch = any(_says_branch(row.reason) for row, _ in attempts)
     rows = []
     for row, error in attempts:
         row.note = _note(row, error, branch)
@@ -173,8 +204,10 @@ def _attempt(method: str, model: Any, args: tuple[Any, ...], second: tuple[Any, 
     with untouched(model), quiet(stderr=True) as notes:  # export prints partial graphs to stderr
         crash = crash_of(lambda: _CAPTURE[method](model, args)[0](*fresh(args))) if method in _FRAGILE else ""
         if crash:
-            row = Attempt(method, False, f"{method} {crash}; compare_capture ran it in a child "
-                                         "process first, so only that process was lost")
+            row = Attempt(method, False, only(f"{method} {crash}; compare_capture ran it in a child "
+                                              "process first, so only that process was lost",
+                                              f"{method} {crash}；compare_capture 先在子进程中运行它，"
+                                              "所以只丢掉了那个进程"))
         else:
             try:
                 runner, graphs, breaks, ops, summary = _CAPTURE[method](model, args)
@@ -186,15 +219,15 @@ def _attempt(method: str, model: Any, args: tuple[Any, ...], second: tuple[Any, 
             try:
                 row = _check(method, runner, graphs, breaks, ops, summary, args, second, expected)
             except Exception as exc:  # comparing odd outputs: report, never raise
-                row = Attempt(method, True, f"captured, but checking it failed: {one_line_error(exc)}",
-                              graphs, ops, breaks=breaks)
+                row = Attempt(method, True, only("captured, but checking it failed: ", "捕获成功，但检查它时出错：")
+                              + one_line_error(exc), graphs, ops, breaks=breaks)
         notes.extend(checking)
     if row is None:
         row = Attempt(method, False, _failed(method, error))
     row.seconds = seconds
     row.warnings = list(dict.fromkeys(notes))
-    if method == "torch.jit.trace" and row.matches is False and "second" in row.reason:
-        row.reason = f"{_baked(row.warnings)}: {row.reason}"
+    if method == "torch.jit.trace" and row.matches is False and any(s in row.reason for s in _SECOND):
+        row.reason = f"{_baked(row.warnings)}{only(': ', '：')}{row.reason}"
     return row, error
 
 
@@ -204,13 +237,15 @@ def _check(method: str, runner: Callable[..., Any], graphs: int, breaks: int | N
     try:
         diffs = [difference(runner(*fresh(args)), expected[0]), difference(runner(*fresh(second)), expected[1])]
     except Exception as exc:
-        return Attempt(method, True, f"captured, but running it failed: {one_line_error(exc)}",
-                       graphs, ops, False, breaks=breaks)
+        return Attempt(method, True, only("captured, but running it failed: ", "捕获成功，但运行它时出错：")
+                       + one_line_error(exc), graphs, ops, False, breaks=breaks)
     if diffs[0]:
-        return Attempt(method, True, f"outputs differ from eager on the example input ({diffs[0]})",
+        return Attempt(method, True, only(f"outputs differ from eager on the example input ({diffs[0]})",
+                                          f"在示例输入上，输出与 eager 不同（{diffs[0]}）"),
                        graphs, ops, False, breaks=breaks)
     if diffs[1]:
-        return Attempt(method, True, f"outputs differ from eager on the second input ({diffs[1]})",
+        return Attempt(method, True, only(f"outputs differ from eager {_SECOND[0]} ({diffs[1]})",
+                                          f"在{_SECOND[1]}上，输出与 eager 不同（{diffs[1]}）"),
                        graphs, ops, False, breaks=breaks)
     return Attempt(method, True, summary, graphs, ops, True, breaks=breaks)
 
@@ -218,10 +253,15 @@ def _check(method: str, runner: Callable[..., Any], graphs: int, breaks: int | N
 def _failed(method: str, error: BaseException | None) -> str:
     """The row's reason when capture failed; Dynamo's own failures are called that."""
     cause = error.__cause__ if isinstance(error, FxCourseError) and error.__cause__ else error
-    text = _crisp(cause) if cause is not None else "failed"
+    text = _crisp(cause) if cause is not None else only("failed", "失败")
     if method.startswith("dynamo") and cause is not None and not _is_graph_break(cause):
-        return f"{_LIMITATION}: {text}"
+        return f"{only(*_LIMITATION)}{only(': ', '：')}{text}"
     return text
+
+
+def _says_branch(text: str) -> bool:
+    """Whether a reason names a data-dependent branch (in either language)."""
+    return any(words in text for words in _BRANCH)
 
 
 def _is_graph_break(exc: BaseException) -> bool:
@@ -235,10 +275,10 @@ def _baked(notes: list[str]) -> str:
     """What a trace that runs but answers differently froze, told by its TracerWarning."""
     tracer = " ".join(n for n in notes if n.startswith("TracerWarning"))
     if "Python boolean" in tracer:
-        return "the trace baked in one branch"
+        return only("the trace baked in one branch", "trace 把一个分支固化进了计算图")
     if tracer:
-        return "the trace baked in a value from the example input"
-    return "the trace recorded only the path the example input took"
+        return only("the trace baked in a value from the example input", "trace 把示例输入中的一个值固化进了计算图")
+    return only("the trace recorded only the path the example input took", "trace 只记录了示例输入走过的路径")
 
 
 def _crisp(exc: BaseException) -> str:
@@ -255,15 +295,18 @@ def _note(row: Attempt, error: BaseException | None, branch: bool) -> str:
     if tracer:
         notes.append(tracer[0].split(". ")[0].rstrip("."))
     if any(w.startswith("DeprecationWarning") and "torch.jit" in w for w in row.warnings):
-        notes.append("TorchScript is deprecated: use torch.compile or torch.export")
+        notes.append(only("TorchScript is deprecated: use torch.compile or torch.export",
+                          "TorchScript 已被弃用：请改用 torch.compile 或 torch.export"))
     text = f"{type(error).__name__} {error}" if error is not None else ""
-    if branch and ("data-dependent" in text.lower() or "Data-dependent branching" in row.reason
+    if branch and ("data-dependent" in text.lower() or _says_branch(row.reason)
                    or "control flow" in text):
-        notes.append("the branch depends on tensor values: express it with torch.cond")
+        notes.append(only("the branch depends on tensor values: express it with torch.cond",
+                          "分支取决于张量的值：请用 torch.cond 表达"))
     if row.method == "dynamo fullgraph=True" and error is not None:
-        notes.append("fullgraph=True turns a graph break into an error" if _is_graph_break(error)
-                     else "Dynamo's own error: the model itself runs")
-    return "; ".join(notes)
+        notes.append(only("fullgraph=True turns a graph break into an error", "fullgraph=True 把图中断变成了错误")
+                     if _is_graph_break(error)
+                     else only("Dynamo's own error: the model itself runs", "这是 Dynamo 自己的错误：模型本身能运行"))
+    return only("; ", "；").join(notes)
 
 
 # -- the six capture systems: each returns (runner, graphs, breaks, ops, summary) or raises ---------
@@ -272,17 +315,18 @@ Captured = tuple[Any, int, "int | None", int, str]
 
 def _trace(model: Any, args: tuple[Any, ...]) -> Captured:
     traced = torch.jit.trace(model, fresh(args))
-    return traced, 1, None, _ts_ops(traced), "recorded the ops that ran on the example input"
+    return traced, 1, None, _ts_ops(traced), only("recorded the ops that ran on the example input", "记录了示例输入实际执行的算子")
 
 
 def _script(model: Any, args: tuple[Any, ...]) -> Captured:
     scripted = torch.jit.script(model)
-    return scripted, 1, None, _ts_ops(scripted), "compiled from the Python source, control flow included"
+    return scripted, 1, None, _ts_ops(scripted), only("compiled from the Python source, control flow included",
+                                                          "由 Python 源码编译而来，包括控制流")
 
 
 def _symbolic(model: Any, args: tuple[Any, ...]) -> Captured:
     gm = torch.fx.symbolic_trace(model)
-    return gm, 1, None, _fx_ops(gm), "traced with proxy values"
+    return gm, 1, None, _fx_ops(gm), only("traced with proxy values", "用代理值（Proxy）符号追踪")
 
 
 def _fullgraph(model: Any, args: tuple[Any, ...]) -> Captured:
@@ -304,7 +348,7 @@ def _export(model: Any, args: tuple[Any, ...]) -> Captured:
     module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
     program = torch.export.export(module, fresh(args))
     ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
-    return program.module(), 1, None, ops, "one graph of ATen ops"
+    return program.module(), 1, None, ops, only("one graph of ATen ops", "一个由 ATen 算子组成的计算图")
 
 
 _CAPTURE: dict[str, Callable[[Any, tuple[Any, ...]], Captured]] = {
@@ -320,13 +364,17 @@ def _summary(graphs: int, breaks: list[Any], skip: str) -> str:
     if breaks:
         b = breaks[0]
         first = "" if len(breaks) == 1 else "; the first: "
-        return (f"{_plural(graphs, 'graph')}, {_plural(len(breaks), 'graph break')}{first or ': '}"
-                f"{b.reason} ({b.location})")
+        return only(f"{_plural(graphs, 'graph')}, {_plural(len(breaks), 'graph break')}{first or ': '}"
+                    f"{b.reason} ({b.location})",
+                    f"{graphs} 个计算图，{len(breaks)} 处图中断{'；第一处' if len(breaks) > 1 else ''}："
+                    f"{b.reason}（{b.location}）")
     if graphs == 1:
-        return "one graph, no graph breaks"
+        return only("one graph, no graph breaks", "一个计算图，没有图中断")
     if graphs == 0:
-        return skip or "no graph: Dynamo found no tensor operation to capture"
-    return f"{graphs} graphs from separate frames, no graph breaks"
+        return skip or only("no graph: Dynamo found no tensor operation to capture",
+                            "没有计算图：Dynamo 没有找到可以捕获的张量运算")
+    return only(f"{graphs} graphs from separate frames, no graph breaks",
+                f"{graphs} 个计算图，来自不同的帧，没有图中断")
 
 
 class _AsModule(torch.nn.Module):
@@ -361,7 +409,7 @@ def _ts_ops(module: Any) -> int:
 def _shapes(args: tuple[Any, ...]) -> str:
     parts = [f"tensor{tuple(a.shape)}" if isinstance(a, torch.Tensor) else first_line(repr(a), 40)
              for a in args]
-    return ", ".join(parts) or "no arguments"
+    return ", ".join(parts) or only("no arguments", "没有参数")
 
 
 def _name(model: Any) -> str:
@@ -370,8 +418,12 @@ def _name(model: Any) -> str:
     return getattr(model, "__qualname__", None) or type(model).__name__
 
 
-def _yes(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "no")
+def _yes(value: bool | None, mark: bool = False) -> str:
+    """``yes``/``no`` (``是``/``否`` in 中文); with ``mark``, led by ✓ / ✗."""
+    if value is None:
+        return "-"
+    word = only("yes", "是") if value else only("no", "否")
+    return _MARK[bool(value)] + word if mark else word
 
 
 def _num(value: int | None) -> str:
