@@ -1,7 +1,8 @@
 """The ``fxcourse`` command: doctor, labs, i18n, nb.
 
-Every failure a learner can cause ends in one bilingual line on stderr and a non-zero exit
-status (2 for a wrong argument or file, 1 for a check that found problems), never a traceback.
+Every failure a learner can cause ends in one line on stderr and a non-zero exit status (2 for
+a wrong argument or file, 1 for a check that found problems), never a traceback. Help, errors
+and reports speak the reader's language (``FXCOURSE_LANG=en|zh|both``, default both).
 """
 from __future__ import annotations
 
@@ -45,13 +46,65 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message} / 错误：{_zh(message)}\n"
-                     f"run `{self.prog} --help` for help / 运行 `{self.prog} --help` 查看帮助\n")
+        self.exit(2, f"{self.prog}: " + pick(f"error: {message}", f"错误：{_zh(message)}") + "\n"
+                     + pick(f"run `{self.prog} --help` for help", f"运行 `{self.prog} --help` 查看帮助") + "\n")
+
+    def format_usage(self) -> str:
+        return _localise_headings(super().format_usage())
+
+    def format_help(self) -> str:
+        return _localise_headings(super().format_help())
+
+
+# argparse's own headings, in 中文 when the reader reads only 中文
+_HEADINGS_ZH = [("usage: ", "用法："), ("positional arguments:", "位置参数："), ("options:", "选项："),
+                ("show this help message and exit", "显示帮助并退出")]
+
+
+def _localise_headings(text: str) -> str:
+    """argparse's headings in the reader's language (unchanged unless FXCOURSE_LANG=zh)."""
+    from ._lang import current
+
+    if current() == "zh":
+        for en, zh in _HEADINGS_ZH:
+            text = text.replace(en, zh)
+    return text
+
+
+def _one_language(text: str | None) -> str | None:
+    """A help text written "English / 中文" in the reader's language.
+
+    >>> import os; os.environ["FXCOURSE_LANG"] = "zh"
+    >>> _one_language("fail when labs/ is out of date with solutions/ / labs/ 过期时报错")
+    'labs/ 过期时报错'
+    >>> os.environ["FXCOURSE_LANG"] = "en"; _one_language("check English/中文 cell pairs / 检查中英文单元是否成对")
+    'check English/中文 cell pairs'
+    >>> del os.environ["FXCOURSE_LANG"]
+    """
+    if not text or " / " not in text:
+        return text
+    en, zh = text.rsplit(" / ", 1)
+    if not re.search(r"[\u4e00-\u9fff]", zh):
+        return text
+    return pick(en, zh)
+
+
+def _localise(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Every help and description of ``parser`` and its sub-commands in the reader's language."""
+    parser.description = _one_language(parser.description)
+    for action in parser._actions:
+        action.help = _one_language(action.help)
+        for choice in getattr(action, "_choices_actions", []):
+            choice.help = _one_language(choice.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _localise(sub)
+    return parser
 
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,i18n,nb}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,i18n,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
     labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习",
@@ -70,22 +123,30 @@ def _parser() -> argparse.ArgumentParser:
     i18n = sub.add_parser("i18n", help="bilingual parity check and single-language export / 双语检查与导出")
     i18n_sub = i18n.add_subparsers(dest="action", required=True)
     c = i18n_sub.add_parser("check", help="check English/中文 cell pairs / 检查中英文单元是否成对")
-    c.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS)
+    c.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS,
+                   help="notebooks or folders (default: course labs solutions) / 笔记本或文件夹（默认 course labs solutions）")
     c.add_argument("--only", choices=["parity", "glossary"], help="one kind of problem: English/中文 pairs and "
                    "skeleton, or the glossary (course/GLOSSARY.md) / 只查一类问题：中英文成对与结构，或术语表")
     e = i18n_sub.add_parser("export", help="write single-language copies into OUT / 把单语言版本写到 OUT")
-    e.add_argument("--lang", required=True, choices=["en", "zh"])
+    e.add_argument("--lang", required=True, choices=["en", "zh"], help="the language kept / 保留的语言")
     e.add_argument("out", help="output folder, e.g. build/zh / 输出文件夹，例如 build/zh")
-    e.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS)
+    e.add_argument("paths", nargs="*", default=DEFAULT_NOTEBOOK_DIRS,
+                   help="notebooks or folders (default: course labs solutions) / 笔记本或文件夹（默认 course labs solutions）")
     e.add_argument("--no-execute", action="store_true", help="copy stored outputs instead of running each "
                    "notebook in that language (fast) / 不重新运行，直接保留已有输出（更快）")
+
+    pr = sub.add_parser("progress", help="which lab tasks pass, read from your saved lab notebooks "
+                                         "/ 哪些练习已通过（读取你保存的实验笔记本）")
+    pr.add_argument("where", nargs="?", default=".", help="the course or its labs/ folder (default: here) "
+                    "/ 课程目录或其中的 labs/（默认当前目录）")
+    pr.add_argument("--lab", help="only this lab, e.g. lab03 / 只看某个实验，例如 lab03")
 
     nb = sub.add_parser("nb", help="notebook utilities / 笔记本工具")
     nb_sub = nb.add_subparsers(dest="action", required=True)
     run = nb_sub.add_parser("run", help="execute notebooks in place, top to bottom, in a fresh kernel "
                                         "/ 在新内核中从头执行笔记本并原地保存")
-    run.add_argument("paths", nargs="+")
-    return p
+    run.add_argument("paths", nargs="+", help="notebooks or folders / 笔记本或文件夹")
+    return _localise(p)
 
 
 def _labs(args: argparse.Namespace) -> int:
@@ -118,6 +179,11 @@ def _run(args: argparse.Namespace) -> int:
         return 0 if report.healthy else 1
     if args.command == "labs":
         return _labs(args)
+    if args.command == "progress":
+        from ._progress import progress
+
+        print(progress(args.where, lab=args.lab).to_text())
+        return 0
     from . import i18n, nbrun
 
     if args.command == "i18n":
@@ -140,7 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     for path in paths:  # every notebook checked before the first one runs
         nbrun.prepare(path)
     for path in paths:
-        print(f"{path}: {nbrun.run(path):.1f} s", flush=True)
+        print(f"{path}: {nbrun.run(path):.1f} s", flush=True)  # a number: the same in every language
     return 0
 
 
@@ -153,11 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except OSError as exc:  # a disk or permission problem while writing
         name = f" {exc.filename}" if exc.filename else ""
-        print(f"fxcourse: could not write or read{name}: {exc.strerror or exc} / 无法读写{name}："
-              f"{exc.strerror or exc}", file=sys.stderr)
+        print("fxcourse: " + pick(f"could not write or read{name}: {exc.strerror or exc}",
+                                  f"无法读写{name}：{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("fxcourse: interrupted / 已中断", file=sys.stderr)
+        print("fxcourse: " + pick("interrupted", "已中断"), file=sys.stderr)
         return 130
 
 
