@@ -20,6 +20,7 @@ import dis
 import inspect
 import io
 import os
+import re
 import sys
 import textwrap
 import types
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ._depyf import decompile
+from ._lang import only
 from ._dynamo_cache import guard_lines, target_function, walk
 from ._text import Renumber, fold, one_line_error, scrub
 from ._render import Viewable, esc
@@ -36,7 +38,11 @@ __all__ = ["Bytecode", "Section", "bytecode"]
 _PY = f"Python {sys.version_info.major}.{sys.version_info.minor}"
 GUARD_LINES = 120  # guards per section shown by default; full=True shows all
 CODE_LINES = 200  # lines of each Python or bytecode view shown by default
-_FULL = "to_text(full=True) or to_html(full=True) shows all"
+_FULL = ("to_text(full=True) or to_html(full=True) shows all",
+         "to_text(full=True) 或 to_html(full=True) 显示全部")
+# view titles, English then 中文
+_TITLES = {"source": "源码", "bytecode": "字节码", "decompiled by depyf": "depyf 反编译结果",
+           "transformed bytecode": "变换后的字节码"}
 _STYLE = ("display:flex;gap:1em;align-items:flex-start", "flex:1;min-width:0",
           "overflow:auto;font-size:85%;margin:0")
 
@@ -71,6 +77,14 @@ class Bytecode(Viewable):
     @property
     def headline(self) -> str:
         where = f"{self.name} ({self.location}), {_PY}"
+        if only("en", "zh") == "zh":
+            head = f"{self.name}（{self.location}，{_PY}）的字节码"
+            if not self.compiled:
+                return f"{head}：还没有编译；调用一次 torch.compile(f) 后可以看到 Dynamo 的版本"
+            text = f"{head}：{self.entries[0]} 个缓存条目"
+            if len(self.entries) > 1:
+                text += f"；{len(self.entries) - 1} 个恢复函数，共 {sum(self.entries[1:])} 个缓存条目"
+            return text
         if not self.compiled:
             return (f"bytecode of {where}: not compiled yet; call torch.compile(f) once "
                     "to see Dynamo's version")
@@ -87,12 +101,16 @@ class Bytecode(Viewable):
         kind) and the first ``CODE_LINES`` lines of each view; ``full=True`` shows all.
         """
         out = [self.headline]
+        colon = only(": ", "：")
         for s in self.sections:
+            title = _title(s.title)
             if s.guards:
-                out += ["", f"== {s.title}: guards ({len(s.guards)}{_kinds(s.guards, full)}) ==",
+                out += ["", f"== {title}{colon}{only('guards', '守卫')} ({len(s.guards)}{_kinds(s.guards, full)}) ==",
                         *_fold(s.guards, GUARD_LINES, full)]
-            out += ["", f"== {s.title}: {s.left_title} ==", *_fold(s.left.rstrip("\n").split("\n"), CODE_LINES, full)]
-            out += ["", f"== {s.title}: {s.right_title} ==", *_fold(s.right.rstrip("\n").split("\n"), CODE_LINES, full)]
+            out += ["", f"== {title}{colon}{_view(s.left_title)} ==",
+                    *_fold(s.left.rstrip("\n").split("\n"), CODE_LINES, full)]
+            out += ["", f"== {title}{colon}{_view(s.right_title)} ==",
+                    *_fold(s.right.rstrip("\n").split("\n"), CODE_LINES, full)]
         return "\n".join(line.rstrip() for line in "\n".join(out).splitlines()) + "\n"
 
     def to_html(self, full: bool = False) -> str:
@@ -101,15 +119,16 @@ class Bytecode(Viewable):
         row, col, pre = _STYLE
         parts = ['<div class="fxcourse-bytecode">', f"<p><b>{esc(self.headline)}</b></p>"]
         for s in self.sections:
-            parts.append(f"<h4>{esc(s.title)}</h4>")
+            parts.append(f"<h4>{esc(_title(s.title))}</h4>")
             if s.guards:
                 shown = _fold(s.guards, GUARD_LINES, full)
-                parts.append(f"<details><summary>{len(s.guards)} guards{esc(_kinds(s.guards, full))}</summary>"
+                parts.append(f"<details><summary>{len(s.guards)}{only(' guards', ' 个守卫')}"
+                             f"{esc(_kinds(s.guards, full))}</summary>"
                              f'<pre style="{pre}">{esc(chr(10).join(shown))}</pre></details>')
             parts.append(f'<div style="{row}">')
             for title, body in ((s.left_title, s.left), (s.right_title, s.right)):
                 shown = "\n".join(_fold(body.rstrip("\n").split("\n"), CODE_LINES, full))
-                parts.append(f'<div style="{col}"><div><i>{esc(title)}</i></div>'
+                parts.append(f'<div style="{col}"><div><i>{esc(_view(title))}</i></div>'
                              f'<pre style="{pre}">{esc(shown)}</pre></div>')
             parts.append("</div>")
         parts.append("</div>")
@@ -159,7 +178,7 @@ def _source(func: types.FunctionType) -> str:
     try:
         return textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as exc:
-        return f"(source not available: {one_line_error(exc)})\n"
+        return only(f"(source not available: {one_line_error(exc)})\n", f"（没有源码：{one_line_error(exc)}）\n")
 
 
 def _dis(code: types.CodeType) -> str:
@@ -173,12 +192,36 @@ def _python(code: types.CodeType) -> tuple[str, str]:
     source, reason = decompile(code)
     if source is not None:
         return scrub(source), ""
-    note = f"{reason}; read the bytecode instead"
+    note = reason + only("; read the bytecode instead", "；请改读字节码")
     return f"# {note}\n", note
 
 
 def _fold(lines: list[str], limit: int, full: bool) -> list[str]:
-    return fold(lines, None if full else limit, _FULL)
+    return fold(lines, None if full else limit, only(*_FULL))
+
+
+def _view(title: str) -> str:
+    """A view's title (source, bytecode, ...) in the reader's language."""
+    return only(title, _TITLES.get(title, title))
+
+
+_SECTION = re.compile(r"^resume function (\S+) \((.*)\)$|^(.*), cache entry (\d+)$")
+
+
+def _title(title: str) -> str:
+    """A section's title in the reader's language (the data keeps the English one).
+
+    >>> import os; os.environ["FXCOURSE_LANG"] = "zh"
+    >>> _title("f, cache entry 0"), _title("resume function __resume_at_20_0 (__resume_at_20_0)")
+    ('f，缓存条目 0', '恢复函数 __resume_at_20_0（__resume_at_20_0）')
+    >>> del os.environ["FXCOURSE_LANG"]
+    """
+    m = _SECTION.match(title)
+    if m is None or only("en", "zh") == "en":
+        return title
+    if m.group(1) is not None:
+        return f"恢复函数 {m.group(1)}（{m.group(2)}）"
+    return f"{m.group(3)}，缓存条目 {m.group(4)}"
 
 
 def _kinds(guards: list[str], full: bool) -> str:

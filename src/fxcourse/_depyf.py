@@ -11,6 +11,7 @@ import io
 import re
 import types
 
+from ._lang import only
 from ._text import one_line_error, quiet
 
 __all__ = ["decompile"]
@@ -34,9 +35,10 @@ def decompile(code: types.CodeType) -> tuple[str | None, str | None]:
 
             source = depyf.decompile(code)
     except Exception as exc:  # depyf raises many types; one line says which
-        return None, f"depyf could not decompile this code ({_reason(exc)})"
+        return None, only(f"depyf could not decompile this code ({_reason(exc)})",
+                          f"depyf 无法反编译这段代码（{_reason(exc)}）")
     if not isinstance(source, str) or not source.strip():
-        return None, "depyf returned no source"
+        return None, only("depyf returned no source", "depyf 没有返回源码")
     return source.rstrip() + "\n", None
 
 

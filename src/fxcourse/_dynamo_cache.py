@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ._text import one_line_error, scrub
+from ._lang import only
 from .errors import FxCourseError, describe
 
 __all__ = ["Frame", "cache_entries", "failed_guards", "guard_lines", "target_function", "walk"]
@@ -49,6 +50,8 @@ def target_function(obj: Any, where: str) -> types.FunctionType:
         accepted="a Python function, a method, an nn.Module, or what torch.compile returned for one",
         fix="pass the function itself (not its result or a builtin), e.g. bytecode(f) or bytecode(model)",
         where=where,
+        zh=f"{where}：收到 {describe(obj)}；需要 Python 函数、方法、nn.Module，或 torch.compile 对它们返回的对象。"
+           "修复：传入函数本身（不是它的返回值，也不是内置函数），例如 bytecode(f) 或 bytecode(model)。",
     )
 
 
@@ -73,7 +76,8 @@ def guard_lines(guard_manager: Any) -> list[str]:
             text = re.sub(r", tag_safe=\([^)]*\)", "", str(guard_manager))
             return [scrub(line, ids=True) for line in text.splitlines() if line.strip()]
         except Exception:
-            return [f"(guards unavailable: {one_line_error(exc)})"]
+            return [only(f"(guards unavailable: {one_line_error(exc)})",
+                         f"（无法读取守卫：{one_line_error(exc)}）")]
 
 
 def _walk_guards(guard_manager: Any) -> list[str]:

@@ -220,6 +220,8 @@ def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ..
         raise FxCourseError(
             got=repr(name), accepted=f"one of {', '.join(names())}",
             fix="pick a name from fxcourse.zoo.names()", where="zoo.example",
+            zh=f"zoo.example：没有名为 {name!r} 的模型；可选：{'、'.join(names())}。"
+               "修复：从 fxcourse.zoo.names() 中选一个名字。",
         )
     build, inputs = _ENTRIES[name]
     torch.manual_seed(seed)
