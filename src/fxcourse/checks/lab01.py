@@ -596,6 +596,6 @@ def _roundtrip(answer: Any) -> None:
             if diff:
                 raise Wrong("the loaded module computes something else than the model: trace the model as it is "
                             "given (in eval mode), with the example inputs.",
-                            "加载的模块与原模型计算结果不同：请按原样（推理模式）用示例输入追踪模型。",
+                            "加载的模块与原模型计算结果不同：请按原样（eval 模式）用示例输入追踪模型。",
                             tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
                             expected=describe(want), got=diff)

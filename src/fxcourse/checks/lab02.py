@@ -455,7 +455,7 @@ def _run(graph: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
       "用 DCE、CSE 和常量传播清理计算图", hints=[
     ("Each pass changes the graph it is given and returns nothing. Run all three on that graph, then hand "
      "back the graph itself.",
-     "每个变换都原地修改传给它的计算图，并且不返回任何东西。请在这张图上运行全部三个变换，然后把这张图本身返回。"),
+     "每个 pass 都原地修改传给它的计算图，并且不返回任何东西。请在这张图上运行全部三个 pass，然后把这张图本身返回。"),
     ("CSE merges repeated pure nodes, constant propagation evaluates nodes whose inputs are all constants, "
      "dead-code elimination removes unused nodes without side effects (a node that writes into an input stays). "
      "Lecture course/02_torchscript_script_ir.ipynb, section '6 · Passes by hand: DCE, CSE, constant propagation'.",
@@ -480,7 +480,7 @@ def _run_passes(answer: Any) -> None:
                         tried=label, expected=graph_of, got="None")
         if not isinstance(result, torch._C.Graph):
             raise Wrong("return a torch.Graph (the graph you were given, after the passes).",
-                        "请返回一个 torch.Graph（即传给你的那张计算图，经过变换之后）。",
+                        "请返回一个 torch.Graph（即传给你的那张计算图，经过这些 pass 之后）。",
                         tried=label, expected=graph_of, got=type(result).__name__)
         try:
             result.lint()
@@ -491,8 +491,8 @@ def _run_passes(answer: Any) -> None:
         if got == before and want < before:
             raise Wrong("the returned graph is unchanged. If you ran the passes on graph.copy(), return that "
                         "copy: passes change the graph they are given, not the one you return.",
-                        "返回的计算图没有任何变化。如果你是在 graph.copy() 上运行的变换，就应返回那份副本："
-                        "变换修改的是传给它的图，而不是你返回的图。",
+                        "返回的计算图没有任何变化。如果你是在 graph.copy() 上运行的 pass，就应返回那份副本："
+                        "pass 修改的是传给它的图，而不是你返回的图。",
                         tried=label, expected=nodes_of, got=(f"{got} nodes (unchanged)", f"{got} 个节点（没有变化）"))
         gen = torch.Generator().manual_seed(5)
         inputs = make_inputs(gen)
@@ -506,7 +506,7 @@ def _run_passes(answer: Any) -> None:
         if diff:
             raise Wrong("the returned graph computes a different result from the original; a pass must not "
                         "change what the graph computes.",
-                        "返回的计算图与原图的计算结果不同；变换不应改变计算图计算的内容。",
+                        "返回的计算图与原图的计算结果不同；pass 不应改变计算图计算的内容。",
                         tried=unseen, expected=describe(want_out), got=diff)
         diff = differs(got_args, want_args, where="inputs after the call")
         if diff:
@@ -515,7 +515,7 @@ def _run_passes(answer: Any) -> None:
                         "unused. The dead-code pass of the lecture keeps such nodes; the one that deletes them "
                         "does not.",
                         "原图会原地修改一个输入（aten::mul_），返回的计算图却不再这样做：一个有副作用的节点"
-                        "因为结果没人使用而被删除了。讲义中的死代码消除变换会保留这类节点；会删除它们的那个变换则不会。",
+                        "因为结果没人使用而被删除了。讲义中的死代码消除 pass 会保留这类节点；会删除它们的那个 pass 则不会。",
                         tried=unseen, got=diff)
         if got > want:
             for name, run in _PASSES:
@@ -527,8 +527,8 @@ def _run_passes(answer: Any) -> None:
                         f"{got - _count(probe)} more node(s). Apply all three passes (CSE, constant propagation, "
                         "DCE).",
                         f"你的计算图还有可供 {name} 处理的内容：在你的结果上运行它，还能再删掉 "
-                        f"{got - _count(probe)} 个节点。请把三个变换（CSE、常量传播、DCE）都用上。",
+                        f"{got - _count(probe)} 个节点。请把三个 pass（CSE、常量传播、DCE）都用上。",
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
             raise Wrong("the returned graph has more nodes than the three passes leave.",
-                        "返回的计算图比三个变换处理后的节点更多。",
+                        "返回的计算图比三个 pass 处理后的节点更多。",
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
