@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch import fx
 
+from ._lang import only
 from ._render import Table, Viewable, esc, table_style
 from ._text import quiet
 from .errors import FxCourseError, describe
@@ -91,13 +92,18 @@ class InductorCode(Viewable):
                             where="InductorCode.kernel", zh=f"没有名为 {name!r} 的 kernel；可选的有 {names}。修复：传入其中一个名字。")
 
     def _table(self) -> Table:
-        rows = [[k.name, "kernel", ", ".join(k.nodes), ", ".join(k.aten)] for k in self.kernels]
-        rows += [[e.name, e.kind, ", ".join(e.nodes), ", ".join(e.aten)] for e in self.externs]
+        kinds = {"kernel": "内核", "library": "库调用", "fallback": "回退"}
+        rows = [[k.name, only("kernel", "内核"), ", ".join(k.nodes), ", ".join(k.aten)] for k in self.kernels]
+        rows += [[e.name, only(e.kind, kinds.get(e.kind, e.kind)), ", ".join(e.nodes), ", ".join(e.aten)]
+                 for e in self.externs]
         classes = ["kernel"] * len(self.kernels) + ["extern"] * len(self.externs)
-        caption = (f"Inductor: {len(self.kernels)} generated kernel(s), "
-                   f"{len(self.externs)} extern call(s) ({len(self.fallbacks)} fallback)")
+        caption = only(f"Inductor: {len(self.kernels)} generated kernel(s), "
+                       f"{len(self.externs)} extern call(s) ({len(self.fallbacks)} fallback)",
+                       f"Inductor：生成了 {len(self.kernels)} 个内核，{len(self.externs)} 个外部调用"
+                       f"（其中 {len(self.fallbacks)} 个回退）")
         return Table(["name", "kind", "FX nodes", "ATen ops"], rows, classes, css_class="fxcourse-inductor",
-                     caption=caption)
+                     caption=caption, labels=[only("name", "名称"), only("kind", "类别"),
+                                              only("FX nodes", "FX 节点"), only("ATen ops", "ATen 算子")])
 
     def to_text(self, width: int | None = None, source: bool = False, wrapper: bool = False) -> str:
         """The table of kernels and extern calls; ``source`` adds each kernel's code,
@@ -106,13 +112,14 @@ class InductorCode(Viewable):
         if source:
             parts += [f"\n--- {k.name} ---\n{k.source}" for k in self.kernels]
         if wrapper:
-            parts.append(f"\n--- wrapper ---\n{self.wrapper}")
+            parts.append(f"\n--- {only('wrapper', '包装代码（wrapper）')} ---\n{self.wrapper}")
         return "\n".join(parts)
 
     def to_html(self) -> str:
         kernels = "".join(f"<details><summary>{esc(k.name)}</summary><pre>{esc(k.source)}</pre></details>"
                           for k in self.kernels)
-        wrapper = f"<details><summary>wrapper</summary><pre>{esc(self.wrapper)}</pre></details>"
+        wrapper = (f"<details><summary>{only('wrapper', '包装代码（wrapper）')}</summary>"
+                   f"<pre>{esc(self.wrapper)}</pre></details>")
         return (f"<style>{_STYLE}</style>{self._table().to_html()}"
                 f'<div class="fxcourse-inductor">{kernels}{wrapper}</div>')
 
@@ -320,11 +327,14 @@ class AOTGraphs(Viewable):
         from ._graph_table import graph_table
 
         cols = ["opcode", "name", "target", "args"]
-        parts = [f"partitioner: {self.partitioner}; forward {len(self.ops(self.forward))} ops, "
-                 f"backward {len(self.ops(self.backward))} ops; saved for backward: {', '.join(self.saved) or '-'}",
-                 "forward:", graph_table(self.forward, columns=cols).to_text(width=width)]
+        saved = ', '.join(self.saved) or '-'
+        parts = [only(f"partitioner: {self.partitioner}; forward {len(self.ops(self.forward))} ops, "
+                      f"backward {len(self.ops(self.backward))} ops; saved for backward: {saved}",
+                      f"划分器（partitioner）：{self.partitioner}；前向 {len(self.ops(self.forward))} 个算子，"
+                      f"反向 {len(self.ops(self.backward))} 个算子；为反向保存：{saved}"),
+                 only("forward:", "前向："), graph_table(self.forward, columns=cols).to_text(width=width)]
         if self.backward is not None:
-            parts += ["backward:", graph_table(self.backward, columns=cols).to_text(width=width)]
+            parts += [only("backward:", "反向："), graph_table(self.backward, columns=cols).to_text(width=width)]
         return "\n".join(parts)
 
     def to_html(self) -> str:

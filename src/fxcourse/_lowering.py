@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ._lang import only
 from ._render import Table, Viewable, table_style
 from ._text import quiet
 from .errors import FxCourseError, describe
@@ -77,7 +78,9 @@ class Lowering(Viewable):
         rows = [[s.name, ", ".join(s.dialects), str(sum(s.ops.values())), s.histogram(top),
                  ", ".join(s.inputs), ", ".join(s.outputs)] for s in self.stages]
         return Table(["stage", "dialects", "ops", "op histogram", "inputs", "outputs"], rows,
-                     css_class="fxcourse-lowering")
+                     css_class="fxcourse-lowering",
+                     labels=[only("stage", "阶段"), only("dialects", "方言"), only("ops", "算子数"),
+                             only("op histogram", "算子分布"), only("inputs", "输入"), only("outputs", "输出")])
 
     def to_text(self, width: int | None = None, top: int | None = 6) -> str:
         """One row per stage; ``top`` most frequent ops in the histogram (None: all)."""

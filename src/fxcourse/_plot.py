@@ -15,6 +15,7 @@ import base64
 import io
 from typing import Any, Mapping, Sequence, Union
 
+from ._lang import pick
 from .errors import FxCourseError, describe
 
 __all__ = ["Plot", "bar_plot", "cjk_font"]
@@ -23,7 +24,7 @@ Label = Union[str, Sequence[str]]  # "text" or ("English", "中文")
 _CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source Han Sans SC",
                  "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC", "SimHei")
 _NO_FONT = ("no CJK font found, so the plot shows English labels only; install Debian's "
-            "fonts-noto-cjk (scripts/setup.sh does) / 未找到中文字体，图中只显示英文；请安装 fonts-noto-cjk")
+            "fonts-noto-cjk (scripts/setup.sh does)", "未找到中文字体，图中只显示英文；请安装 fonts-noto-cjk")
 _font: list[str | None] = []  # cache: [family or None]
 
 
@@ -63,8 +64,10 @@ def _text(label: Label, cjk: bool) -> str:
     if isinstance(label, str):
         return label
     parts = [str(p) for p in label]
-    if len(parts) == 2 and not cjk:
-        return parts[0]
+    if len(parts) == 2:
+        if not cjk:  # no glyphs for 中文: English whatever the language
+            return parts[0]
+        return pick(parts[0], parts[1])  # the reader's language; both: "English / 中文"
     return " / ".join(parts)
 
 
@@ -156,7 +159,7 @@ def bar_plot(values: Mapping[Any, Any], *, title: Label, unit: Label = "", log: 
     """
     rows, series_names = _rows(values, series)
     cjk = cjk_font()
-    notes = [] if cjk else [_NO_FONT]
+    notes = [] if cjk else [pick(*_NO_FONT)]
     rows = [(_text(c, cjk is not None), _text(s, cjk is not None) if s else "", v) for c, s, v in rows]
     figure = _figure(rows, [_text(s, cjk is not None) for s in series_names],
                      _text(title, cjk is not None).replace(" / ", "\n", 1),  # one line per language
