@@ -306,7 +306,8 @@ def test_dot_missing_is_a_bilingual_error_with_the_install_command(tmp_path, mon
     assert "no Graphviz `dot` program on PATH" in message and "apt-get install graphviz" in message
     assert "conda install -c conda-forge graphviz" in message and "请安装 Graphviz" in message
     (finding,) = [f for f in diagnose(python=sys.executable).findings if f.name == "graphviz"]
-    assert not finding.ok and "apt-get install graphviz" in finding.fix and "未找到 `dot`" in finding.zh
+    fix = finding.fix if isinstance(finding.fix, str) else " ".join(finding.fix)  # a str or an (en, zh) pair
+    assert not finding.ok and "apt-get install graphviz" in fix and "未找到 `dot`" in finding.zh
 
 
 def test_bad_inputs_are_explained():
