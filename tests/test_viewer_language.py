@@ -273,3 +273,18 @@ def test_errors_carry_a_chinese_message(call, zh):
     assert _CJK.search(str(err)) and "Fix:" not in str(err)
     zh.setenv("FXCOURSE_LANG", "en")
     assert not _CJK.search(err.en)
+
+
+def test_capture_drawing_in_one_language(zh):
+    from fxcourse import draw
+
+    model, args = zoo.example("gate")
+    drawing = draw(capture(model, *args))
+    source = drawing.to_text()
+    assert "计算图 0（结束于图中断）" in source and "图中断 1" in source and "Gate：捕获到 2 张图、1 处图中断" in source
+    assert repr(drawing).startswith("<Drawing：capture Gate，")
+    for word in ("ends with", "graph break 1", "capture of", "nodes,"):
+        assert word not in source and word not in repr(drawing), word
+    zh.setenv("FXCOURSE_LANG", "en")
+    drawing = draw(capture(model, *args))
+    assert not _CJK.search(drawing.to_text()) and not _CJK.search(repr(drawing))

@@ -17,6 +17,7 @@ import subprocess
 from typing import Any
 
 from ._draw_dot import Dot
+from ._lang import only
 from .errors import FxCourseError
 
 __all__ = ["Drawing", "dot_missing_message", "draw"]
@@ -84,7 +85,8 @@ class Drawing:
 
     def __repr__(self) -> str:
         note = f"; {self.note.splitlines()[0]}" if self.note else ""
-        return f"<Drawing of {self.source}: {self.nodes} nodes, {self.edges} edges{note}>"
+        return only(f"<Drawing of {self.source}: {self.nodes} nodes, {self.edges} edges{note}>",
+                    f"<Drawing：{self.source}，{self.nodes} 个节点，{self.edges} 条边{note}>")
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
@@ -132,7 +134,7 @@ def _build(obj: Any, max_nodes: int | None, focus: str | None, shapes: bool) -> 
     from ._draw_marks import capture_dot, diff_dot, is_capture, is_diff
 
     if is_capture(obj):
-        return capture_dot(obj, max_nodes, shapes), f"capture of {_name(obj.fn)}"
+        return capture_dot(obj, max_nodes, shapes), only(f"capture of {_name(obj.fn)}", f"capture {_name(obj.fn)}")
     if is_diff(obj):
         return diff_dot(obj, shapes), "graph_diff"
     from ._graph_source import resolve

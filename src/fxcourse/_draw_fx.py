@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from torch import fx
 
 from ._draw_dot import Dot, cut, lines
+from ._lang import only, pick
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, target_text
 from .errors import FxCourseError
 
@@ -187,10 +188,10 @@ def _collapsed(dot: Dot, nodes: Sequence[fx.Node], shapes: bool, input_kinds: di
     where = f"in {focus} " if focus else ""
     groups = sorted((-len(v), k) for k, v in members.items() if k.startswith("module:"))
     example = groups[0][1][len("module:"):] if groups else "layer1"
-    dot.note = (f"{len(nodes)} nodes {where}collapsed into {distinct} boxes, one per module at depth {depth}; "
-                f"draw(..., focus={example!r}) shows one module, max_nodes=None every node"
-                f"\n{len(nodes)} 个节点按第 {depth} 层模块折叠为 {distinct} 个方框；"
-                f"用 focus={example!r} 查看一个模块，max_nodes=None 画出全部节点")
+    dot.note = pick(f"{len(nodes)} nodes {where}collapsed into {distinct} boxes, one per module at depth {depth}; "
+                    f"draw(..., focus={example!r}) shows one module, max_nodes=None every node",
+                    f"{len(nodes)} 个节点按第 {depth} 层模块折叠为 {distinct} 个方框；"
+                    f"用 focus={example!r} 查看一个模块，max_nodes=None 画出全部节点", sep="\n")
     first, last = items[nodes[0].name], items[nodes[-1].name]
     return prefix + first, prefix + last
 
@@ -223,13 +224,14 @@ def _truncated(dot: Dot, nodes: Sequence[fx.Node], shapes: bool, input_kinds: di
             dot.edge(prefix + arg.name, prefix + n.name)
     rest = len(nodes) - len(shown)
     more = prefix + "more"
-    dot.node(more, f"… {rest} more nodes", "more")
+    dot.node(more, only(f"… {rest} more nodes", f"… 另有 {rest} 个节点"), "more")
     for n in shown:
         if any(user.name not in names for user in n.users):
             dot.edge(prefix + n.name, more, 'style="dashed"')
-    dot.note = (f"the first {len(shown)} of {len(nodes)} nodes (no modules to group them by); "
-                f"max_nodes=None draws every node"
-                f"\n只画出前 {len(shown)} 个节点（共 {len(nodes)} 个，没有可折叠的模块）；max_nodes=None 画出全部")
+    dot.note = pick(f"the first {len(shown)} of {len(nodes)} nodes (no modules to group them by); "
+                    f"max_nodes=None draws every node",
+                    f"只画出前 {len(shown)} 个节点（共 {len(nodes)} 个，没有可折叠的模块）；max_nodes=None 画出全部",
+                    sep="\n")
     return prefix + shown[0].name, more
 
 
@@ -270,8 +272,8 @@ def _focused(dot: Dot, nodes: Sequence[fx.Node], focus: str, max_nodes: int | No
         for user in n.users:
             if user.name not in names:
                 dot.edge(prefix + n.name, prefix + user.name)
-    dot.note = (f"{len(inside)} of {len(nodes)} nodes: module {focus}; dashed boxes are outside it"
-                f"\n模块 {focus} 的 {len(inside)} 个节点（共 {len(nodes)} 个）；虚线框在模块之外")
+    dot.note = pick(f"{len(inside)} of {len(nodes)} nodes: module {focus}; dashed boxes are outside it",
+                    f"模块 {focus} 的 {len(inside)} 个节点（共 {len(nodes)} 个）；虚线框在模块之外", sep="\n")
     return prefix + inside[0].name, prefix + inside[-1].name
 
 

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ._draw_dot import Dot, lines
+from ._lang import current, only, pick
 from ._draw_fx import fx_dot, node_kind, node_label
 
 __all__ = ["capture_dot", "diff_dot", "is_capture", "is_diff"]
@@ -60,9 +61,11 @@ def capture_dot(cap: Any, max_nodes: int | None, shapes: bool) -> Dot:
             node_id = f"break{i}"
             number = breaks.index(item) + 1
             # a Jupyter cell's file is a number (ipykernel names it after a hash of the code)
-            location = re.sub(r"^\d{5,}\.py:(\d+)$", r"notebook cell, line \1", item.location)
-            where = f"{location} in {item.function}" if item.function else location
-            label = lines([f"graph break {number} / 图中断 {number}", where, item.line, item.reason], width=72)
+            location = re.sub(r"^\d{5,}\.py:(\d+)$", only(r"notebook cell, line \1", r"notebook 单元格第 \1 行"),
+                              item.location)
+            where = (only(f"{location} in {item.function}", f"{location}，{item.function} 中")
+                     if item.function else location)
+            label = lines([pick(f"graph break {number}", f"图中断 {number}"), where, item.line, item.reason], width=72)
             dot.node(node_id, label, "break")
             if previous is not None:
                 dot.edge(previous, node_id, 'color="#c0392b" style="bold" arrowsize=0.8')
@@ -70,9 +73,10 @@ def capture_dot(cap: Any, max_nodes: int | None, shapes: bool) -> Dot:
     later = [g for g in graphs if g.call != 1]
     for g in later:
         reason = next((r.reason for r in cap.recompiles if r.call == g.call), "")
-        _graph_cluster(dot, g, max_nodes, shapes, f"recompiled on call {g.call}: {reason}")
+        _graph_cluster(dot, g, max_nodes, shapes,
+                       only(f"recompiled on call {g.call}: {reason}", f"第 {g.call} 次调用时重新编译：{reason}"))
     if not graphs and not breaks:
-        dot.node("nothing", lines(["no graph captured", cap.skip_reason]), "more")
+        dot.node("nothing", lines([only("no graph captured", "没有捕获到计算图"), cap.skip_reason]), "more")
     dot.note = "\n".join(notes)
     return dot.finish()
 
@@ -81,12 +85,16 @@ def _headline(cap: Any, graphs: list[Any], breaks: list[Any]) -> str:
     first = sum(1 for g in graphs if g.call == 1)
     plural = lambda n, w: f"{n} {w}" if n == 1 else f"{n} {w}s"  # noqa: E731
     name = getattr(cap.fn, "__qualname__", None) or type(cap.fn).__name__
-    return (f"capture of {name}: {plural(first, 'graph')}, {plural(len(breaks), 'graph break')}"
-            f"  ·  捕获到 {first} 张图、{len(breaks)} 处图中断")
+    zh = f"捕获到 {first} 张图、{len(breaks)} 处图中断"
+    if current() == "zh":
+        return f"{name}：{zh}"
+    return pick(f"capture of {name}: {plural(first, 'graph')}, {plural(len(breaks), 'graph break')}",
+                zh, sep="  ·  ")
 
 
 def _graph_cluster(dot: Dot, g: Any, max_nodes: int | None, shapes: bool, extra: str) -> tuple[str, str]:
-    label = f"graph {g.index} (ends with {g.ended_by})"
+    ended = {"graph break": "图中断", "return": "返回"}.get(g.ended_by, g.ended_by)
+    label = only(f"graph {g.index} (ends with {g.ended_by})", f"计算图 {g.index}（结束于{ended}）")
     if extra:
         label = lines([label, extra])
     dot.cluster(label, 'style="rounded" color="#4a78b0" penwidth=1.5')
