@@ -171,7 +171,8 @@ def _more_failures(first: str) -> list[str]:
     said = first.split(": ", 1)[-1]
     more = []
     for line in failed_guards(names["guard_manager"], names["f_locals"]):
-        if line == said or (line.startswith("tensor '") and said.startswith(line.split(" does not", 1)[0])):
+        tensor = re.match(r"tensor '[^']*'", line)
+        if line == said or (tensor is not None and said.startswith(tensor.group(0))):
             continue
         more.append(line)
     return more

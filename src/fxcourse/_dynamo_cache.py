@@ -147,7 +147,8 @@ def failed_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[str]:
 def _failed_line(kind: str, mgr: Any, leaf: Any) -> str:
     source = re.sub(r"L\['(\w+)'\]", r"\1", mgr.get_source() if hasattr(mgr, "get_source") else "")
     if kind == "TENSOR_MATCH":
-        return f"tensor '{source}' does not match its TENSOR_MATCH guard (shape, stride, dtype or device)"
+        return only(f"tensor '{source}' does not match its TENSOR_MATCH guard (shape, stride, dtype or device)",
+                    f"tensor '{source}' 不符合它的 TENSOR_MATCH 守卫（形状、步长、dtype 或设备）")
     part = leaf.verbose_code_parts()[0].split(" #")[0].strip()
     return scrub(re.sub(r"L\['(\w+)'\]", r"\1", part), ids=True)
 
