@@ -84,6 +84,9 @@ want_hash=$(sha256_of_stdin < pyproject.toml)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want_hash" ]; then
   say "installing fxcourse${extras} / 安装 fxcourse${extras}"
   "$py" -m pip install -q -e ".${extras}"
+  # nbgrader is for instructors, from the command line (`fxcourse grading`); its JupyterLab
+  # panels (assignment list, formgrader) would only confuse a learner, so they stay off here.
+  .venv/bin/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1 || true
   echo "$want_hash" > "$stamp"
 fi
 

@@ -104,7 +104,7 @@ def _localise(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,i18n,nb}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,grading,i18n,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
     labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习",
@@ -140,6 +140,11 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("where", nargs="?", default=".", help="the course or its labs/ folder (default: here) "
                     "/ 课程目录或其中的 labs/（默认当前目录）")
     pr.add_argument("--lab", help="only this lab, e.g. lab03 / 只看某个实验，例如 lab03")
+
+    g = sub.add_parser("grading", help="write the labs as an nbgrader course into OUT "
+                                       "/ 把实验写成 nbgrader 课程目录（OUT）")
+    g.add_argument("out", help="a folder outside the course, e.g. ../fxcourse-grading / 课程之外的文件夹")
+    g.add_argument("labs", nargs="*", help="labs to include (default: all), e.g. lab00 lab03 / 要包含的实验（默认全部）")
 
     nb = sub.add_parser("nb", help="notebook utilities / 笔记本工具")
     nb_sub = nb.add_subparsers(dest="action", required=True)
@@ -179,6 +184,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0 if report.healthy else 1
     if args.command == "labs":
         return _labs(args)
+    if args.command == "grading":
+        from .grading import export_course
+
+        for written in export_course(args.out, args.labs):
+            print(written)
+        print(pick(f"next: cd {args.out} && nbgrader generate_assignment LAB", f"下一步：cd {args.out} && "
+                   "nbgrader generate_assignment LAB"))
+        return 0
     if args.command == "progress":
         from ._progress import progress
 

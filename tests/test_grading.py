@@ -1,0 +1,99 @@
+"""The labs as an nbgrader course: nbgrader generates the student version and autogrades it."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fxcourse import FxCourseError
+from fxcourse.grading import add_grading_cells, export_course
+from fxcourse.labs import STUB
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+LAB = "lab03"  # four tasks, FX only: quick to execute
+
+
+def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader calls alembic
+    run = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-3000:]
+    return run
+
+
+def _unsolve_first_answer(nb: nbformat.NotebookNode) -> None:
+    for cell in nb.cells:
+        if "### BEGIN SOLUTION" in cell.source:
+            cell.source = re.sub(r"(?ms)^([ \t]*)### BEGIN SOLUTION.*?### END SOLUTION[^\n]*",
+                                 lambda m: m.group(1) + STUB, cell.source, count=1)
+            return
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = tmp_path_factory.mktemp("grading")
+    written = export_course(course, [LAB], root=REPO)
+    assert [w.tests for w in written] == [4]
+    _nbgrader(course, "generate_assignment", LAB, "--force")
+    source = next((course / "source" / LAB).glob("*.ipynb"))
+    released = next((course / "release" / LAB).glob("*.ipynb"))
+    partial = nbformat.read(source, as_version=4)
+    _unsolve_first_answer(partial)
+    for student, nb in (("solved", nbformat.read(source, as_version=4)), ("unsolved", nbformat.read(released, 4)),
+                        ("three", partial)):
+        folder = course / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / source.name)
+    _nbgrader(course, "autograde", LAB, "--create", "--force")
+    _nbgrader(course, "generate_feedback", LAB, "--force")
+    return course, source.name
+
+
+def test_the_student_version_is_our_lab(graded):
+    course, name = graded
+    released = nbformat.read(course / "release" / LAB / name, as_version=4)
+    ours = nbformat.read(REPO / "labs" / name, as_version=4)
+    code = lambda nb: [c.source for c in nb.cells if c.cell_type == "code" and "nbgrader-test" not in
+                       c.metadata.get("tags", [])]
+    assert code(released) == code(ours)  # nbgrader's stubs are exactly labs/'s
+    tests = [c for c in released.cells if "nbgrader-test" in c.metadata.get("tags", [])]
+    assert len(tests) == 4 and all(c.metadata.nbgrader["locked"] and c.metadata.nbgrader["points"] == 1 for c in tests)
+    assert "### BEGIN SOLUTION" not in nbformat.writes(released)
+
+
+def test_scores_are_what_each_submission_earned(graded):
+    from nbgrader.api import Gradebook
+
+    course, _ = graded
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as book:
+        scores = {s: (book.find_submission(LAB, s).score, book.find_submission(LAB, s).max_score)
+                  for s in ("solved", "unsolved", "three")}
+    assert scores == {"solved": (4.0, 4.0), "unsolved": (0.0, 4.0), "three": (3.0, 4.0)}
+
+
+def test_feedback_names_the_task_not_the_answer(graded):
+    course, name = graded
+    import html as html_lib
+
+    page = next((course / "feedback" / "three" / LAB).glob("*.html")).read_text(encoding="utf-8")
+    shown = html_lib.unescape(re.sub(r"<[^>]+>", "", page))  # the page as a reader sees it
+    assert f"AssertionError: {LAB}.1 does not pass yet: run the check cell above to see why / {LAB}.1 还未通过" in shown
+    for other in (2, 3, 4):  # the other three tests passed
+        assert f"AssertionError: {LAB}.{other}" not in shown
+
+
+def test_grading_cells_follow_each_check_and_bad_targets_are_refused(tmp_path):
+    nb = add_grading_cells(nbformat.read(REPO / "solutions" / "lab00_warmup.ipynb", as_version=4), "lab00")
+    tests = [i for i, c in enumerate(nb.cells) if "nbgrader-test" in c.metadata.get("tags", [])]
+    assert [nb.cells[i].metadata.nbgrader["grade_id"] for i in tests] == ["lab00_1-test", "lab00_2-test", "lab00_3-test"]
+    assert all('check("lab00.' in nb.cells[i - 1].source for i in tests)
+    with pytest.raises(FxCourseError, match="inside the course"):
+        export_course(REPO / "build" / "grading", root=REPO)
+    with pytest.raises(FxCourseError, match="lab99"):
+        export_course(tmp_path, ["lab99"], root=REPO)
