@@ -58,8 +58,8 @@ def test_a_wrong_answer_reads_in_one_language(monkeypatch, wrong_task, lang):
         assert "input tried: a graph with two call nodes" in text and "got: the placeholder left out" in text
         assert not CJK.search(text) and not CJK.search(html)
     elif lang == "zh":
-        assert "还不正确：计数差了一个。" in text and "尝试的输入: 有两个调用节点的图" in text
-        assert "实际得到: 漏掉了 placeholder" in text and "期望: 3" in text
+        assert "还不正确：计数差了一个。" in text and "尝试的输入：有两个调用节点的图" in text
+        assert "实际得到：漏掉了 placeholder" in text and "期望：3" in text
         for word in ("not right", "input tried", "expected", "got", "the count", "Count the nodes"):
             assert word not in text and word not in html, word
     else:
@@ -140,3 +140,22 @@ def test_the_toggle_hides_the_other_language_in_jupyterlab():
     with pytest.raises(FxCourseError) as error:
         _lang.language("klingon")
     assert "'klingon'" in str(error.value) and _lang.current() == "both"  # a bad value changes nothing
+
+
+def test_values_are_described_in_the_readers_language(monkeypatch):
+    """A probed answer's expected value and difference: English in en and both, 中文 in zh."""
+    import torch
+
+    from fxcourse.checks._probe import Probe, run_probes
+
+    def attempt():
+        run_probes(lambda x: x * 3, lambda x: x + 1, [Probe(("a row of ones", "一行 1"), (torch.ones(3),))])
+
+    with pytest.raises(Wrong) as caught:
+        attempt()
+    wrong = caught.value
+    assert wrong.expected == "tensor of shape (3,), torch.float32" and wrong.got.startswith("result: at index (0,)")
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    assert _lang.text(wrong.expected).startswith("形状为") and _lang.text(wrong.got).startswith("结果：")
+    monkeypatch.setenv("FXCOURSE_LANG", "both")
+    assert _lang.text(wrong.got) == wrong.got  # no repetition in both languages

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
-__all__ = ["CHOICES", "ENV", "HIDE_CSS", "Bilingual", "LanguageChoice", "current", "language", "normalise", "only", "pick", "set_language", "text"]
+__all__ = ["CHOICES", "ENV", "HIDE_CSS", "Bilingual", "LanguageChoice", "Phrase", "current", "language", "normalise", "only", "pick", "set_language", "text"]
 
 #: The environment variable every tool reads.
 ENV = "FXCOURSE_LANG"
@@ -80,8 +80,29 @@ def pick(en: str, zh: str, sep: str = " / ") -> str:
     return f"{en}{sep}{zh}"
 
 
+class Phrase(str):
+    """A string that reads as itself in English and in ``both``, and as its 中文 twin when the
+    reader reads only 中文: for a value's description, which would only repeat itself in
+    ``both`` (``tensor of shape (2, 3)`` / ``形状为 (2, 3) 的张量``).
+
+    >>> p = Phrase("tensor of shape (2, 3)", "形状为 (2, 3) 的张量")
+    >>> p == "tensor of shape (2, 3)", p.zh
+    (True, '形状为 (2, 3) 的张量')
+    """
+
+    zh: str
+
+    def __new__(cls, en: str, zh: str) -> "Phrase":
+        obj = super().__new__(cls, en)
+        obj.zh = zh
+        return obj
+
+
 def text(value: Bilingual, sep: str = " / ") -> str:
-    """A value for display: a pair goes through :func:`pick`, a string is shown as it is."""
+    """A value for display: a pair goes through :func:`pick`, a :class:`Phrase` through
+    :func:`only`, a string is shown as it is."""
+    if isinstance(value, Phrase):
+        return only(str(value), value.zh)
     if isinstance(value, tuple) and len(value) == 2:
         return pick(value[0], value[1], sep)
     return str(value)

@@ -170,8 +170,9 @@ class CheckResult(Viewable):
 
     def to_text(self) -> str:
         lines = [f"[{self.task}] {head}{_COLON[lang]}{sentence}" for lang, head, sentence in self._headlines()]
+        colon = "：" if current() == "zh" else ": "
         for label, value in self._details():
-            lines.append(f"  {label}: {value}")
+            lines.append(f"  {label}{colon}{value}")
         if self.printed:
             lines.append("  " + pick("your code printed", "你的代码输出了") + ":")
             lines.extend("    " + line for line in self.printed.splitlines())

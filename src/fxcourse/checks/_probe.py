@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+from .._lang import Bilingual, Phrase
 from .._values import describe, differs
 from . import Wrong
 
@@ -31,7 +32,23 @@ def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
     """Raise :class:`Wrong` unless ``answer`` is a function (or, with ``classes``, a class)."""
     if not callable(answer) or (isinstance(answer, type) and not classes):
         raise Wrong(f"pass the function itself, e.g. check(..., {name}) (without calling it).",
-                    f"请传入函数本身，例如 check(..., {name})（不要调用它）。", got=describe(answer))
+                    f"请传入函数本身，例如 check(..., {name})（不要调用它）。", got=described(answer))
+
+
+def described(value: Any) -> Phrase:
+    """``describe(value)`` for feedback: English (also in ``both``), 中文 for a 中文-only reader."""
+    return Phrase(describe(value), describe(value, lang="zh"))
+
+
+def _diff_phrase(diff: str, got: Any, want: Any, compare: Callable[..., str | None], **zh_words: str) -> Bilingual:
+    """The 中文 twin of ``differs``' line, when ``compare`` is ``differs`` itself."""
+    if compare is not differs:
+        return diff
+    try:
+        zh = differs(got, want, lang="zh", **zh_words)
+    except Exception:  # the English line stands alone rather than no line at all
+        zh = None
+    return Phrase(diff, zh) if zh else diff
 
 
 def seeded(model: torch.nn.Module, seed: int, scale: float = 0.5) -> torch.nn.Module:
@@ -67,7 +84,7 @@ def clone_args(args: Sequence[Any]) -> tuple[Any, ...]:
 class Probe:
     """One input the checker tries: a label the learner reads, and the positional arguments."""
 
-    label: str
+    label: Bilingual  # a plain string, or an (English, 中文) pair when it is words
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=dict)
 
@@ -122,13 +139,15 @@ def run_probes(answer: Callable[..., Any], reference: Callable[..., Any], probes
         if diff is None:
             diff = differs(ans_args, ref_args, where="input after the call")
             if diff is not None:
+                got_in = _diff_phrase(diff, ans_args, ref_args, differs, where="调用后的输入", expected="期望")
                 raise Wrong(f"{what} changed its input in place; leave the input as it was.",
-                            f"{what} 原地修改了输入；请不要改动输入。", tried=probe.label, got=diff)
+                            f"{what} 原地修改了输入；请不要改动输入。", tried=probe.label, got=got_in)
             continue
+        shown = _diff_phrase(diff, got, want, compare, where="结果", expected="期望")
         for mistake in mistakes:
             if _matches(mistake, got, want, probe):
-                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=describe(want), got=diff)
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=described(want), got=shown)
         en, zh = generic or (f"{what} gives a different result from the reference.",
                              f"{what} 的结果与参考答案不同。")
-        raise Wrong(en, zh, tried=probe.label, expected=describe(want), got=diff)
+        raise Wrong(en, zh, tried=probe.label, expected=described(want), got=shown)
 
