@@ -100,7 +100,7 @@ def test_course_command_serves_lecture_00_on_loopback_with_a_token(tmp_path):
         code, location = _status(f"{base}/?token={token}")
         assert code == 302 and "/lab/tree/course/00_overview.ipynb" in location
         assert _listening_addresses(port) == {"127.0.0.1"}  # bound to loopback only
-        assert _status(f"{base}/custom/custom.css?token={token}")[0] == 404  # 'both' hides nothing
+        assert "custom/custom.css" not in _get(f"{base}/lab?token={token}")  # 'both' hides nothing
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
@@ -126,6 +126,7 @@ def test_course_command_lang_zh_hides_english_cells_and_speaks_chinese(tmp_path)
     try:
         assert "language / 语言：zh" in log.read_text()
         base = f"http://127.0.0.1:{port}"
+        assert "custom/custom.css" in _get(f"{base}/lab?token={token}")  # JupyterLab loads it
         css = _get(f"{base}/custom/custom.css?token={token}")
         assert HIDE_CSS["zh"] in css and "lang-zh" not in css
 
