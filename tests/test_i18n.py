@@ -127,6 +127,11 @@ def test_repository_notebooks_are_bilingual():
     assert problems == [], "\n".join(map(str, problems))
 
 
+def test_repository_notebooks_follow_the_glossary():
+    problems = i18n.check_paths([REPO / "course", REPO / "labs", REPO / "solutions"], kinds=("glossary",))
+    assert problems == [], "\n".join(map(str, problems))
+
+
 # -- one language at a time ------------------------------------------------------------------
 
 # the fastest lecture to execute (about 10 s on 2 cores; 00_overview takes several times longer)
