@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# A workshop on one machine: JupyterHub serving the course to N learners, each with their own
+# copy of labs/ and the course's environment. Installs what it needs (idempotent), then runs
+# the hub in the foreground; Ctrl-C stops it and every learner's server.
+# 在一台机器上办工作坊：JupyterHub 为 N 名学员提供课程，每人一份自己的 labs/ 副本和相同的环境。
+# 会先安装所需的软件（可重复运行），然后在前台运行；按 Ctrl-C 停止 hub 及所有学员的服务器。
+#
+#   bash scripts/workshop.sh --learners N [--port P] [--lang en|zh|both]
+#                            [--listen ADDRESS] [--dir PATH] [--no-setup]
+#
+#   --learners N   learner01 ... learnerNN may log in (1-500)
+#   --port P       the port learners open (default 8000)
+#   --lang         the room's language (default $FXCOURSE_LANG, else both), as in course.sh
+#   --listen ADDR  the address to listen on (default 127.0.0.1: this machine only); e.g.
+#                  --listen 0.0.0.0 to serve the room's network (plain HTTP: see the warning)
+#   --dir PATH     the workshop's folder: learners' work and the hub's state (default workshop/)
+#   --no-setup     skip scripts/setup.sh (the environment is already set up)
+#
+# The workshop code learners type is $FXCOURSE_WORKSHOP_CODE, else the one kept in
+# <dir>/hub/workshop-code (made on the first run); the instructor's password is
+# $FXCOURSE_INSTRUCTOR_PASSWORD, else a new one each start. Both are printed once, here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+# Pins for the hub (the lead adds jupyterhub to pyproject.toml; until then we install it here).
+JUPYTERHUB_VERSION=6.1.1
+CHP_VERSION=5.3.0
+
+die() { printf 'workshop.sh: %s\n' "$*" >&2; exit 2; }
+say() { printf '[workshop] %s\n' "$*"; }
+learners="" port=8000 lang="${FXCOURSE_LANG:-both}" listen=127.0.0.1 dir="$root/workshop" setup=1
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --learners|--port|--lang|--listen|--dir)
+      [ "$#" -ge 2 ] || die "$1 needs a value / $1 需要一个值"
+      case "$1" in
+        --learners) learners="$2" ;; --port) port="$2" ;; --lang) lang="$2" ;;
+        --listen) listen="$2" ;; --dir) dir="$2" ;;
+      esac
+      shift ;;
+    --learners=*) learners="${1#*=}" ;;
+    --port=*) port="${1#*=}" ;;
+    --lang=*) lang="${1#*=}" ;;
+    --listen=*) listen="${1#*=}" ;;
+    --dir=*) dir="${1#*=}" ;;
+    --no-setup) setup=0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) die "unknown option $1 (see --help) / 未知选项 $1" ;;
+  esac
+  shift
+done
+[ -n "$learners" ] || die "--learners N is required, e.g. --learners 30 / 需要 --learners N"
+case "$learners" in ''|*[!0-9]*) die "--learners takes a number, not '$learners' / --learners 需要一个数字" ;; esac
+[ "$learners" -ge 1 ] && [ "$learners" -le 500 ] || die "--learners takes 1-500, not $learners"
+case "$port" in ''|*[!0-9]*) die "--port takes a number, not '$port'" ;; esac
+case "$lang" in en|zh|both) ;; *) die "--lang takes en, zh or both, not '$lang' / --lang 需要 en、zh 或 both" ;; esac
+case "$dir" in /*) ;; *) dir="$root/$dir" ;; esac
+
+# 1. The course's environment, then the hub: jupyterhub in .venv, its proxy from npm, kept
+#    inside .venv/hub (no global install).
+[ "$setup" = 1 ] && bash scripts/setup.sh
+py=.venv/bin/python
+if ! "$py" -c "import jupyterhub, sys; sys.exit(jupyterhub.__version__ != '$JUPYTERHUB_VERSION')" 2>/dev/null; then
+  say "installing jupyterhub $JUPYTERHUB_VERSION / 安装 jupyterhub"
+  "$py" -m pip install -q "jupyterhub==$JUPYTERHUB_VERSION"
+fi
+chp=.venv/hub/node_modules/.bin/configurable-http-proxy
+chp_installed=$("$py" -c 'import json, sys
+try: print(json.load(open(sys.argv[1]))["version"])
+except OSError: pass' .venv/hub/node_modules/configurable-http-proxy/package.json)
+if [ "$chp_installed" != "$CHP_VERSION" ] || [ ! -x "$chp" ]; then
+  command -v npm >/dev/null 2>&1 || die "npm (Node.js 20 or newer) is needed for JupyterHub's proxy / 需要 npm（Node.js 20 以上）"
+  say "installing configurable-http-proxy $CHP_VERSION into .venv/hub / 安装代理"
+  npm install --prefix .venv/hub --no-audit --no-fund --loglevel=error \
+    "configurable-http-proxy@$CHP_VERSION" >/dev/null
+fi
+
+# 2. The workshop code (kept, so a restarted hub lets the room back in) and the instructor's
+#    password (never written down). Readable by this user only.
+mkdir -p "$dir/hub" "$dir/learners"
+chmod 700 "$dir/hub"
+umask 077
+new_secret() { "$py" -c 'import secrets, sys
+abc = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: easy to copy from a board
+n = int(sys.argv[1]); print("-".join("".join(secrets.choice(abc) for _ in range(4)) for _ in range(n)))' "$1"; }
+if [ -n "${FXCOURSE_WORKSHOP_CODE:-}" ]; then
+  code="$FXCOURSE_WORKSHOP_CODE"
+elif [ -s "$dir/hub/workshop-code" ]; then
+  code=$(cat "$dir/hub/workshop-code")
+else
+  code=$(new_secret 3)
+  printf '%s\n' "$code" > "$dir/hub/workshop-code"
+fi
+[ "${#code}" -ge 8 ] || die "the workshop code needs 8 characters or more / 工作坊口令至少 8 个字符"
+instructor_password="${FXCOURSE_INSTRUCTOR_PASSWORD:-$(new_secret 8)}"
+[ "${#instructor_password}" -ge 32 ] || die "FXCOURSE_INSTRUCTOR_PASSWORD needs 32 characters or more"
+[ "$instructor_password" != "$code" ] || die "the instructor's password must differ from the workshop code"
+umask 022
+
+# 3. Room for everyone? Measured with 3 learners after lab 00's checks: hub + proxy ~0.2 GB,
+#    each learner ~0.55 GB (server + one kernel, shared pages split); heavier labs' kernels
+#    peak at 0.75-1 GB, so plan 1 GB per learner. Nothing enforces it per learner: warn here.
+"$py" - "$learners" <<'PY' || true
+import sys
+n = int(sys.argv[1])
+try:
+    meminfo = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+    available = int(meminfo["MemAvailable"].split()[0]) / 2**20
+except (OSError, KeyError, ValueError):
+    sys.exit(0)  # not Linux: no check
+need = 0.3 + 1.0 * n
+if available < need:
+    print(f"[workshop] WARNING: {available:.1f} GB of memory is available; {n} learners need about "
+          f"{need:.0f} GB (1 GB each). Kernels may be killed when memory runs out. "
+          f"/ 警告：可用内存 {available:.1f} GB，{n} 名学员约需 {need:.0f} GB（每人 1 GB）")
+PY
+
+# 4. Listening beyond this machine: say what that means.
+host="$listen"
+if [ "$listen" != 127.0.0.1 ] && [ "$listen" != localhost ] && [ "$listen" != ::1 ]; then
+  say "WARNING: listening on $listen: anyone on this network can reach the login page, and"
+  say "  traffic is plain HTTP (the code and notebooks cross the room unencrypted). Use a trusted"
+  say "  room network only; learners' servers all run as $(id -un) and can read each other's folders."
+  say "警告：正在监听 $listen，同一网络中的任何人都能访问登录页，且流量为未加密的 HTTP；"
+  say "  只在可信的教室网络中使用；所有学员的服务器都以 $(id -un) 身份运行，彼此能读到对方的文件夹。"
+  [ "$listen" = 0.0.0.0 ] && host=$(hostname -I 2>/dev/null | awk '{print $1}') && host=${host:-$(hostname)}
+fi
+
+# 5. Start. Secrets reach the hub through its environment, never its command line (which
+#    other users of the machine can read); learners' servers do not inherit them.
+last=$(printf 'learner%0*d' "$(( ${#learners} > 2 ? ${#learners} : 2 ))" "$learners")
+say "learners / 学员: learner01 ... $last ($learners)   language / 语言: $lang"
+say "open / 打开: http://$host:$port/"
+say "learners log in as learnerNN with the workshop code / 学员用 learnerNN 和工作坊口令登录: $code"
+say "instructor (admin) / 讲师（管理员）: instructor, password / 密码: $instructor_password"
+say "learners' work / 学员的作业: $dir/learners/<name>/labs   (Ctrl-C stops the hub / 按 Ctrl-C 停止)"
+export FXCOURSE_ROOT="$root" FXCOURSE_WORKSHOP_DIR="$dir" FXCOURSE_WORKSHOP_LEARNERS="$learners"
+export FXCOURSE_WORKSHOP_PORT="$port" FXCOURSE_WORKSHOP_IP="$listen" FXCOURSE_LANG="$lang"
+export FXCOURSE_WORKSHOP_CODE="$code" FXCOURSE_INSTRUCTOR_PASSWORD="$instructor_password"
+export PATH="$root/.venv/bin:$PATH"
+cd "$dir/hub"
+exec "$root/.venv/bin/jupyterhub" -f "$root/scripts/jupyter/workshop_config.py"
