@@ -14,6 +14,14 @@ say() { printf '[setup] %s\n' "$*"; }
 base_python="${PYTHON:-python3}"
 # Hashing with Python, not sha256sum (absent on macOS): the stamps below compare these.
 sha256_of_stdin() { "$base_python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'; }
+# A wheelhouse (bash scripts/wheelhouse.sh) in wheelhouse/ or $FXCOURSE_WHEELHOUSE: pip installs
+# from it alone, without the network. ${pip_from[@]+...}: an empty array is fine under set -u.
+wheelhouse="${FXCOURSE_WHEELHOUSE:-wheelhouse}"
+pip_from=()
+if [ -d "$wheelhouse" ] && [ -n "$(find "$wheelhouse" -maxdepth 1 -name '*.whl' 2>/dev/null | head -n 1)" ]; then
+  pip_from=(--no-index --find-links "$wheelhouse")
+  say "packages come from the wheelhouse $wheelhouse, not the network / 软件包从 $wheelhouse 安装，不联网"
+fi
 
 # 0. What set-up needs, checked before anything long starts: Python 3.10-3.13 with venv and
 #    pip, and room on the disk for torch (about 5 GB in .venv, plus the download).
@@ -73,7 +81,7 @@ py=.venv/bin/python
 #    so the +cpu build is excluded; the index's build runs on CPU-only machines.
 if ! "$py" -c "import torch, torchvision; assert torch.__version__.split('+')[0] == '2.13.0'" >/dev/null 2>&1; then
   say "installing torch 2.13.0 + torchvision 0.28.0 (a few minutes) / 安装 torch 与 torchvision（需几分钟）"
-  "$py" -m pip install -q 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'
+  "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'
 fi
 
 # 4. The package itself (editable) and its pinned dependencies.
@@ -83,7 +91,7 @@ stamp=".venv/.fxcourse-installed${extras}"
 want_hash=$(sha256_of_stdin < pyproject.toml)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want_hash" ]; then
   say "installing fxcourse${extras} / 安装 fxcourse${extras}"
-  "$py" -m pip install -q -e ".${extras}"
+  "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} -e ".${extras}"
   # nbgrader is for instructors, from the command line (`fxcourse grading`); its JupyterLab
   # panels (assignment list, formgrader) would only confuse a learner, so they stay off here.
   .venv/bin/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1 || true

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Download everything scripts/setup.sh installs into one folder (a "wheelhouse"), for rooms with
+# poor network: run it once where the network is good, copy the course folder with its
+# wheelhouse/ to each learner machine, and scripts/setup.sh installs from it without the network.
+#   bash scripts/wheelhouse.sh                 into wheelhouse/ (ignored by git)
+#   bash scripts/wheelhouse.sh DIR             into DIR (setup.sh finds it with FXCOURSE_WHEELHOUSE=DIR)
+#   bash scripts/wheelhouse.sh DIR PIP-OPTIONS for learner machines unlike this one, e.g.
+#     --python-version 3.11 --platform manylinux_2_28_x86_64 --only-binary=:all:
+# It holds the pinned torch + torchvision pair, the course's dependencies, the test extras and
+# what building the course package needs (setuptools, wheel): about 4 GB, most of it torch.
+# Wheels are for the machine that downloads them (its OS, CPU and Python) unless PIP-OPTIONS
+# say otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${1:-wheelhouse}"
+[ "$#" -gt 0 ] && shift
+py="${PYTHON:-python3}"
+say() { printf '[wheelhouse] %s\n' "$*"; }
+
+mkdir -p "$dir"
+requirements="$dir/requirements.txt"
+# The lists in pyproject.toml, read with Python (tomllib from 3.11; a plain reading before).
+"$py" - pyproject.toml > "$requirements" <<'PY'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+try:
+    import tomllib
+    data = tomllib.loads(text)
+    wanted = (data["build-system"]["requires"] + data["project"]["dependencies"]
+              + data["project"]["optional-dependencies"]["test"])
+except ImportError:  # Python 3.10: the three arrays are plain lists of quoted strings
+    wanted = []
+    for name in ("requires", "dependencies", "test"):
+        block = re.search(rf"^{name} = \[(.*?)^\]", text, re.S | re.M)
+        wanted += re.findall(r'^\s*"([^"]+)"', block.group(1), re.M) if block else []
+# torch and torchvision come as a pair below, with the local +cpu build excluded (see setup.sh)
+for requirement in wanted:
+    if not re.match(r"(torch|torchvision)\s*==", requirement):
+        print(requirement)
+PY
+say "downloading into $dir (about 4 GB; torch is most of it) / 下载到 $dir（约 4 GB，大部分是 torch）"
+"$py" -m pip download --dest "$dir" 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0' \
+  -r "$requirements" "$@"
+count=$(find "$dir" -maxdepth 1 -name '*.whl' -o -maxdepth 1 -name '*.tar.gz' | wc -l | tr -d ' ')
+size=$(du -sh "$dir" | cut -f1)
+say "done: $count files, $size in $dir / 完成：$dir 中共 $count 个文件，$size"
+say "learners: copy the course folder with $dir, then run bash scripts/setup.sh / 学员：复制课程文件夹（含 $dir）后运行 bash scripts/setup.sh"

@@ -1,0 +1,142 @@
+"""The wheelhouse: scripts/wheelhouse.sh asks pip for everything set-up installs, and
+scripts/setup.sh installs from a wheelhouse folder, without the network, when one is there.
+
+Nothing is downloaded or installed here: both scripts run for real against a stand-in Python
+(a small shell script) that records the pip commands it is given and runs everything else
+with this Python.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PIN_TORCH = "torch==2.13.0,!=2.13.0+cpu"
+
+
+def _stand_in_python(path: Path, log: Path, torch_installed: bool = False) -> None:
+    """A python that logs `-m pip ...`, fails `import torch` unless told, runs the rest for real."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"""#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  shift 2; printf 'pip' >> {shlex.quote(str(log))}
+  for a in "$@"; do printf '\t%s' "$a" >> {shlex.quote(str(log))}; done
+  echo >> {shlex.quote(str(log))}; exit 0
+fi
+if [ "$1" = "-c" ]; then
+  case "$2" in *"import torch"*) {'exit 0' if torch_installed else 'exit 1'};; esac
+fi
+exec {shlex.quote(sys.executable)} "$@"
+""")
+    path.chmod(0o755)
+
+
+def _fake_course(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """A copy of setup.sh in a folder shaped like the course, with stand-ins for its tools."""
+    course = tmp_path / "course-copy"
+    (course / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "setup.sh", course / "scripts" / "setup.sh")
+    shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
+    for folder in ("course", "labs", "solutions"):
+        (course / folder).mkdir()
+        (course / folder / "x.ipynb").write_text("{}")
+    log = tmp_path / "pip.log"
+    _stand_in_python(course / ".venv" / "bin" / "python", log)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    scripts = {"jupyter": 'case "$1" in --data-dir) echo /nowhere;; esac; exit 0',
+               "dot": "exit 0", "fc-list": 'echo "Noto Sans CJK SC"',
+               "apt-get": "echo apt-get must not run here >&2; exit 3", "sudo": "exit 3"}
+    for name, body in scripts.items():
+        target = course / ".venv" / "bin" / name if name == "jupyter" else tools / name
+        target.write_text(f"#!/bin/sh\n{body}\n")
+        target.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}", "PYTHON": sys.executable}
+    env.pop("FXCOURSE_WHEELHOUSE", None)
+    return course, log, env
+
+
+def _setup(course: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "scripts/setup.sh"], cwd=course, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _pip_installs(log: Path) -> list[list[str]]:
+    """The arguments after `pip install` of each install set-up ran (the log is tab-separated)."""
+    return [line.split("\t")[2:] for line in log.read_text().splitlines() if line.startswith("pip\tinstall")]
+
+
+def test_setup_installs_from_a_wheelhouse_when_one_is_there(tmp_path: Path) -> None:
+    course, log, env = _fake_course(tmp_path)
+    (course / "wheelhouse").mkdir()
+    (course / "wheelhouse" / "anything-1.0-py3-none-any.whl").write_bytes(b"")
+    run = _setup(course, env)
+    assert run.returncode == 0, run.stderr
+    installs = _pip_installs(log)
+    assert len(installs) == 2, installs  # torch + torchvision, then the course package
+    for args in installs:
+        assert args[:4] == ["-q", "--no-index", "--find-links", "wheelhouse"], args
+    assert PIN_TORCH in installs[0] and "torchvision==0.28.0" in installs[0]
+    assert installs[1][-2:] == ["-e", "."]
+    assert "wheelhouse" in run.stdout
+
+
+def test_setup_uses_the_network_without_a_wheelhouse(tmp_path: Path) -> None:
+    course, log, env = _fake_course(tmp_path)
+    (course / "wheelhouse").mkdir()  # an empty folder is no wheelhouse
+    run = _setup(course, env)
+    assert run.returncode == 0, run.stderr
+    installs = _pip_installs(log)
+    assert [args[0] for args in installs] == ["-q", "-q"]
+    assert not any("--no-index" in args or "--find-links" in args for args in installs), installs
+    assert installs[0][1:] == [PIN_TORCH, "torchvision==0.28.0"]
+
+
+def test_setup_finds_a_wheelhouse_elsewhere(tmp_path: Path) -> None:
+    course, log, env = _fake_course(tmp_path)
+    elsewhere = tmp_path / "usb stick" / "wheels"  # a space in the path, as on a mounted stick
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "anything-1.0-py3-none-any.whl").write_bytes(b"")
+    run = _setup(course, {**env, "FXCOURSE_WHEELHOUSE": str(elsewhere)})
+    assert run.returncode == 0, run.stderr
+    installs = _pip_installs(log)
+    assert len(installs) == 2
+    assert all(args[1:4] == ["--no-index", "--find-links", str(elsewhere)] for args in installs), installs
+
+
+def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> None:
+    course = tmp_path / "course-copy"
+    (course / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "wheelhouse.sh", course / "scripts" / "wheelhouse.sh")
+    shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
+    log = tmp_path / "pip.log"
+    fake = tmp_path / "bin" / "python"
+    _stand_in_python(fake, log)
+    run = subprocess.run(["bash", "scripts/wheelhouse.sh", "room", "--python-version", "3.11"], cwd=course,
+                         env={**os.environ, "PYTHON": str(fake)}, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    (command,) = [line.split("\t") for line in log.read_text().splitlines()]
+    assert command[:3] == ["pip", "download", "--dest"] and command[3] == "room"
+    assert PIN_TORCH in command and "torchvision==0.28.0" in command
+    assert command[-4:] == ["-r", "room/requirements.txt", "--python-version", "3.11"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = (project["build-system"]["requires"] + project["project"]["dependencies"]
+              + project["project"]["optional-dependencies"]["test"])
+    listed = (course / "room" / "requirements.txt").read_text().splitlines()
+    assert listed == [r for r in wanted if not re.match(r"torch(vision)?==", r)]
+    assert {"setuptools>=68", "wheel", "pytest>=8", "jupyterlab==4.6.*"} <= set(listed)
+
+
+@pytest.mark.parametrize("script", ["setup.sh", "wheelhouse.sh"])
+def test_scripts_need_no_sha256sum(script: str) -> None:
+    """macOS has no sha256sum: hashing is Python's (setup) or not needed (wheelhouse)."""
+    text = (ROOT / "scripts" / script).read_text()
+    assert not re.search(r"^[^#]*\bsha256sum\b", text, re.M)
