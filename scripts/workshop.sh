@@ -22,7 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-# Pins for the hub (the lead adds jupyterhub to pyproject.toml; until then we install it here).
+# Pins for the hub: jupyterhub is also pinned in pyproject.toml (set-up installs it); the check below
+# covers --no-setup on an older .venv. Its proxy, configurable-http-proxy, comes from npm.
 JUPYTERHUB_VERSION=6.1.1
 CHP_VERSION=5.3.0
 
