@@ -1,4 +1,4 @@
-"""The ``fxcourse`` command: doctor, labs, i18n, nb.
+"""The ``fxcourse`` command: doctor, labs, i18n, slides, nb.
 
 Every failure a learner can cause ends in one line on stderr and a non-zero exit status (2 for
 a wrong argument or file, 1 for a check that found problems), never a traceback. Help, errors
@@ -104,7 +104,7 @@ def _localise(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,grading,i18n,nb}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,grading,i18n,slides,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
     labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习",
@@ -146,6 +146,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("out", help="a folder outside the course, e.g. ../fxcourse-grading / 课程之外的文件夹")
     g.add_argument("labs", nargs="*", help="labs to include (default: all), e.g. lab00 lab03 / 要包含的实验（默认全部）")
 
+    sl = sub.add_parser("slides", help="RISE slideshow metadata for the lectures / 讲义的 RISE 幻灯片元数据")
+    sl_sub = sl.add_subparsers(dest="action", required=True)
+    for action, text in (("mark", "write each cell's slide type (outputs untouched) / 写入每个单元格的幻灯片类型（不改输出）"),
+                         ("check", "fail when a notebook's slide metadata is out of date / 幻灯片元数据过期时报错")):
+        sl_sub.add_parser(action, help=text).add_argument(
+            "paths", nargs="*", default=["course"], help="notebooks or folders (default: course) / 笔记本或文件夹（默认 course）")
+
     nb = sub.add_parser("nb", help="notebook utilities / 笔记本工具")
     nb_sub = nb.add_subparsers(dest="action", required=True)
     run = nb_sub.add_parser("run", help="execute notebooks in place, top to bottom, in a fresh kernel "
@@ -175,6 +182,25 @@ def _labs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _slides(args: argparse.Namespace) -> int:
+    from . import slides
+
+    if args.action == "mark":
+        changed = slides.mark_paths(args.paths)
+        for path in changed:
+            print(path)
+        print(pick(f"{len(changed)} notebooks marked", f"已标记 {len(changed)} 个笔记本"))
+        return 0
+    problems = slides.check_paths(args.paths)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(pick("run `fxcourse slides mark`", "请运行 `fxcourse slides mark`"))
+        return 1
+    print(pick("slide metadata is up to date", "幻灯片元数据是最新的"))
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from .doctor import diagnose
@@ -197,6 +223,8 @@ def _run(args: argparse.Namespace) -> int:
 
         print(progress(args.where, lab=args.lab).to_text())
         return 0
+    if args.command == "slides":
+        return _slides(args)
     from . import i18n, nbrun
 
     if args.command == "i18n":
