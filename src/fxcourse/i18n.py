@@ -400,8 +400,9 @@ def single_language(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNo
     pristine = bool(record.get("source_hash")) and record.get("source_hash") == source_hash(nb)
     nb.cells = [c for c in nb.cells if not (c.cell_type == "markdown" and _lang(c) == other)
                 and not _is_language_cell(c)]
+    # RISE skips it: a slideshow of the copy opens on the title (see fxcourse.slides)
     nb.cells.insert(0, nbformat.v4.new_code_cell(f'import fxcourse; fxcourse.language("{lang}")',
-                                                 metadata={"tags": [LANGUAGE_TAG]}))
+                                                 metadata={"tags": [LANGUAGE_TAG], "slideshow": {"slide_type": "skip"}}))
     if nb.get("nbformat_minor", 0) >= 5:
         nb.cells[0]["id"] = LANGUAGE_TAG  # a fixed id: exporting twice writes the same bytes
     else:
