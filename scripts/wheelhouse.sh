@@ -7,7 +7,8 @@
 #   bash scripts/wheelhouse.sh DIR PIP-OPTIONS for learner machines unlike this one, e.g.
 #     --python-version 3.11 --platform manylinux_2_28_x86_64 --only-binary=:all:
 # It holds the pinned torch + torchvision pair, the course's dependencies, the test extras and
-# what building the course package needs (setuptools, wheel): about 4 GB, most of it torch.
+# what building the course package needs (setuptools, wheel): several GB, most of it torch and
+# its CUDA libraries (the installed .venv is 6.3 GiB).
 # Wheels are for the machine that downloads them (its OS, CPU and Python) unless PIP-OPTIONS
 # say otherwise.
 set -euo pipefail
@@ -38,7 +39,7 @@ for requirement in wanted:
     if not re.match(r"(torch|torchvision)\s*==", requirement):
         print(requirement)
 PY
-say "downloading into $dir (about 4 GB; torch is most of it) / 下载到 $dir（约 4 GB，大部分是 torch）"
+say "downloading into $dir (several GB, most of it torch) / 下载到 $dir（数 GB，大部分是 torch）"
 "$py" -m pip download --dest "$dir" 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0' \
   -r "$requirements" "$@"
 count=$(find "$dir" -maxdepth 1 -name '*.whl' -o -maxdepth 1 -name '*.tar.gz' | wc -l | tr -d ' ')
