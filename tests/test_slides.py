@@ -205,3 +205,31 @@ def test_a_lecture_presents_in_one_language_and_runs_code_live(slideshow_server,
             assert (OUTPUT / f"00_{lang}_code_run_live.png").stat().st_size > 10_000
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_jupyterlab_renders_the_open_lecture_as_slides(slideshow_server):
+    """The way a presenter starts it: View > Render as Reveal Slideshow beside the notebook."""
+    from playwright.sync_api import sync_playwright
+    from test_browser import _browser, _menu
+
+    base, token = slideshow_server
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{base}/lab/workspaces/slides/tree/zh/course/00_overview.ipynb?reset&token={token}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").wait_for(timeout=90_000)
+            _menu(page, "View", "Render as Reveal Slideshow")
+            frame = page.wait_for_selector("iframe[src*='/rise/zh/course/00_overview.ipynb']", timeout=30_000)
+            slides = frame.content_frame()
+            slides.wait_for_selector(".reveal .slides section.present .jp-MarkdownCell h1", timeout=90_000)
+            shown = slides.evaluate(SLIDE_JS)
+            assert TITLE["zh"] in shown["h1"][0] and shown["en"] == 0 and shown["zh"] > 10, shown["h1"]
+            assert "fxcourse.language" not in shown["text"]  # the export's language cell is skipped
+            page.screenshot(path=str(OUTPUT / "00_zh_in_jupyterlab.png"))
+        finally:
+            browser.close()
