@@ -363,3 +363,23 @@ def test_library_errors_are_one_bilingual_line(call, tmp_path):
     english, _, chinese = message.partition(" / ")
     assert "\n" not in message and "; expected " in english and " Fix: " in english
     assert re.search(r"[\u4e00-\u9fff]", chinese), message
+
+
+def test_running_notebooks_leaves_no_kernel_behind(tmp_path):
+    """nb run, labs build and i18n export run many notebooks in one process: each kernel is
+    stopped when its notebook is done, not when the command ends."""
+    import nbformat
+    import psutil
+
+    from fxcourse import nbrun
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+    def kernels() -> int:
+        return sum("ipykernel" in " ".join(child.cmdline()) for child in psutil.Process().children(recursive=True))
+
+    before = kernels()
+    for _ in range(2):
+        assert nbrun.execute(nb, tmp_path).cells[0].outputs[0]["data"]["text/plain"] == "2"
+    assert kernels() == before

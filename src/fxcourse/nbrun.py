@@ -164,6 +164,14 @@ def _kernel_manager(kernel: str) -> Any:
     return KernelManager(kernel_name=kernel, transport_encryption=encryption)
 
 
+def _stop(km: Any) -> None:
+    try:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    except Exception:  # a kernel that is already gone needs no stopping
+        pass
+
+
 def execute(nb: nbformat.NotebookNode, cwd: Path, *, name: str = "notebook", timeout: int = 600,
             where: str = "nb run") -> nbformat.NotebookNode:
     """Run every cell of ``nb`` in a fresh kernel started in ``cwd``; return ``nb`` with outputs."""
@@ -173,9 +181,10 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, *, name: str = "notebook", tim
     kernel = check_kernel(nb, name, where=where)
     old = {k: os.environ.get(k) for k in DETERMINISTIC_ENV}
     os.environ.update(DETERMINISTIC_ENV)
+    km = _kernel_manager(kernel)
     try:
         client = NotebookClient(
-            nb, km=_kernel_manager(kernel), timeout=timeout, kernel_name=kernel, record_timing=False,
+            nb, km=km, timeout=timeout, kernel_name=kernel, record_timing=False,
             resources={"metadata": {"path": str(cwd)}},
         )
         client.execute()
@@ -196,6 +205,9 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, *, name: str = "notebook", tim
             fix="run it in JupyterLab to find the cell", where=where,
             zh=f"{where}：运行 {name} 时{what_zh}；请在 JupyterLab 中运行它，找出是哪个单元。") from None
     finally:
+        # nbclient shuts down only a kernel manager it made itself: stop ours, or running many
+        # notebooks in one command (labs build, i18n export) keeps every kernel alive till the end.
+        _stop(km)
         for key, value in old.items():
             if value is None:
                 os.environ.pop(key, None)
