@@ -93,6 +93,9 @@ class Progress(Viewable):
 
     def summary(self) -> str:
         labs = sorted({t.lab for t in self.tasks})
+        if len(labs) == 1:
+            return pick(f"{labs[0]}: {self.passed} of {len(self.tasks)} tasks pass",
+                        f"{labs[0]}：{len(self.tasks)} 道练习，已通过 {self.passed} 道")
         return pick(f"{self.passed} of {len(self.tasks)} tasks pass in {len(labs)} labs",
                     f"{len(labs)} 个实验共 {len(self.tasks)} 道练习，已通过 {self.passed} 道")
 
