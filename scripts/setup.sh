@@ -79,9 +79,17 @@ py=.venv/bin/python
 # 3. torch + torchvision as a matching pair. A local CPU-only torch wheel (2.13.0+cpu) does
 #    not pair with the index's torchvision ("operator torchvision::nms does not exist"),
 #    so the +cpu build is excluded; the index's build runs on CPU-only machines.
+#    FXCOURSE_TORCH_INDEX=URL picks the smaller CPU-only pair instead (torch 2.13.0+cpu with
+#    torchvision 0.28.0+cpu, about 1 GB less): URL is a package index that holds both, such as
+#    PyTorch's own CPU wheel index (pytorch.org's install selector names it). Not tested in CI;
+#    `fxcourse doctor` says whether the pair that arrived matches.
+torch_pair=('torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0')
+if [ -n "${FXCOURSE_TORCH_INDEX:-}" ]; then
+  torch_pair=(--extra-index-url "$FXCOURSE_TORCH_INDEX" 'torch==2.13.0+cpu' 'torchvision==0.28.0+cpu')
+fi
 if ! "$py" -c "import torch, torchvision; assert torch.__version__.split('+')[0] == '2.13.0'" >/dev/null 2>&1; then
   say "installing torch 2.13.0 + torchvision 0.28.0 (a few minutes) / 安装 torch 与 torchvision（需几分钟）"
-  "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'
+  "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} "${torch_pair[@]}"
 fi
 
 # 4. The package itself (editable) and its pinned dependencies.

@@ -40,8 +40,12 @@ for requirement in wanted:
         print(requirement)
 PY
 say "downloading into $dir (several GB, most of it torch) / 下载到 $dir（数 GB，大部分是 torch）"
-"$py" -m pip download --dest "$dir" 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0' \
-  -r "$requirements" "$@"
+# FXCOURSE_TORCH_INDEX: the CPU-only pair, as setup.sh installs it with the same variable.
+torch_pair=('torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0')
+if [ -n "${FXCOURSE_TORCH_INDEX:-}" ]; then
+  torch_pair=(--extra-index-url "$FXCOURSE_TORCH_INDEX" 'torch==2.13.0+cpu' 'torchvision==0.28.0+cpu')
+fi
+"$py" -m pip download --dest "$dir" "${torch_pair[@]}" -r "$requirements" "$@"
 count=$(find "$dir" -maxdepth 1 -name '*.whl' -o -maxdepth 1 -name '*.tar.gz' | wc -l | tr -d ' ')
 size=$(du -sh "$dir" | cut -f1)
 say "done: $count files, $size in $dir / 完成：$dir 中共 $count 个文件，$size"

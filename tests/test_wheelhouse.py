@@ -140,3 +140,14 @@ def test_scripts_need_no_sha256sum(script: str) -> None:
     """macOS has no sha256sum: hashing is Python's (setup) or not needed (wheelhouse)."""
     text = (ROOT / "scripts" / script).read_text()
     assert not re.search(r"^[^#]*\bsha256sum\b", text, re.M)
+
+
+def test_setup_can_install_the_cpu_only_pair(tmp_path: Path) -> None:
+    """FXCOURSE_TORCH_INDEX asks for torch and torchvision's +cpu builds, as a pair, from that index."""
+    course, log, env = _fake_course(tmp_path)
+    run = _setup(course, {**env, "FXCOURSE_TORCH_INDEX": "http://index.invalid/cpu"})
+    assert run.returncode == 0, run.stderr
+    torch_install = _pip_installs(log)[0]
+    assert torch_install == ["-q", "--extra-index-url", "http://index.invalid/cpu", "torch==2.13.0+cpu",
+                             "torchvision==0.28.0+cpu"], torch_install
+    assert PIN_TORCH not in torch_install
