@@ -89,6 +89,15 @@ def test_a_folder_without_labs_is_a_clear_error(tmp_path, capsys):
         progress(REPO, lab="lab99")
 
 
+def test_a_lab_not_saved_anywhere_yet_reads_this_kernels_checks(tmp_path, monkeypatch):
+    """An export executes a lab before its file exists: the lab's own progress cell still works."""
+    monkeypatch.setattr(checks, "_SESSION", {})
+    check("lab00.2", _stub)
+    report = progress(tmp_path, lab="lab00")
+    assert [(t.task, t.status) for t in report.tasks] == [
+        ("lab00.1", "not run"), ("lab00.2", "not_implemented"), ("lab00.3", "not run")]
+
+
 def test_a_broken_notebook_reads_as_not_run(course):
     (course / "labs" / "lab00_warmup.ipynb").write_text("{ not json", encoding="utf-8")
     assert {t.status for t in progress(course, lab="lab00").tasks} == {"not run"}

@@ -129,19 +129,24 @@ def progress(where: str | Path | None = None, lab: str | None = None) -> Progres
     """
     from . import checks
 
-    folder = _labs_folder(where)
-    notebooks = sorted(folder.glob("lab[0-9]*.ipynb"))
-    if lab is not None:
-        notebooks = [nb for nb in notebooks if nb.name.split("_")[0] == lab]
-        if not notebooks:
-            known = ", ".join(sorted({p.name.split("_")[0] for p in folder.glob("lab[0-9]*.ipynb")}))
-            raise FxCourseError(got=repr(lab), accepted=f"one of {known}", fix="pass a lab's number, e.g. 'lab03'",
-                                where="progress", zh=f"progress：没有实验 {lab!r}；可选：{known}。")
     all_tasks = checks.task_ids()
+    if lab is not None:
+        known = sorted({t.split(".")[0] for t in all_tasks})
+        if lab not in known:
+            raise FxCourseError(got=repr(lab), accepted=f"one of {', '.join(known)}",
+                                fix="pass a lab's number, e.g. 'lab03'", where="progress",
+                                zh=f"progress：没有实验 {lab!r}；可选：{'、'.join(known)}。")
+        try:
+            folder: Path | None = _labs_folder(where)
+        except FxCourseError:  # a lab running where no saved copy exists yet (an export being made)
+            folder = None
+        saved = sorted(folder.glob(f"{lab}_*.ipynb")) if folder is not None else []
+        labs = [(lab, saved[0] if saved else None)]
+    else:
+        labs = [(nb.name.split("_")[0], nb) for nb in sorted(_labs_folder(where).glob("lab[0-9]*.ipynb"))]
     states = []
-    for nb in notebooks:
-        name = nb.name.split("_")[0]
-        stored = statuses_in(nb)
+    for name, nb in labs:
+        stored = statuses_in(nb) if nb is not None else {}
         for task_id in (t for t in all_tasks if t.split(".")[0] == name):
             spec = checks._TASKS[task_id]
             status = checks._SESSION.get(task_id) or stored.get(task_id) or "not run"
