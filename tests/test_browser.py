@@ -74,16 +74,21 @@ def _serve(root: Path, home: Path, env: dict[str, str], args: list[str]):
     log.close()
 
 
+def write_settings(home):
+    """JupyterLab's user settings for the tests (no news prompt, ...) under ``home``."""
+    for name, value in SETTINGS.items():
+        target = home / "settings" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value))
+
+
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     for folder in ("labs", "solutions"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns(".backups"))
     home = tmp_path_factory.mktemp("jupyter-home")
-    for name, value in SETTINGS.items():
-        target = home / "settings" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
+    write_settings(home)
     for base, token in _serve(root, home, {}, []):
         yield base, token, root
 

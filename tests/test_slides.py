@@ -129,20 +129,15 @@ SLIDE_JS = """() => {
 def slideshow_server(tmp_path_factory):
     """JupyterLab with jupyterlab-rise on loopback, serving lecture 00 exported to en/ and zh/."""
     import importlib.util
-    import json
-
 
     assert importlib.util.find_spec("jupyterlab_rise"), "jupyterlab-rise is not installed: run `bash scripts/setup.sh --test`"
-    from test_browser import SETTINGS, _serve
+    from test_browser import _serve, write_settings
 
     root = tmp_path_factory.mktemp("slides")
     for lang in ("en", "zh"):
         i18n.export([REPO / "course" / "00_overview.ipynb"], lang, root / lang)
     home = tmp_path_factory.mktemp("slides-home")
-    for name, value in SETTINGS.items():
-        target = home / "settings" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(value))
+    write_settings(home)
     for base, token in _serve(root, home, {}, []):
         yield base, token
 
