@@ -21,11 +21,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from test_browser import _browser
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "test-output" / "workshop"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 CODE = "test-code-" + os.urandom(4).hex()
 INSTRUCTOR_PASSWORD = "instructor-" + os.urandom(16).hex()
 LAB = "lab00_warmup.ipynb"
@@ -126,12 +125,6 @@ def hub(tmp_path_factory):
         assert not _ours(root), "processes of the workshop survived the hub"
         if killed:
             print("[workshop test] had to kill:", killed)
-
-
-def _browser(p):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "Debian's chromium is not installed: run `bash scripts/setup.sh --test`"
-    return p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
 
 
 def _login(page, base: str, name: str, password: str) -> None:

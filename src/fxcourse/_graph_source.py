@@ -50,9 +50,10 @@ def resolve(obj: Any, where: str) -> Resolved:
     gm = _gm_attribute(obj)
     if isinstance(gm, fx.GraphModule):
         return Resolved(f"{type(obj).__name__}.gm", gm.graph)
-    raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, fix=_fix_for(obj, gm),
+    fix, fix_zh = _fix_for(obj, gm)
+    raise FxCourseError(got=describe_input(obj), accepted=_ACCEPTED, fix=fix,
                         where=where, zh=f"{where}：收到 {describe_input(obj)}；需要 {_ACCEPTED_ZH}。"
-                                        f"修复：{_fix_for_zh(obj, gm)}。")
+                                        f"修复：{fix_zh}。")
 
 
 def describe_input(obj: Any) -> str:
@@ -68,18 +69,6 @@ _ACCEPTED_ZH = ("torch.fx.GraphModule、torch.fx.Graph、TorchScript 的模块�
                 "torch.export.ExportedProgram，或捕获到的计算图（带 .gm 的对象）")
 
 
-def _fix_for_zh(obj: Any, gm: Any) -> str:
-    if gm is not None:
-        return f"它的 .gm 是 {describe(gm)}；请传入 .gm 为 torch.fx.GraphModule 的对象"
-    if isinstance(obj, torch.nn.Module):
-        return "先对模块做符号追踪：torch.fx.symbolic_trace(m)"
-    if isinstance(obj, str):
-        return "传入计算图对象本身，而不是它打印出来的文本"
-    if callable(obj):
-        return "先对函数做符号追踪：torch.fx.symbolic_trace(fn)"
-    return "传入追踪得到的计算图，例如 torch.fx.symbolic_trace(model)"
-
-
 def _gm_attribute(obj: Any) -> Any:
     try:
         return getattr(obj, "gm", None)
@@ -87,16 +76,19 @@ def _gm_attribute(obj: Any) -> Any:
         return None
 
 
-def _fix_for(obj: Any, gm: Any) -> str:
+def _fix_for(obj: Any, gm: Any) -> tuple[str, str]:
+    """How to fix ``obj``, in English and 中文."""
     if gm is not None:
-        return f"its .gm is {describe(gm)}; pass an object whose .gm is a torch.fx.GraphModule"
+        return (f"its .gm is {describe(gm)}; pass an object whose .gm is a torch.fx.GraphModule",
+                f"它的 .gm 是 {describe(gm)}；请传入 .gm 为 torch.fx.GraphModule 的对象")
     if isinstance(obj, torch.nn.Module):
-        return "trace the module first: torch.fx.symbolic_trace(m)"
+        return "trace the module first: torch.fx.symbolic_trace(m)", "先对模块做符号追踪：torch.fx.symbolic_trace(m)"
     if isinstance(obj, str):
-        return "pass the graph object itself, not its printed text"
+        return "pass the graph object itself, not its printed text", "传入计算图对象本身，而不是它打印出来的文本"
     if callable(obj):
-        return "trace the function first: torch.fx.symbolic_trace(fn)"
-    return "pass a traced graph, for example torch.fx.symbolic_trace(model)"
+        return "trace the function first: torch.fx.symbolic_trace(fn)", "先对函数做符号追踪：torch.fx.symbolic_trace(fn)"
+    return ("pass a traced graph, for example torch.fx.symbolic_trace(model)",
+            "传入追踪得到的计算图，例如 torch.fx.symbolic_trace(model)")
 
 
 _INPUT_KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "constant",
