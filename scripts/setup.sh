@@ -76,19 +76,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py=.venv/bin/python
 
-# 3. torch + torchvision as a matching pair. A local CPU-only torch wheel (2.13.0+cpu) does
-#    not pair with the index's torchvision ("operator torchvision::nms does not exist"),
-#    so the +cpu build is excluded; the index's build runs on CPU-only machines.
-#    FXCOURSE_TORCH_INDEX=URL picks the smaller CPU-only pair instead (torch 2.13.0+cpu with
-#    torchvision 0.28.0+cpu, about 1 GB less): URL is a package index that holds both, such as
-#    PyTorch's own CPU wheel index (pytorch.org's install selector names it). Not tested in CI;
-#    `fxcourse doctor` says whether the pair that arrived matches.
-torch_pair=('torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0')
-if [ -n "${FXCOURSE_TORCH_INDEX:-}" ]; then
-  torch_pair=(--extra-index-url "$FXCOURSE_TORCH_INDEX" 'torch==2.13.0+cpu' 'torchvision==0.28.0+cpu')
-fi
-if ! "$py" -c "import torch, torchvision; assert torch.__version__.split('+')[0] == '2.13.0'" >/dev/null 2>&1; then
-  say "installing torch 2.13.0 + torchvision 0.28.0 (a few minutes) / 安装 torch 与 torchvision（需几分钟）"
+# 3. torch + torchvision as a matching pair, read from src/fxcourse/_pins.py (scripts/pins.sh
+#    says why the local +cpu build is excluded and how FXCOURSE_TORCH_INDEX picks a CPU pair).
+source scripts/pins.sh
+if ! "$py" -c "import torch, torchvision, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version' or torchvision.__version__.split('+')[0] != '$torchvision_version')" >/dev/null 2>&1; then
+  say "installing torch $torch_version + torchvision $torchvision_version (a few minutes) / 安装 torch 与 torchvision（需几分钟）"
   "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} "${torch_pair[@]}"
 fi
 

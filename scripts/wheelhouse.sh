@@ -8,7 +8,7 @@
 #     --python-version 3.11 --platform manylinux_2_28_x86_64 --only-binary=:all:
 # It holds the pinned torch + torchvision pair, the course's dependencies, the test extras and
 # what building the course package needs (setuptools, wheel): several GB, most of it torch and
-# its CUDA libraries (the installed .venv is 6.3 GiB).
+# its CUDA libraries (the installed .venv is 6.8 GiB).
 # Wheels are for the machine that downloads them (its OS, CPU and Python) unless PIP-OPTIONS
 # say otherwise.
 set -euo pipefail
@@ -40,11 +40,10 @@ for requirement in wanted:
         print(requirement)
 PY
 say "downloading into $dir (several GB, most of it torch) / 下载到 $dir（数 GB，大部分是 torch）"
-# FXCOURSE_TORCH_INDEX: the CPU-only pair, as setup.sh installs it with the same variable.
-torch_pair=('torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0')
-if [ -n "${FXCOURSE_TORCH_INDEX:-}" ]; then
-  torch_pair=(--extra-index-url "$FXCOURSE_TORCH_INDEX" 'torch==2.13.0+cpu' 'torchvision==0.28.0+cpu')
-fi
+# The torch pair from src/fxcourse/_pins.py; FXCOURSE_TORCH_INDEX: the CPU-only pair, as setup.sh
+# installs it with the same variable.
+base_python="$py"
+source scripts/pins.sh
 "$py" -m pip download --dest "$dir" "${torch_pair[@]}" -r "$requirements" "$@"
 count=$(find "$dir" -maxdepth 1 -name '*.whl' -o -maxdepth 1 -name '*.tar.gz' | wc -l | tr -d ' ')
 size=$(du -sh "$dir" | cut -f1)

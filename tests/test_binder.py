@@ -30,8 +30,9 @@ def test_post_build_installs_the_course_with_set_ups_torch_pair():
     post = (BINDER / "postBuild").read_text(encoding="utf-8")
     assert os.access(BINDER / "postBuild", os.X_OK) and post.startswith("#!/bin/bash")
     setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
-    pair = re.search(r"torch_pair=\((.*?)\)", setup).group(1)
-    assert pair in post  # 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'
+    # both read the pair from src/fxcourse/_pins.py through scripts/pins.sh (tests/test_pins.py runs it)
+    assert "source scripts/pins.sh" in setup and "source scripts/pins.sh" in post
+    assert 'pip install --no-cache-dir "${torch_pair[@]}"' in post
     assert "pip install --no-cache-dir -e ." in post and "jupyter trust" in post
     assert subprocess.run(["bash", "-n", str(BINDER / "postBuild")]).returncode == 0
 

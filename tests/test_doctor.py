@@ -6,6 +6,7 @@ import os
 import stat
 import sys
 
+from fxcourse._pins import TORCH, TORCHVISION
 from fxcourse.cli import main
 from fxcourse.doctor import diagnose, diagnose_torchvision_error
 
@@ -14,7 +15,7 @@ def test_this_environment_is_healthy(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert "healthy" in out and "环境正常" in out
-    assert "torchvision: 0.28.0" in out
+    assert f"torch: {TORCH}" in out and f"torchvision: {TORCHVISION}" in out
 
 
 def _fake_python(tmp_path, payload: dict):
@@ -27,13 +28,13 @@ def _fake_python(tmp_path, payload: dict):
 
 def test_torchvision_nms_mismatch_is_diagnosed_with_the_fix(tmp_path):
     fake = _fake_python(tmp_path, {
-        "torch": "2.13.0+cpu",
+        "torch": f"{TORCH}+cpu",
         "torchvision_error": "RuntimeError: operator torchvision::nms does not exist"})
     report = diagnose(python=fake)
     assert not report.healthy
     (tv,) = [f for f in report.findings if f.name == "torchvision"]
-    assert not tv.ok and "does not match torch 2.13.0+cpu" in tv.en and "不匹配" in tv.zh
-    assert "!=2.13.0+cpu" in tv.fix[0] and "!=2.13.0+cpu" in tv.fix[1]
+    assert not tv.ok and f"does not match torch {TORCH}+cpu" in tv.en and "不匹配" in tv.zh
+    assert f"!={TORCH}+cpu" in tv.fix[0] and f"!={TORCH}+cpu" in tv.fix[1]
     text = report.to_text()
     assert "FAIL torchvision" in text and "fix / 修复" in text and "problem(s) found" in text
 
@@ -45,15 +46,25 @@ def test_broken_torch_and_wrong_version_are_problems(tmp_path):
     assert {f.name for f in report.findings if not f.ok} == {"torch", "torchvision"}
 
 
+def test_the_previous_release_is_explained_not_just_refused(tmp_path):
+    """A learner still on the course's previous pair (torch 2.13.0) is told what differs and how to move."""
+    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    (torch_finding,) = [f for f in report.findings if f.name == "torch"]
+    assert not torch_finding.ok
+    assert "2.13.0 is installed" in torch_finding.en and f"taught and tested on torch {TORCH}" in torch_finding.en
+    assert "stored outputs" in torch_finding.en and f"torch {TORCH}" in torch_finding.zh
+    assert f"torch=={TORCH}" in torch_finding.fix[0] and f"torchvision=={TORCHVISION}" in torch_finding.fix[1]
+
+
 def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no g++ / c++ / clang++ here
-    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    report = diagnose(python=_fake_python(tmp_path, {"torch": TORCH, "torchvision": TORCHVISION}))
     (cxx,) = [f for f in report.findings if f.name == "C++ compiler"]
     assert not cxx.ok and "apt-get install g++" in cxx.fix[0] and "安装 g++" in cxx.fix[1]
 
 
 def test_other_torchvision_errors_keep_their_message():
-    f = diagnose_torchvision_error("ImportError: no module named 'PIL'", "2.13.0", "0.28.0")
+    f = diagnose_torchvision_error("ImportError: no module named 'PIL'", TORCH, TORCHVISION)
     assert not f.ok and "no module named 'PIL'" in f.en
 
 
@@ -66,7 +77,7 @@ def test_graphviz_and_a_cjk_font_are_found_here():
 
 def test_missing_dot_and_fonts_say_how_to_install_them(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no fc-list here
-    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    report = diagnose(python=_fake_python(tmp_path, {"torch": TORCH, "torchvision": TORCHVISION}))
     found = {f.name: f for f in report.findings}
     en_fix, zh_fix = found["graphviz"].fix
     assert not found["graphviz"].ok and "apt-get install graphviz" in en_fix
@@ -83,7 +94,7 @@ def test_report_speaks_the_chosen_language(tmp_path, monkeypatch):
     import re
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no fc-list, no compiler: fix lines appear
-    report = diagnose(python=_fake_python(tmp_path, {"torch": "2.13.0", "torchvision": "0.28.0"}))
+    report = diagnose(python=_fake_python(tmp_path, {"torch": TORCH, "torchvision": TORCHVISION}))
     monkeypatch.setenv("FXCOURSE_LANG", "en")
     english = report.to_text()
     assert "fix: install Graphviz" in english and not re.search(r"[\u4e00-\u9fff]", english)

@@ -17,7 +17,9 @@ def test_environment_yml_has_the_same_pins_as_pyproject():
     from_env = {req.replace(" ", "") for req in pip_section if not req.startswith("-e")}
     from_pyproject = {req.replace(" ", "") for req in project["dependencies"]}
     assert from_env == from_pyproject
-    assert "torch==2.13.0" in from_pyproject and "torchvision==0.28.0" in from_pyproject
+    from fxcourse._pins import TORCH, TORCHVISION
+
+    assert f"torch=={TORCH}" in from_pyproject and f"torchvision=={TORCHVISION}" in from_pyproject
 
 
 def test_readme_commands_are_the_scripts_ci_runs():

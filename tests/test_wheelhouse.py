@@ -18,8 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from fxcourse._pins import TORCH, TORCHVISION
+
 ROOT = Path(__file__).resolve().parent.parent
-PIN_TORCH = "torch==2.13.0,!=2.13.0+cpu"
+PIN_TORCH = f"torch=={TORCH},!={TORCH}+cpu"
+PIN_TORCHVISION = f"torchvision=={TORCHVISION}"
+
+
+def _copy_pins(course: Path) -> None:
+    """What setup.sh and wheelhouse.sh read the torch pair from."""
+    shutil.copy(ROOT / "scripts" / "pins.sh", course / "scripts" / "pins.sh")
+    (course / "src" / "fxcourse").mkdir(parents=True)
+    shutil.copy(ROOT / "src" / "fxcourse" / "_pins.py", course / "src" / "fxcourse" / "_pins.py")
 
 
 def _stand_in_python(path: Path, log: Path, torch_installed: bool = False) -> None:
@@ -45,6 +55,7 @@ def _fake_course(tmp_path: Path) -> tuple[Path, Path, dict]:
     (course / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "setup.sh", course / "scripts" / "setup.sh")
     shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
+    _copy_pins(course)
     for folder in ("course", "labs", "solutions"):
         (course / folder).mkdir()
         (course / folder / "x.ipynb").write_text("{}")
@@ -84,7 +95,7 @@ def test_setup_installs_from_a_wheelhouse_when_one_is_there(tmp_path: Path) -> N
     assert len(installs) == 2, installs  # torch + torchvision, then the course package
     for args in installs:
         assert args[:4] == ["-q", "--no-index", "--find-links", "wheelhouse"], args
-    assert PIN_TORCH in installs[0] and "torchvision==0.28.0" in installs[0]
+    assert PIN_TORCH in installs[0] and PIN_TORCHVISION in installs[0]
     assert installs[1][-2:] == ["-e", "."]
     assert "wheelhouse" in run.stdout
 
@@ -97,7 +108,7 @@ def test_setup_uses_the_network_without_a_wheelhouse(tmp_path: Path) -> None:
     installs = _pip_installs(log)
     assert [args[0] for args in installs] == ["-q", "-q"]
     assert not any("--no-index" in args or "--find-links" in args for args in installs), installs
-    assert installs[0][1:] == [PIN_TORCH, "torchvision==0.28.0"]
+    assert installs[0][1:] == [PIN_TORCH, PIN_TORCHVISION]
 
 
 def test_setup_finds_a_wheelhouse_elsewhere(tmp_path: Path) -> None:
@@ -117,6 +128,7 @@ def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> 
     (course / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "wheelhouse.sh", course / "scripts" / "wheelhouse.sh")
     shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
+    _copy_pins(course)
     log = tmp_path / "pip.log"
     fake = tmp_path / "bin" / "python"
     _stand_in_python(fake, log)
@@ -125,7 +137,7 @@ def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> 
     assert run.returncode == 0, run.stderr
     (command,) = [line.split("\t") for line in log.read_text().splitlines()]
     assert command[:3] == ["pip", "download", "--dest"] and command[3] == "room"
-    assert PIN_TORCH in command and "torchvision==0.28.0" in command
+    assert PIN_TORCH in command and PIN_TORCHVISION in command
     assert command[-4:] == ["-r", "room/requirements.txt", "--python-version", "3.11"]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     wanted = (project["build-system"]["requires"] + project["project"]["dependencies"]
@@ -148,6 +160,6 @@ def test_setup_can_install_the_cpu_only_pair(tmp_path: Path) -> None:
     run = _setup(course, {**env, "FXCOURSE_TORCH_INDEX": "http://index.invalid/cpu"})
     assert run.returncode == 0, run.stderr
     torch_install = _pip_installs(log)[0]
-    assert torch_install == ["-q", "--extra-index-url", "http://index.invalid/cpu", "torch==2.13.0+cpu",
-                             "torchvision==0.28.0+cpu"], torch_install
+    assert torch_install == ["-q", "--extra-index-url", "http://index.invalid/cpu", f"torch=={TORCH}+cpu",
+                             f"torchvision=={TORCHVISION}+cpu"], torch_install
     assert PIN_TORCH not in torch_install

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from ._lang import ENV, Bilingual, current, normalise, pick, text
+from ._pins import TORCH, TORCHVISION
 
 __all__ = ["TESTED", "Finding", "Report", "diagnose", "diagnose_torchvision_error"]
 
-TESTED = {"python": "3.11", "torch": "2.13.0", "torchvision": "0.28.0", "depyf": "0.20.0",
+TESTED = {"python": "3.11", "torch": TORCH, "torchvision": TORCHVISION, "depyf": "0.20.0",
           "nbval": "0.11", "jupyterlab": "4.6"}
-_REINSTALL_CMD = "pip install --force-reinstall 'torch==2.13.0,!=2.13.0+cpu' 'torchvision==0.28.0'"
+_REINSTALL_CMD = f"pip install --force-reinstall 'torch=={TORCH},!={TORCH}+cpu' 'torchvision=={TORCHVISION}'"
 REINSTALL = (f"{_REINSTALL_CMD}  (or run scripts/setup.sh again)",
              f"{_REINSTALL_CMD}（或重新运行 scripts/setup.sh）")
 
@@ -68,7 +69,7 @@ def diagnose_torchvision_error(message: str, torch_version: str, torchvision_ver
     """Turn torchvision's import error into a finding with the fix.
 
     >>> f = diagnose_torchvision_error("RuntimeError: operator torchvision::nms does not exist",
-    ...                                "2.13.0+cpu", "0.28.0")
+    ...                                "2.14.1+cpu", "0.29.1")
     >>> f.ok, "build" in f.en
     (False, True)
     """
@@ -84,6 +85,26 @@ def diagnose_torchvision_error(message: str, torch_version: str, torchvision_ver
         )
     first = message.strip().splitlines()[-1] if message.strip() else "unknown error"
     return Finding("torchvision", False, f"import failed: {first}", f"导入失败：{first}", REINSTALL)
+
+
+def torch_mismatch(installed: str) -> Finding:
+    """The finding for a torch release other than the one the course is taught on.
+
+    >>> f = torch_mismatch("2.13.0")
+    >>> f.ok, "2.13.0" in f.en, TORCH in f.en, "stored outputs" in f.en
+    (False, True, True, True)
+    """
+    return Finding(
+        "torch", False,
+        f"{installed} is installed, but the course is taught and tested on torch {TORCH}: its notebooks' "
+        "stored outputs, the labs' checkers and the lectures' claims were made on that release, and "
+        "another one warns, logs and compiles differently (for example TorchScript's deprecation "
+        "warning class and Inductor's generated code)",
+        f"已安装 {installed}，而课程是在 torch {TORCH} 上讲授和测试的：笔记本中保存的输出、实验的检查器和讲义中的"
+        "结论都来自这个版本，换成别的版本后，警告、日志和编译结果都会不同（例如 TorchScript 弃用警告的类别、"
+        "Inductor 生成的代码）",
+        REINSTALL,
+    )
 
 
 _PROBE = r"""
@@ -188,8 +209,10 @@ def diagnose(python: str = sys.executable) -> Report:
     else:
         tv = found["torch"]
         ok = _matches(tv, TESTED["torch"])
-        add(Finding("torch", ok, f"{tv} (tested: {TESTED['torch']})", f"{tv}（已测试：{TESTED['torch']}）",
-                    "" if ok else REINSTALL))
+        if ok:
+            add(Finding("torch", True, f"{tv} (tested: {TESTED['torch']})", f"{tv}（已测试：{TESTED['torch']}）"))
+        else:
+            add(torch_mismatch(tv))
         if "torchvision_error" in found:
             add(diagnose_torchvision_error(found["torchvision_error"], tv, tv_dist))
         else:
