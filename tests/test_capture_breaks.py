@@ -15,6 +15,8 @@ import torch._dynamo
 from torch import nn
 
 from fxcourse import FxCourseError, capture
+
+from limitations import fake_disagrees
 from test_capture import dynamo_logged_breaks
 
 
@@ -233,11 +235,25 @@ def guarded_matmul(x, w):
         return x
 
 
-def test_dynamo_failure_is_called_a_dynamo_limitation():
+def test_try_except_around_a_failing_op_is_one_graph_in_this_version():
+    """torch 2.13 failed on this with TorchRuntimeError; 2.14 takes the except branch while tracing."""
     x, w = torch.ones(2, 3), torch.ones(4, 4)
-    assert torch.equal(guarded_matmul(x, w), x)  # runs fine without torch.compile
+    torch._dynamo.reset()
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+    out = torch.compile(guarded_matmul, backend=keep, fullgraph=True)(x, w)
+    assert torch.equal(out, x) and len(graphs) == 1
+    assert not [n for n in graphs[0].graph.nodes if n.op == "call_function"]  # the except branch: x itself
+
+
+def test_dynamo_failure_is_called_a_dynamo_limitation():
+    x = torch.ones(3)
+    torch.testing.assert_close(fake_disagrees(x), x * 3)  # runs fine without torch.compile
     with pytest.raises(FxCourseError, match="Dynamo limitation") as info:
-        capture(guarded_matmul, x, w)
+        capture(fake_disagrees, x)
     assert "TorchRuntimeError" in str(info.value) and "runs without torch.compile" in str(info.value)
 
 

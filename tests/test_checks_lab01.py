@@ -19,7 +19,8 @@ from fxcourse.labs import STUB
 
 from checking import expect_one_language, expect_passed, expect_wrong, solution
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:`torch\\.jit\\.\\w+` is deprecated:Warning",
+                                        "ignore::torch.jit.TracerWarning")
 
 TASKS = {"lab01.1": "aten_op_counts", "lab01.2": "trace_safely", "lab01.3": "TraceableRunningMean",
          "lab01.4": "roundtrip"}

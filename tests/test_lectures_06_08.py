@@ -17,6 +17,8 @@ from torch import nn
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 from torch._dynamo.utils import counters
 
+from fxcourse import torch_logs
+
 
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
@@ -43,25 +45,13 @@ class Graphs(list):
 @contextlib.contextmanager
 def graph_break_records():
     """Dynamo's graph-break log (TORCH_LOGS=graph_breaks), collected instead of printed."""
-    records = []
-    handler = logging.Handler()
-    handler.emit = lambda record: (record.name.endswith("__graph_breaks")
-                                   and not any(r is record for r in records) and records.append(record))
     logging.disable(logging.NOTSET)
-    torch._logging.set_logs(graph_breaks=True)
-    loggers = [lg for name, lg in logging.Logger.manager.loggerDict.items()
-               if name.startswith("torch") and isinstance(lg, logging.Logger)
-               and any(type(h) is logging.StreamHandler for h in lg.handlers)]
-    saved = {lg: lg.handlers for lg in loggers}
-    for lg in loggers:
-        lg.handlers = [handler if type(h) is logging.StreamHandler else h for h in lg.handlers]
     try:
-        yield records
+        with torch_logs(graph_breaks=True) as records:
+            yield records
     finally:
-        for lg, handlers in saved.items():
-            lg.handlers = handlers
-        torch._logging.set_logs()
         logging.disable(logging.WARNING)
+    records[:] = [r for r in records if r.name.endswith("__graph_breaks")]
 
 
 def graph_breaks_counted() -> int:

@@ -46,6 +46,9 @@ _LAZY = {
     "language": "_lang",
     "progress": "_progress",
     "Progress": "_progress",
+    "torch_logs": "_text",
+    "no_torchscript_warning": "_text",
+    "is_torchscript_deprecation": "_text",
     "zoo": None,  # a module
 }
 

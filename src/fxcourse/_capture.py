@@ -437,12 +437,13 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
                 f"{one_line_error(exc, limit=300)}",
             accepted="a function Dynamo can trace; this is a Dynamo limitation, not an error in the function",
             fix="keep the part Dynamo cannot trace out of the compiled region (torch.compiler.disable), "
-                "or rewrite it (e.g. no try/except around a tensor op that raises)",
+                "or rewrite it (a TorchRuntimeError means an op failed on fake tensors: for a custom op, "
+                "check that its fake kernel agrees with the real one)",
             where="capture",
             zh=f"capture：{_name(fn)} 不经 torch.compile 能运行，但 Dynamo 处理它时失败："
                f"{one_line_error(exc, limit=300)}。这是 Dynamo 的局限，不是函数的错误。修复：把 Dynamo "
                "无法追踪的部分移出编译区域（torch.compiler.disable），或者改写它"
-               "（例如不要用 try/except 包住会抛异常的张量运算）。")
+               "（TorchRuntimeError 表示某个算子在伪张量上失败：如果是自定义算子，请检查它的 fake 内核与真实内核是否一致）。")
     return FxCourseError(
         got=f"{_name(fn)} raising {one_line_error(eager_error)}",
         accepted="a function or nn.Module that runs on the arguments given",
@@ -512,7 +513,7 @@ def _no_check_kinds() -> frozenset[str]:
                 name for name in dir(GuardBuilder) if name.isupper()
                 and getattr(getattr(GuardBuilder, name), "__code__", None) is not None
                 and getattr(GuardBuilder, name).__code__.co_code == empty.__code__.co_code)
-        except Exception:  # the builder moved: the kinds 2.13 leaves empty
+        except Exception:  # the builder moved: the kinds 2.13 and 2.14 leave empty
             _NO_CHECK_KINDS = frozenset({"GRAD_MODE", "DETERMINISTIC_ALGORITHMS", "FSDP_TRAINING_STATE"})
     return _NO_CHECK_KINDS
 

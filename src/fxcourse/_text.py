@@ -13,12 +13,14 @@ import io
 import logging
 import os
 import re
+import sys
 import warnings
-from typing import Iterator
+from typing import Any, Iterator
 
 from ._lang import only
 
-__all__ = ["Renumber", "first_line", "fold", "one_line_error", "quiet", "scrub"]
+__all__ = ["TORCHSCRIPT_DEPRECATION", "Renumber", "first_line", "fold", "is_torchscript_deprecation",
+           "no_torchscript_warning", "one_line_error", "quiet", "scrub", "torch_logs"]
 
 _UUID = r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
 _CODE_REPR = re.compile(r"<code object (\S+) at 0x[0-9a-fA-F]+, file \"[^\"]*?([^/\"]+)\", line (\d+)>")
@@ -136,14 +138,35 @@ class _Catch(logging.Filter):
 
 
 def _to_console(handler: logging.Handler) -> bool:
-    """Handlers that print to the terminal or notebook (not files, not trace collectors)."""
+    """Handlers that print to the terminal or notebook (not files, not trace collectors).
+
+    Recognised by where they write, not by their class: torch's console handler was a
+    ``logging.StreamHandler`` in 2.13 and is a plain ``logging.Handler`` with a ``stream``
+    property (following ``sys.stderr``) in 2.14.
+    """
     if handler is logging.lastResort:
         return True
-    if not isinstance(handler, logging.StreamHandler) or isinstance(handler, logging.FileHandler):
+    if isinstance(handler, logging.FileHandler):
         return False
-    stream = handler.stream
+    try:
+        stream = getattr(handler, "stream", None)
+    except Exception:  # a property that fails: not a handler we can reason about
+        return False
+    if stream is None:
+        return False
+    if any(stream is s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)):
+        return True
     name = getattr(stream, "name", None)
-    return stream is not None and not (isinstance(name, str) and os.sep in name)  # not a file on disk
+    return not (isinstance(name, str) and os.sep in name)  # not a file on disk
+
+
+def _console_handlers() -> list[logging.Handler]:
+    """Every handler of every logger (and Python's last resort) that prints to the console."""
+    loggers = [logging.getLogger()] + [
+        obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)
+    ]
+    every = {id(h): h for lg in loggers for h in [*lg.handlers, logging.lastResort] if h}
+    return [h for h in every.values() if _to_console(h)]
 
 
 @contextlib.contextmanager
@@ -157,11 +180,7 @@ def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
     """
     notes: list[str] = []
     catch = _Catch()
-    loggers = [logging.getLogger()] + [
-        obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)
-    ]
-    handlers = [h for h in {id(h): h for lg in loggers for h in [*lg.handlers, logging.lastResort] if h}.values()
-                if _to_console(h)]
+    handlers = _console_handlers()
     for handler in handlers:
         handler.addFilter(catch)
     sink = io.StringIO()
@@ -178,3 +197,86 @@ def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
             with contextlib.suppress(Exception):
                 lines.append(f"log {record.levelname}: {first_line(record.getMessage())}")
         notes.extend(dict.fromkeys(lines))
+
+
+@contextlib.contextmanager
+def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]]:
+    """Collect torch's log records in a list instead of letting torch print them.
+
+    With ``switches``, torch's logs are turned on for the block with
+    ``torch._logging.set_logs(**switches)`` (``graph_breaks=True``, ``dynamic=logging.DEBUG``, ...)
+    and back to their defaults after it. With ``names``, only the records of those loggers are
+    kept (``"torch._dynamo"``, or an artifact's logger such as ``"torch.__graph_breaks"``); the
+    others are dropped, not printed. Each record is kept once, however many handlers saw it.
+
+    Torch prints its log lines with a time, a process id and a path, which a stored notebook
+    output cannot hold; the records themselves (``record.getMessage()``, ``record.name``,
+    ``record.levelname``) are what a lesson reads. Console handlers are found by where they
+    write, whatever their class (it changed between releases).
+    """
+    import torch._logging
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if record.name != "torch" and not record.name.startswith("torch."):
+                return True  # not torch's: printed as usual
+            if (not names or record.name in names) and not any(r is record for r in records):
+                records.append(record)
+            return False  # never printed
+
+    keep = Keep()
+    handlers: list[logging.Handler] = []
+    try:
+        if switches:
+            torch._logging.set_logs(**switches)
+        handlers = _console_handlers()
+        for handler in handlers:
+            handler.addFilter(keep)
+        yield records
+    finally:
+        for handler in handlers:
+            handler.removeFilter(keep)
+        if switches:
+            torch._logging.set_logs()  # back to the defaults
+
+
+# TorchScript's entry points (torch.jit.trace, trace_method, script, ...) warn on every call that
+# they are deprecated. The category changed between releases (DeprecationWarning in 2.13,
+# FutureWarning in 2.14); the text did not, so the warning is recognised by what it says.
+TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.\w+` is (deprecated|not supported in Python)"
+
+
+def is_torchscript_deprecation(warning: Any) -> bool:
+    """Whether ``warning`` (a ``warnings.WarningMessage``, a ``Warning`` or its text) is
+    TorchScript's "this entry point is deprecated" warning, whatever its category.
+
+    >>> is_torchscript_deprecation("`torch.jit.trace` is deprecated. Please switch to `torch.compile`.")
+    True
+    >>> is_torchscript_deprecation(FutureWarning("`torch.jit.script` is deprecated. Please switch ..."))
+    True
+    >>> is_torchscript_deprecation("Converting a tensor to a Python boolean might cause the trace ...")
+    False
+    """
+    message = getattr(warning, "message", warning)
+    return re.match(TORCHSCRIPT_DEPRECATION, str(message)) is not None
+
+
+@contextlib.contextmanager
+def no_torchscript_warning() -> Iterator[None]:
+    """Silence TorchScript's deprecation warning (any category) for one block; every other
+    warning, the tracer's among them, still shows.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     with no_torchscript_warning():
+    ...         warnings.warn("`torch.jit.trace` is deprecated. Please switch ...", FutureWarning)
+    ...         warnings.warn("something else", UserWarning)
+    >>> [str(w.message) for w in seen]
+    ['something else']
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=TORCHSCRIPT_DEPRECATION)
+        yield

@@ -8,13 +8,13 @@ eager on the example input *and* on a second input, and how long it took.
 
 The ``dynamo fullgraph=False`` row is :func:`fxcourse.capture` itself, so the two always
 agree on graphs and breaks. ``torch.export.export`` runs in its default mode, non-strict
-in PyTorch 2.13: that is what a learner gets when they call it. Everything runs in the
+since PyTorch 2.7: that is what a learner gets when they call it. Everything runs in the
 caller's grad mode, on copies of the inputs, and a module's buffers and attributes
 (train/eval flag included) are put back after every attempt. TorchScript can crash the
 interpreter on code it does not expect; its two rows are tried in a child process first,
 and a crash there is that row's failure.
 
-Warnings (``DeprecationWarning`` from TorchScript, the ``TracerWarning`` that gives away a
+Warnings (TorchScript's deprecation warning, the ``TracerWarning`` that gives away a
 baked-in branch) and log lines are recorded on the row instead of being printed.
 
 >>> from fxcourse import zoo
@@ -37,7 +37,7 @@ from ._compare_check import difference, flip
 from ._contained import crash_of
 from ._lang import only
 from ._render import Table, Viewable, esc, table_style
-from ._text import first_line, one_line_error, quiet
+from ._text import first_line, is_torchscript_deprecation, one_line_error, quiet
 from .errors import FxCourseError, describe
 
 __all__ = ["Attempt", "Comparison", "compare_capture"]
@@ -294,7 +294,8 @@ def _note(row: Attempt, error: BaseException | None, branch: bool) -> str:
     tracer = [w for w in row.warnings if w.startswith("TracerWarning")]
     if tracer:
         notes.append(tracer[0].split(". ")[0].rstrip("."))
-    if any(w.startswith("DeprecationWarning") and "torch.jit" in w for w in row.warnings):
+    # recorded as "Category: text"; recognised by the text (its category changed in 2.14)
+    if any(is_torchscript_deprecation(w.partition(": ")[2]) for w in row.warnings):
         notes.append(only("TorchScript is deprecated: use torch.compile or torch.export",
                           "TorchScript 已被弃用：请改用 torch.compile 或 torch.export"))
     text = f"{type(error).__name__} {error}" if error is not None else ""

@@ -1,8 +1,8 @@
 """Checkers for labs/lab01_trace.ipynb (lecture course/01_torchscript_trace.ipynb).
 
 Every task hands the learner's code models defined here, which the learner has not seen, and runs
-the result on new inputs (other batch sizes, other signs). ``torch.jit`` warns on every call in
-2.13 and traces warn about baked-in values; the checkers silence both so feedback stays readable.
+the result on new inputs (other batch sizes, other signs). ``torch.jit`` warns on every call that
+it is deprecated and traces warn about baked-in values; the checkers silence both so feedback stays readable.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from .._lang import Bilingual
 
 
 def _script(obj: Any) -> Any:
-    """torch.jit.script without the DeprecationWarning of PyTorch 2.13."""
+    """torch.jit.script without its warnings (the deprecation, whatever its category)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.jit.script(obj)

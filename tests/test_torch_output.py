@@ -1,0 +1,162 @@
+"""What torch prints, kept out of lessons whatever the release: TorchScript's deprecation
+warning (its category changed from DeprecationWarning in 2.13 to FutureWarning in 2.14) and
+torch's log records (its console handler changed from a StreamHandler to a plain Handler)."""
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+
+from fxcourse import is_torchscript_deprecation, no_torchscript_warning, torch_logs
+from fxcourse._text import _to_console, quiet
+
+
+class StderrFollower(logging.Handler):
+    """Like torch 2.14's console handler: not a StreamHandler, a ``stream`` property."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    def emit(self, record):
+        self.stream.write(self.format(record) + "\n")
+
+
+def test_console_handlers_are_recognised_by_where_they_write(tmp_path):
+    assert _to_console(StderrFollower())
+    assert _to_console(logging.StreamHandler(sys.stderr))  # torch 2.13's kind
+    assert _to_console(logging.StreamHandler(io.StringIO()))  # a notebook's captured stream
+    file_handler = logging.FileHandler(tmp_path / "log.txt")
+    try:
+        assert not _to_console(file_handler)
+    finally:
+        file_handler.close()
+    with open(tmp_path / "other.txt", "w") as stream:
+        assert not _to_console(logging.StreamHandler(stream))  # a file on disk
+    assert not _to_console(logging.NullHandler())
+
+
+def test_torch_installs_a_handler_that_is_recognised():
+    torch._logging.set_logs(graph_breaks=True)
+    try:
+        handlers = [h for lg in (logging.getLogger(n) for n in ("torch", "torch._dynamo")) for h in lg.handlers
+                    if type(h).__module__.startswith("torch")]  # not pytest's own
+        assert handlers and all(_to_console(h) for h in handlers), [type(h) for h in handlers]
+    finally:
+        torch._logging.set_logs()
+
+
+def _break(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+
+def _compile_with_a_break():
+    torch._dynamo.reset()
+    torch.compile(_break, backend="eager")(torch.ones(3))
+
+
+def test_torch_logs_collects_records_and_prints_nothing(capfd):
+    with torch_logs(graph_breaks=True) as records:
+        _compile_with_a_break()
+    out = capfd.readouterr()
+    assert out.err == "" and out.out == ""
+    breaks = [r for r in records if r.name.endswith("__graph_breaks")]
+    assert len(breaks) == 1 and "graph_break" in breaks[0].getMessage()
+    assert len({id(r) for r in records}) == len(records)  # each record once
+
+
+def test_torch_logs_keeps_only_the_loggers_named(capfd):
+    with torch_logs("torch.no_such_logger", graph_breaks=True) as records:
+        _compile_with_a_break()
+    assert records == [] and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("handler_kind", [logging.StreamHandler, StderrFollower])
+def test_torch_logs_works_whatever_the_handler_class(capfd, handler_kind):
+    """The move that broke the lectures: swap torch's console handler for another class."""
+    torch._logging.set_logs(graph_breaks=True)
+    loggers = [lg for name, lg in logging.Logger.manager.loggerDict.items()
+               if name.startswith("torch") and isinstance(lg, logging.Logger) and lg.handlers]
+    saved = {lg: lg.handlers for lg in loggers}
+    try:
+        for lg in loggers:
+            lg.handlers = [handler_kind() if _to_console(h) else h for h in lg.handlers]
+        with torch_logs() as records:
+            _compile_with_a_break()
+    finally:
+        for lg, handlers in saved.items():
+            lg.handlers = handlers
+        torch._logging.set_logs()
+    assert any(r.name.endswith("__graph_breaks") for r in records)
+    assert capfd.readouterr().err == ""
+
+
+def test_torch_logs_leaves_other_records_and_handlers_alone(capfd):
+    other = logging.getLogger("fxcourse.test.other")
+    handler = logging.StreamHandler(sys.stderr)
+    other.addHandler(handler)
+    try:
+        with torch_logs(graph_breaks=True):
+            other.warning("not torch's")
+        assert "not torch's" in capfd.readouterr().err
+    finally:
+        other.removeHandler(handler)
+    torch._logging.set_logs(graph_breaks=True)
+    try:
+        assert all(not h.filters for lg in (logging.getLogger("torch"), logging.getLogger("torch._dynamo"))
+                   for h in lg.handlers)
+    finally:
+        torch._logging.set_logs()
+
+
+def test_quiet_catches_torch_records_too(capfd):
+    torch._logging.set_logs(graph_breaks=True)
+    try:
+        with quiet() as notes:
+            _compile_with_a_break()
+    finally:
+        torch._logging.set_logs()
+    assert capfd.readouterr().err == ""
+    assert any(n.startswith("log ") and "graph" in n.lower() for n in notes), notes
+
+
+@pytest.mark.parametrize("category", [DeprecationWarning, FutureWarning, UserWarning])
+def test_the_deprecation_is_recognised_by_its_text(category):
+    warning = category("`torch.jit.trace` is deprecated. Please switch to `torch.compile` or `torch.export`.")
+    assert is_torchscript_deprecation(warning)
+    assert is_torchscript_deprecation("`torch.jit.script` is not supported in Python 3.14+ and may break.")
+    assert not is_torchscript_deprecation(category("Converting a tensor to a Python boolean might cause ..."))
+    assert not is_torchscript_deprecation("see `torch.jit.trace` is deprecated")  # not at the start
+
+
+@pytest.mark.parametrize("category", [DeprecationWarning, FutureWarning])
+def test_no_torchscript_warning_silences_it_in_any_category(category):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with no_torchscript_warning():
+            warnings.warn("`torch.jit.save` is deprecated. Please switch to `torch.export`.", category)
+            warnings.warn("a different warning", category)
+    assert [str(w.message) for w in seen] == ["a different warning"]
+
+
+def test_no_torchscript_warning_on_a_real_trace_keeps_the_tracer_warning():
+    def branchy(x):
+        return x * 2 if x.sum() > 0 else x
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with no_torchscript_warning():
+            torch.jit.trace(branchy, (torch.ones(2),), check_trace=False)
+    kinds = {w.category.__name__ for w in seen}
+    assert kinds == {"TracerWarning"}, [(w.category.__name__, str(w.message)[:60]) for w in seen]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.jit.trace(branchy, (torch.ones(2),), check_trace=False)
+    assert any(is_torchscript_deprecation(w) for w in seen)
