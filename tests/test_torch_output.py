@@ -3,6 +3,7 @@ warning (its category changed from DeprecationWarning in 2.13 to FutureWarning i
 torch's log records (its console handler changed from a StreamHandler to a plain Handler)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import sys
@@ -160,3 +161,96 @@ def test_no_torchscript_warning_on_a_real_trace_keeps_the_tracer_warning():
         warnings.simplefilter("always")
         torch.jit.trace(branchy, (torch.ones(2),), check_trace=False)
     assert any(is_torchscript_deprecation(w) for w in seen)
+
+
+def test_the_helpers_are_public_names():
+    import fxcourse
+
+    assert {"torch_logs", "no_torchscript_warning", "is_torchscript_deprecation"} <= set(fxcourse.__all__)
+
+
+# -- blocks nest: found by attacking the first version, whose filters hid records from each other --
+_DYNAMO = logging.getLogger("torch._dynamo")
+
+
+def _printed(body):
+    """What body() returns, and the lines torch printed (its handler follows sys.stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        out = body()
+    return out, [line for line in err.getvalue().splitlines() if line.strip()]
+
+
+def _messages(records):
+    return [r.getMessage() for r in records]
+
+
+def test_torch_logs_inside_quiet_gets_the_records_and_so_does_quiet():
+    def body():
+        with quiet(stderr=False) as notes:
+            with torch_logs() as records:
+                _DYNAMO.warning("probe one")
+        return _messages(records), notes
+    (records, notes), printed = _printed(body)
+    assert records == ["probe one"] and notes == ["log WARNING: probe one"] and printed == []
+
+
+def test_nested_torch_logs_both_get_the_records():
+    def body():
+        with torch_logs() as outer:
+            with torch_logs() as inner:
+                _DYNAMO.warning("probe two")
+        return _messages(outer), _messages(inner)
+    assert _printed(body) == ((["probe two"], ["probe two"]), [])
+
+
+def test_an_inner_block_with_switches_puts_the_outer_settings_back():
+    from torch._logging import _internal
+
+    def body():
+        with torch_logs(graph_breaks=True) as outer:
+            with torch_logs(recompiles=True):
+                pass
+            _DYNAMO.warning("probe three")
+            still_on = _internal.log_state.is_artifact_enabled("graph_breaks")
+        return _messages(outer), still_on
+    assert _printed(body) == ((["probe three"], True), [])
+
+
+def test_a_users_own_log_settings_survive_the_block():
+    from torch._logging import _internal
+
+    torch._logging.set_logs(graph_breaks=True)
+    try:
+        with torch_logs(recompiles=True):
+            pass
+        assert _internal.log_state.is_artifact_enabled("graph_breaks")
+        assert not _internal.log_state.is_artifact_enabled("recompiles")
+    finally:
+        torch._logging.set_logs()
+
+
+def test_no_filter_is_left_behind_even_when_the_body_raises():
+    from fxcourse._text import _every_handler
+
+    for block in (lambda: torch_logs(graph_breaks=True), quiet):
+        with pytest.raises(ValueError):
+            with block():
+                raise ValueError("the learner's error")
+    assert not [h for h in _every_handler() if any(type(f).__name__ == "_Sinks" for f in h.filters)]
+
+
+def test_the_filter_and_the_recogniser_agree_on_case():
+    shouting = "`TORCH.JIT.TRACE` IS DEPRECATED. Please switch ..."
+    assert not is_torchscript_deprecation(shouting)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with no_torchscript_warning():
+            warnings.warn(shouting, FutureWarning)
+    assert [str(w.message) for w in seen] == [shouting]
+
+
+def test_other_torchscript_deprecations_are_not_this_one():
+    """Only the entry points' "is deprecated" warning: a deprecated argument still shows."""
+    assert not is_torchscript_deprecation("`optimize` is deprecated and has no effect. Use `with torch.jit.optimized_execution()` instead")
+    assert not is_torchscript_deprecation("Lite Interpreter is deprecated. Please consider switching to ExecuTorch.")

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import warnings
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ._lang import only
 
@@ -124,17 +124,67 @@ def one_line_error(exc: BaseException, limit: int = 160) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-class _Catch(logging.Filter):
-    """A handler filter that keeps each record once and lets none through."""
+class _Sinks(logging.Filter):
+    """The one filter that ``quiet`` and ``torch_logs`` put on the console handlers.
+
+    Every block that is active (they nest) registers a sink: a function that takes a record and
+    says whether it consumed it. Each record is offered to every active sink, innermost first, and
+    is printed only if none consumed it. One shared filter, rather than one per block, so that a
+    block inside another still sees the records (a filter that returns False hides the record from
+    the filters after it).
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.records: list[logging.LogRecord] = []
+        self.sinks: list[Callable[[logging.LogRecord], bool]] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not any(r is record for r in self.records):
-            self.records.append(record)
-        return False
+        consumed = False
+        for sink in reversed(list(self.sinks)):
+            consumed = sink(record) or consumed
+        return not consumed
+
+
+_SINKS = _Sinks()
+
+
+def _attach_sinks() -> None:
+    """Put the shared filter on every console handler that lacks it (torch makes new handlers
+    whenever its log settings change)."""
+    for handler in _console_handlers():
+        if _SINKS not in handler.filters:
+            handler.addFilter(_SINKS)
+
+
+@contextlib.contextmanager
+def _sink(consume: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
+    _SINKS.sinks.append(consume)
+    _attach_sinks()
+    try:
+        yield
+    finally:
+        _SINKS.sinks.remove(consume)
+        if not _SINKS.sinks:  # the last block ended: leave no filter behind
+            for handler in {id(h): h for h in _every_handler()}.values():
+                if _SINKS in handler.filters:
+                    handler.removeFilter(_SINKS)
+        else:
+            _attach_sinks()
+
+
+def _every_handler() -> list[logging.Handler]:
+    loggers = [logging.getLogger()] + [
+        obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)
+    ]
+    handlers = [h for lg in loggers for h in lg.handlers]
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    return handlers
+
+
+def _keep_once(records: list[logging.LogRecord], record: logging.LogRecord) -> None:
+    if not any(r is record for r in records):
+        records.append(record)
 
 
 def _to_console(handler: logging.Handler) -> bool:
@@ -162,11 +212,7 @@ def _to_console(handler: logging.Handler) -> bool:
 
 def _console_handlers() -> list[logging.Handler]:
     """Every handler of every logger (and Python's last resort) that prints to the console."""
-    loggers = [logging.getLogger()] + [
-        obj for obj in logging.Logger.manager.loggerDict.values() if isinstance(obj, logging.Logger)
-    ]
-    every = {id(h): h for lg in loggers for h in [*lg.handlers, logging.lastResort] if h}
-    return [h for h in every.values() if _to_console(h)]
+    return [h for h in {id(h): h for h in _every_handler()}.values() if _to_console(h)]
 
 
 @contextlib.contextmanager
@@ -179,21 +225,17 @@ def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
     ``sys.stderr`` is dropped as well.
     """
     notes: list[str] = []
-    catch = _Catch()
-    handlers = _console_handlers()
-    for handler in handlers:
-        handler.addFilter(catch)
+    records: list[logging.LogRecord] = []
     sink = io.StringIO()
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, \
+                _sink(lambda record: _keep_once(records, record) or True):
             warnings.simplefilter("always")
             with contextlib.redirect_stderr(sink) if stderr else contextlib.nullcontext():
                 yield notes
     finally:
-        for handler in handlers:
-            handler.removeFilter(catch)
         lines = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
-        for record in catch.records:
+        for record in records:
             with contextlib.suppress(Exception):
                 lines.append(f"log {record.levelname}: {first_line(record.getMessage())}")
         notes.extend(dict.fromkeys(lines))
@@ -205,7 +247,9 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
 
     With ``switches``, torch's logs are turned on for the block with
     ``torch._logging.set_logs(**switches)`` (``graph_breaks=True``, ``dynamic=logging.DEBUG``, ...)
-    and back to their defaults after it. With ``names``, only the records of those loggers are
+    and put back as they were after it. Blocks nest (an outer block, or ``quiet()``, still gets
+    the records of an inner one); call ``set_logs`` through ``torch_logs(**switches)``, not inside
+    the block, since torch then makes new handlers the block has not seen. With ``names``, only the records of those loggers are
     kept (``"torch._dynamo"``, or an artifact's logger such as ``"torch.__graph_breaks"``); the
     others are dropped, not printed. Each record is kept once, however many handlers saw it.
 
@@ -218,34 +262,60 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
 
     records: list[logging.LogRecord] = []
 
-    class Keep(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            if record.name != "torch" and not record.name.startswith("torch."):
-                return True  # not torch's: printed as usual
-            if (not names or record.name in names) and not any(r is record for r in records):
-                records.append(record)
-            return False  # never printed
+    def keep(record: logging.LogRecord) -> bool:
+        if record.name != "torch" and not record.name.startswith("torch."):
+            return False  # not torch's: printed as usual (unless an outer block takes it)
+        if not names or record.name in names:
+            _keep_once(records, record)
+        return True  # never printed
 
-    keep = Keep()
-    handlers: list[logging.Handler] = []
+    saved = _log_settings() if switches else None
+    with _sink(keep):
+        try:
+            if switches:
+                torch._logging.set_logs(**switches)
+                _attach_sinks()  # set_logs made new handlers
+            yield records
+        finally:
+            if switches:
+                _restore_log_settings(saved)
+                _attach_sinks()
+
+
+def _log_settings() -> Any:
+    """A copy of torch's log settings (private API; None where it moved)."""
+    import copy
+
     try:
-        if switches:
-            torch._logging.set_logs(**switches)
-        handlers = _console_handlers()
-        for handler in handlers:
-            handler.addFilter(keep)
-        yield records
-    finally:
-        for handler in handlers:
-            handler.removeFilter(keep)
-        if switches:
-            torch._logging.set_logs()  # back to the defaults
+        from torch._logging import _internal
+
+        return copy.deepcopy(_internal._get_log_state())
+    except Exception:
+        return None
 
 
-# TorchScript's entry points (torch.jit.trace, trace_method, script, ...) warn on every call that
-# they are deprecated. The category changed between releases (DeprecationWarning in 2.13,
-# FutureWarning in 2.14); the text did not, so the warning is recognised by what it says.
-TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.\w+` is (deprecated|not supported in Python)"
+def _restore_log_settings(saved: Any) -> None:
+    """Put back the settings ``_log_settings`` copied; torch's defaults where that failed."""
+    import torch._logging
+
+    try:
+        from torch._logging import _internal
+
+        if saved is None:
+            raise LookupError("no saved settings")
+        _internal._set_log_state(saved)
+        _internal._init_logs()
+    except Exception:
+        torch._logging.set_logs()
+
+
+# TorchScript's entry points (torch.jit.trace, trace_method, script, save, load, freeze, ...) warn
+# on every call that they are deprecated. The category changed between releases
+# (DeprecationWarning in 2.13, FutureWarning in 2.14); the text did not, so the warning is
+# recognised by what it says. Case-sensitive in both uses ((?-i:...): warnings.filterwarnings
+# would otherwise match without case). Other TorchScript warnings, such as "`optimize` is
+# deprecated" or the lite interpreter's, are not this one and still show.
+TORCHSCRIPT_DEPRECATION = r"(?-i:`torch\.jit\.\w+` is (deprecated|not supported in Python))"
 
 
 def is_torchscript_deprecation(warning: Any) -> bool:
