@@ -18,11 +18,15 @@ usage() { echo "usage: bash scripts/try-torch.sh VERSION [TORCHVISION] [-- PYTES
 [ "$#" -ge 1 ] || usage
 version="$1"; shift
 torchvision=""
-if [ "$#" -gt 0 ] && [ "$1" != "--" ]; then torchvision="$1"; shift; fi
+torchvision_given=0
+if [ "$#" -gt 0 ] && [ "$1" != "--" ]; then torchvision="$1"; torchvision_given=1; shift; fi
 [ "$#" -gt 0 ] && { [ "$1" = "--" ] || usage; shift; }
-[[ "$version" =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?([a-z0-9.+]*)$ ]] || { echo "not a torch version: $version" >&2; usage; }
-[ -z "$torchvision" ] || [[ "$torchvision" =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?([a-z0-9.+]*)$ ]] \
-  || { echo "not a torchvision version: $torchvision" >&2; usage; }
+# A release number as pip writes one: 2.15.0, 2.15, 2.16.0rc1, 2.16.0.dev20261201, 2.15.0+cpu.
+release='^[0-9]+\.[0-9]+(\.[0-9]+)?((a|b|rc)[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?$'
+[[ "$version" =~ $release ]] || { echo "not a torch version: '$version'" >&2; usage; }
+if [ "${torchvision_given:-0}" = 1 ] && ! [[ "$torchvision" =~ $release ]]; then
+  echo "not a torchvision version: '$torchvision'" >&2; usage
+fi
 base_python="${PYTHON:-python3}"
 side=".venv-try/torch-$version"
 py="$side/bin/python"

@@ -53,10 +53,11 @@ def classify(outcome: Outcome) -> str:
     return "output drift" if "Cell outputs differ" in outcome.text else "exception"
 
 
-def _last_error_line(text: str) -> str:
-    """The ``Name: message`` line that ends a traceback (the notebook's, or pytest's ``E`` line)."""
+def _error_line(text: str) -> str:
+    """The error in one line: pytest's first ``E`` line (the exception and its message), or the
+    ``Name: message`` line that ends a notebook cell's traceback."""
     lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
-    for line in reversed(lines):
+    for line in lines:
         if line.startswith("E "):
             return line[2:].strip()[:160]
     for line in reversed(lines):
@@ -109,7 +110,7 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
         if m is None:
             tests["failed" if kind == "test" else kind] += 1
             if kind == "test":
-                failed_tests.append(f"  {o.nodeid}: {_last_error_line(o.text)}")
+                failed_tests.append(f"  {o.nodeid}: {_error_line(o.text)}")
             continue
         nb, cell = notebooks[m["file"]], int(m["cell"])
         if kind == "passed" or kind == "skipped":
@@ -117,7 +118,7 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
         elif kind == "output drift":
             nb.drift.append(cell)
         else:
-            nb.exceptions.append((cell, _last_error_line(o.text)))
+            nb.exceptions.append((cell, _error_line(o.text)))
     lines = [title] if title else []
     cells = sum(nb.passed + len(nb.drift) + len(nb.exceptions) for nb in notebooks.values())
     drift = sum(len(nb.drift) for nb in notebooks.values())
