@@ -94,7 +94,7 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
     ...                        "KeyError: 'it'"),
     ...                Outcome("tests/test_x.py::test_y", "failed", "E   assert 1 == 2")]))
     notebooks: 1, cells: 3 (1 passed, 1 output drift, 1 exception)
-    notebook      passed  drift  exception  cells drifted / raising
+    notebook      passed  drift  exception  code cells (nbval numbering) drifted / raising
     labs/l.ipynb       1      1          1  drift 2; raise 5
     exceptions:
       labs/l.ipynb cell 5: KeyError: 'it'
@@ -128,7 +128,7 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
     changed = {name: nb for name, nb in sorted(notebooks.items()) if nb.drift or nb.exceptions}
     if changed:
         width = max(len("notebook"), *(len(n) for n in changed))
-        lines.append(f"{'notebook':<{width}}  passed  drift  exception  cells drifted / raising")
+        lines.append(f"{'notebook':<{width}}  passed  drift  exception  code cells (nbval numbering) drifted / raising")
         for name, nb in changed.items():
             where = "; ".join(part for part in (
                 "drift " + ", ".join(map(str, nb.drift)) if nb.drift else "",
