@@ -8,7 +8,8 @@
 #    (tests/test_lectures_*.py) in it, or the pytest arguments given after --;
 # 3. prints a summary per notebook, each failed cell sorted into "output drift" (it ran, its
 #    output is not the stored one) or "exception" (it raised or timed out), then the failed tests.
-# The summary is kept in .venv-try/torch-VERSION/summary.txt, each item's outcome in report.jsonl.
+# The summary is kept in .venv-try/torch-VERSION/summary.txt, each item's outcome in report.jsonl;
+# the exit status is pytest's.
 # A pip configuration that caps torch (a constraints file) is set aside for the side environment
 # only. Needs several GB of disk and, for a release not on this machine, a download of the same.
 set -euo pipefail
@@ -65,10 +66,12 @@ export PYTHONHASHSEED=0 TORCHINDUCTOR_CACHE_DIR="$(pwd)/$side/inductor-cache"
 start=$(date +%s)
 set +e
 "$py" -m pytest -p fxcourse.trytorch --try-torch-report "$report" -n "${FXCOURSE_WORKERS:-2}" \
-  --dist loadscope --nbval -q -o addopts="--nbval-sanitize-with=tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider" \
+  --dist loadscope --nbval -q --continue-on-collection-errors -o addopts="--nbval-sanitize-with=tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider" \
   "${tests[@]}" > "$side/pytest.log" 2>&1
 status=$?
 set -e
 wall=$(( $(date +%s) - start ))
 title="$versions, pytest exit $status in $wall s (log: $side/pytest.log)"
 "$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt"
+[ -s "$report" ] || say "no test reported anything: read $side/pytest.log"
+exit $status

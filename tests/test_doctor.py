@@ -54,6 +54,7 @@ def test_the_previous_release_is_explained_not_just_refused(tmp_path):
     assert "2.13.0 is installed" in torch_finding.en and f"taught and tested on torch {TORCH}" in torch_finding.en
     assert "stored outputs" in torch_finding.en and f"torch {TORCH}" in torch_finding.zh
     assert f"torch=={TORCH}" in torch_finding.fix[0] and f"torchvision=={TORCHVISION}" in torch_finding.fix[1]
+    assert "--force-reinstall" not in torch_finding.fix[0]  # a new version alone, not every dependency again
 
 
 def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):

@@ -347,6 +347,14 @@ def _jit_deprecations(call) -> Counter:
     return Counter(str(w.message).split("`")[1] for w in caught if is_torchscript_deprecation(w))
 
 
+def test_the_trace_method_warning_comes_from_trace_module():
+    """Lectures 00 and 01: `trace_method` is only a name in a warning's text."""
+    mlp, (x,) = zoo.example("mlp")
+    assert not hasattr(torch.jit, "trace_method") and hasattr(torch.jit, "trace_module")
+    counted = _jit_deprecations(lambda: torch.jit.trace_module(mlp, {"forward": (x,)}, check_trace=False))
+    assert counted == {"torch.jit.trace_method": 1}
+
+
 def test_torchscript_deprecation_is_a_future_warning_in_this_version():
     """Lectures 00 and 01 say which category the warning has; the helpers do not depend on it."""
     with warnings.catch_warnings(record=True) as caught:

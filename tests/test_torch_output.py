@@ -254,3 +254,30 @@ def test_other_torchscript_deprecations_are_not_this_one():
     """Only the entry points' "is deprecated" warning: a deprecated argument still shows."""
     assert not is_torchscript_deprecation("`optimize` is deprecated and has no effect. Use `with torch.jit.optimized_execution()` instead")
     assert not is_torchscript_deprecation("Lite Interpreter is deprecated. Please consider switching to ExecuTorch.")
+
+
+def test_a_log_file_opened_by_a_relative_path_is_not_the_console(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with open("run.log", "w") as stream:  # its name holds no path separator
+        handler = logging.StreamHandler(stream)
+        assert not _to_console(handler)
+        other = logging.getLogger("fxcourse.test.file")
+        other.addHandler(handler)
+        try:
+            with quiet():
+                other.warning("kept in the file")
+        finally:
+            other.removeHandler(handler)
+    assert "kept in the file" in (tmp_path / "run.log").read_text()
+
+
+def test_logger_levels_a_learner_set_survive_the_block():
+    dynamo = logging.getLogger("torch._dynamo")
+    before = dynamo.level
+    dynamo.setLevel(logging.INFO)
+    try:
+        with torch_logs(graph_breaks=True):
+            pass
+        assert dynamo.level == logging.INFO
+    finally:
+        dynamo.setLevel(before)

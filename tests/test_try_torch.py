@@ -43,19 +43,23 @@ def test_the_plugin_sorts_drift_from_exceptions(tmp_path):
     _notebook(tmp_path / "drifting.ipynb")
     (tmp_path / "test_claim.py").write_text("def test_holds():\n    assert True\n\n"
                                             "def test_broken():\n    assert 1 == 2, 'a claim that no longer holds'\n")
+    (tmp_path / "test_gone.py").write_text("import torch.no_such_module_in_this_release\n")
     report = tmp_path / "report.jsonl"
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "fxcourse.trytorch", "--try-torch-report", str(report),
-                          "--nbval", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "drifting.ipynb",
-                          "test_claim.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          "--nbval", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--continue-on-collection-errors",
+                          "drifting.ipynb", "test_claim.py", "test_gone.py"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 1, run.stdout[-2000:]
     outcomes = {o.nodeid: classify(o) for o in read(report)}
     assert outcomes == {"drifting.ipynb::Cell 0": "passed", "drifting.ipynb::Cell 1": "output drift",
                         "drifting.ipynb::Cell 2": "passed", "drifting.ipynb::Cell 3": "exception",
-                        "test_claim.py::test_holds": "passed", "test_claim.py::test_broken": "test"}
+                        "test_claim.py::test_holds": "passed", "test_claim.py::test_broken": "test",
+                        "test_gone.py": "collection error"}
     text = summary(read(report))
     assert "notebooks: 1, cells: 4 (2 passed, 1 output drift, 1 exception)" in text
     assert "drifting.ipynb cell 3: KeyError: 'it'" in text
     assert "test_claim.py::test_broken: AssertionError: a claim that no longer holds" in text
+    assert "collection errors: 1 (nothing in these ran)" in text and "test_gone.py: ModuleNotFoundError" in text
 
 
 def test_a_failed_phase_decides_the_item(tmp_path):

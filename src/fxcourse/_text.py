@@ -13,6 +13,7 @@ import io
 import logging
 import os
 import re
+import stat
 import sys
 import warnings
 from typing import Any, Callable, Iterator
@@ -206,6 +207,10 @@ def _to_console(handler: logging.Handler) -> bool:
         return False
     if any(stream is s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)):
         return True
+    try:  # a stream backed by a regular file on disk, whatever its name says
+        return not stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except Exception:  # no file descriptor (a notebook's stream, a StringIO)
+        pass
     name = getattr(stream, "name", None)
     return not (isinstance(name, str) and os.sep in name)  # not a file on disk
 
@@ -222,7 +227,8 @@ def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
     Yields a list that is filled, when the block ends, with one line per distinct warning
     or log record. Every warning is recorded, even one Python would show only once or one
     a ``-W error`` filter would raise. With ``stderr=True`` anything written to
-    ``sys.stderr`` is dropped as well.
+    ``sys.stderr`` is dropped as well. Blocks nest: an outer block also gets the log records of
+    an inner one, but not its warnings (the inner block records those). Main thread only.
     """
     notes: list[str] = []
     records: list[logging.LogRecord] = []
@@ -249,7 +255,9 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
     ``torch._logging.set_logs(**switches)`` (``graph_breaks=True``, ``dynamic=logging.DEBUG``, ...)
     and put back as they were after it. Blocks nest (an outer block, or ``quiet()``, still gets
     the records of an inner one); call ``set_logs`` through ``torch_logs(**switches)``, not inside
-    the block, since torch then makes new handlers the block has not seen. With ``names``, only the records of those loggers are
+    the block, since torch then makes new handlers the block has not seen. For the main
+    thread: like ``quiet`` (which redirects ``sys.stderr``), blocks change process-wide state, so
+    two threads must not hold overlapping blocks. With ``names``, only the records of those loggers are
     kept (``"torch._dynamo"``, or an artifact's logger such as ``"torch.__graph_breaks"``); the
     others are dropped, not printed. Each record is kept once, however many handlers saw it.
 
@@ -282,34 +290,45 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
                 _attach_sinks()
 
 
+def _torch_loggers() -> list[logging.Logger]:
+    return [lg for name, lg in logging.Logger.manager.loggerDict.items()
+            if isinstance(lg, logging.Logger) and (name == "torch" or name.startswith("torch."))]
+
+
 def _log_settings() -> Any:
-    """A copy of torch's log settings (private API; None where it moved)."""
+    """torch's log settings (a copy; None where the private API moved) and the level and
+    propagation of every torch logger (set_logs resets them; a learner may have set them)."""
     import copy
 
     try:
         from torch._logging import _internal
 
-        return copy.deepcopy(_internal._get_log_state())
+        state = copy.deepcopy(_internal._get_log_state())
     except Exception:
-        return None
+        state = None
+    return state, {lg: (lg.level, lg.propagate) for lg in _torch_loggers()}
 
 
 def _restore_log_settings(saved: Any) -> None:
-    """Put back the settings ``_log_settings`` copied; torch's defaults where that failed."""
+    """Put back what ``_log_settings`` saved; torch's defaults where the private API moved."""
     import torch._logging
 
+    state, loggers = saved
     try:
         from torch._logging import _internal
 
-        if saved is None:
+        if state is None:
             raise LookupError("no saved settings")
-        _internal._set_log_state(saved)
+        _internal._set_log_state(state)
         _internal._init_logs()
     except Exception:
         torch._logging.set_logs()
+    for lg, (level, propagate) in loggers.items():
+        lg.setLevel(level)
+        lg.propagate = propagate
 
 
-# TorchScript's entry points (torch.jit.trace, trace_method, script, save, load, freeze, ...) warn
+# TorchScript's entry points (torch.jit.trace, trace_module, script, save, load, freeze, ...) warn
 # on every call that they are deprecated. The category changed between releases
 # (DeprecationWarning in 2.13, FutureWarning in 2.14); the text did not, so the warning is
 # recognised by what it says. Case-sensitive in both uses ((?-i:...): warnings.filterwarnings

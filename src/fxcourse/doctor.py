@@ -23,6 +23,10 @@ TESTED = {"python": "3.11", "torch": TORCH, "torchvision": TORCHVISION, "depyf":
 _REINSTALL_CMD = f"pip install --force-reinstall 'torch=={TORCH},!={TORCH}+cpu' 'torchvision=={TORCHVISION}'"
 REINSTALL = (f"{_REINSTALL_CMD}  (or run scripts/setup.sh again)",
              f"{_REINSTALL_CMD}（或重新运行 scripts/setup.sh）")
+# Another release installed: the pair alone, without --force-reinstall (which would download
+# every dependency again, several GB of NVIDIA libraries among them).
+_MOVE_CMD = f"pip install 'torch=={TORCH},!={TORCH}+cpu' 'torchvision=={TORCHVISION}'"
+MOVE = (f"{_MOVE_CMD}  (or run scripts/setup.sh again)", f"{_MOVE_CMD}（或重新运行 scripts/setup.sh）")
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def torch_mismatch(installed: str) -> Finding:
         f"已安装 {installed}，而课程是在 torch {TORCH} 上讲授和测试的：笔记本中保存的输出、实验的检查器和讲义中的"
         "结论都来自这个版本，换成别的版本后，警告、日志和编译结果都会不同（例如 TorchScript 弃用警告的类别、"
         "Inductor 生成的代码）",
-        REINSTALL,
+        MOVE,
     )
 
 

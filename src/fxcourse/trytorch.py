@@ -7,7 +7,9 @@ prints :func:`summary` of what the plugin wrote. Every failed item is sorted int
 - ``output drift``: a notebook cell ran but its output is not the stored one (nbval's
   "Cell outputs differ"): re-read the cell and its prose, then re-execute;
 - ``exception``: a cell raised where it did not before, or timed out: a real break;
-- ``test``: a claim or unit test failed: a statement of the course no longer holds.
+- ``test``: a claim or unit test failed: a statement of the course no longer holds;
+- ``collection error``: a test file or notebook could not even be collected (an import that
+  fails on the new torch): everything in it is missing from the counts.
 
 Run by hand: ``python -m fxcourse.trytorch REPORT.jsonl`` prints the summary again.
 """
@@ -46,6 +48,8 @@ def classify(outcome: Outcome) -> str:
     >>> classify(Outcome("tests/test_a.py::test_b", "failed", "AssertionError"))
     'test'
     """
+    if outcome.outcome == "error":
+        return "collection error"
     if outcome.outcome != "failed":
         return outcome.outcome
     if not _CELL.match(outcome.nodeid):
@@ -103,10 +107,13 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
     """
     notebooks: dict[str, _Notebook] = defaultdict(_Notebook)
     tests = {"passed": 0, "failed": 0, "skipped": 0}
-    failed_tests = []
+    failed_tests, uncollected = [], []
     for o in outcomes:
         m = _CELL.match(o.nodeid)
         kind = classify(o)
+        if kind == "collection error":
+            uncollected.append(f"  {o.nodeid or '(the session)'}: {_error_line(o.text)}")
+            continue
         if m is None:
             tests["failed" if kind == "test" else kind] += 1
             if kind == "test":
@@ -120,6 +127,9 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
         else:
             nb.exceptions.append((cell, _error_line(o.text)))
     lines = [title] if title else []
+    if uncollected:
+        lines.append(f"collection errors: {len(uncollected)} (nothing in these ran)")
+        lines.extend(uncollected)
     cells = sum(nb.passed + len(nb.drift) + len(nb.exceptions) for nb in notebooks.values())
     drift = sum(len(nb.drift) for nb in notebooks.values())
     raised = sum(len(nb.exceptions) for nb in notebooks.values())
@@ -152,16 +162,24 @@ def pytest_addoption(parser: Any) -> None:
                      help="write each item's outcome (JSON lines) for fxcourse.trytorch.summary")
 
 
+def _write(row: dict[str, str]) -> None:
+    with open(pytest_runtest_logreport.path, "a", encoding="utf-8") as out:  # type: ignore[attr-defined]
+        out.write(json.dumps(row) + "\n")
+
+
+def pytest_collectreport(report: Any) -> None:
+    if getattr(pytest_runtest_logreport, "path", None) is not None and report.failed:
+        _write({"nodeid": report.nodeid, "outcome": "error", "text": report.longreprtext})
+
+
 def pytest_runtest_logreport(report: Any) -> None:
     path = getattr(pytest_runtest_logreport, "path", None)
     if path is None:
         return
     if not (report.when == "call" or report.failed or report.skipped):
         return  # a setup or teardown that passed: the call's report says how the item went
-    row = {"nodeid": report.nodeid, "outcome": report.outcome,
-           "text": report.longreprtext if report.failed else ""}
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(row) + "\n")
+    _write({"nodeid": report.nodeid, "outcome": report.outcome,
+            "text": report.longreprtext if report.failed else ""})
 
 
 def pytest_configure(config: Any) -> None:
