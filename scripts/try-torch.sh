@@ -63,6 +63,7 @@ tests=(course labs solutions tests/test_lectures_*.py)
 [ "$#" -gt 0 ] && tests=("$@")
 report="$side/report.jsonl"
 export PYTHONHASHSEED=0 TORCHINDUCTOR_CACHE_DIR="$(pwd)/$side/inductor-cache"
+rm -f "$report"  # a report from an earlier run in this side environment is not this run's
 start=$(date +%s)
 set +e
 "$py" -m pytest -p fxcourse.trytorch --try-torch-report "$report" -n "${FXCOURSE_WORKERS:-2}" \
@@ -72,6 +73,9 @@ status=$?
 set -e
 wall=$(( $(date +%s) - start ))
 title="$versions, pytest exit $status in $wall s (log: $side/pytest.log)"
-"$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt"
-[ -s "$report" ] || say "no test reported anything: read $side/pytest.log"
+if [ -s "$report" ]; then
+  "$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt"
+else
+  say "$title: no test reported anything: read $side/pytest.log" | tee "$side/summary.txt"
+fi
 exit $status

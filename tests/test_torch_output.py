@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import subprocess
 import sys
 import warnings
 
@@ -272,12 +273,33 @@ def test_a_log_file_opened_by_a_relative_path_is_not_the_console(tmp_path, monke
 
 
 def test_logger_levels_a_learner_set_survive_the_block():
-    dynamo = logging.getLogger("torch._dynamo")
-    before = dynamo.level
+    dynamo, root = logging.getLogger("torch._dynamo"), logging.getLogger("torch")
+    before = dynamo.level, root.propagate
     dynamo.setLevel(logging.INFO)
+    root.propagate = True  # torch's own set-up turns it off
     try:
         with torch_logs(graph_breaks=True):
             pass
-        assert dynamo.level == logging.INFO
+        assert dynamo.level == logging.INFO and root.propagate is True
     finally:
-        dynamo.setLevel(before)
+        dynamo.setLevel(before[0])
+        root.propagate = before[1]
+
+
+def test_a_handler_on_stderr_redirected_to_a_file_is_still_the_console(tmp_path):
+    """`python script.py 2>log`: a handler writing to fd 2 through its own file object."""
+    program = (
+        "import logging, sys\n"
+        "from fxcourse._text import _to_console, quiet\n"
+        "handler = logging.StreamHandler(open(2, 'w', closefd=False))\n"
+        "other = logging.getLogger('fxcourse.test.fd2')\n"
+        "other.addHandler(handler)\n"
+        "with quiet() as notes:\n"
+        "    other.warning('should be quiet')\n"
+        "print(_to_console(handler), notes)\n")
+    with open(tmp_path / "err.txt", "w") as err:
+        run = subprocess.run([sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=err, text=True,
+                             timeout=60)
+    assert run.returncode == 0
+    assert run.stdout.strip() == "True ['log WARNING: should be quiet']"
+    assert (tmp_path / "err.txt").read_text() == ""

@@ -207,12 +207,23 @@ def _to_console(handler: logging.Handler) -> bool:
         return False
     if any(stream is s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)):
         return True
-    try:  # a stream backed by a regular file on disk, whatever its name says
-        return not stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    try:  # a stream backed by a regular file on disk, whatever its name says, unless that file
+        # is where this process's stderr or stdout goes (2>log): then it is the console's place
+        here = os.fstat(stream.fileno())
+        if not stat.S_ISREG(here.st_mode):
+            return True
+        return any(_same_file(here, fd) for fd in (1, 2))
     except Exception:  # no file descriptor (a notebook's stream, a StringIO)
         pass
     name = getattr(stream, "name", None)
     return not (isinstance(name, str) and os.sep in name)  # not a file on disk
+
+
+def _same_file(status: os.stat_result, fd: int) -> bool:
+    try:
+        return os.path.samestat(status, os.fstat(fd))
+    except OSError:
+        return False
 
 
 def _console_handlers() -> list[logging.Handler]:

@@ -223,7 +223,7 @@ def diagnose(python: str = sys.executable) -> Report:
             tvv = found["torchvision"]
             ok = _matches(tvv, TESTED["torchvision"])
             add(Finding("torchvision", ok, f"{tvv} (tested: {TESTED['torchvision']})",
-                        f"{tvv}（已测试：{TESTED['torchvision']}）", "" if ok else REINSTALL))
+                        f"{tvv}（已测试：{TESTED['torchvision']}）", "" if ok else MOVE))
     compiler = next((c for c in ("g++", "c++", "clang++") if shutil.which(c)), None)
     add(Finding("C++ compiler", compiler is not None,
                 f"{compiler} found (Inductor's CPU backend compiles C++)" if compiler else

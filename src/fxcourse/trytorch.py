@@ -34,12 +34,12 @@ class Outcome:
     """One collected item: its pytest node id, whether it passed, and the failure text."""
 
     nodeid: str
-    outcome: str  # passed, failed, skipped
+    outcome: str  # passed, failed, skipped, or error (could not be collected)
     text: str = ""
 
 
 def classify(outcome: Outcome) -> str:
-    """``passed``, ``skipped``, ``output drift``, ``exception`` or ``test``.
+    """``passed``, ``skipped``, ``output drift``, ``exception``, ``test`` or ``collection error``.
 
     >>> classify(Outcome("course/07_x.ipynb::Cell 12", "failed", "Cell 12: Cell outputs differ"))
     'output drift'
