@@ -74,7 +74,8 @@ set -e
 wall=$(( $(date +%s) - start ))
 title="$versions, pytest exit $status in $wall s (log: $side/pytest.log)"
 if [ -s "$report" ]; then
-  "$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt"
+  "$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt" \
+    || say "the summary failed; the outcomes are in $report, pytest's output in $side/pytest.log"
 else
   say "$title: no test reported anything: read $side/pytest.log" | tee "$side/summary.txt"
 fi

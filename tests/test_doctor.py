@@ -58,6 +58,11 @@ def test_the_previous_release_is_explained_not_just_refused(tmp_path):
     assert "stored outputs" in torch_finding.en and f"torch {TORCH}" in torch_finding.zh
     assert f"torch=={TORCH}" in torch_finding.fix[0] and f"torchvision=={TORCHVISION}" in torch_finding.fix[1]
     assert "--force-reinstall" not in torch_finding.fix[0]  # a new version alone, not every dependency again
+    # the classic nms error beside an old torch: moving the pair fixes both, no forced reinstall
+    report = diagnose(python=_fake_python(tmp_path, {
+        "torch": "2.13.0+cpu", "torchvision_error": "RuntimeError: operator torchvision::nms does not exist"}))
+    (tv,) = [f for f in report.findings if f.name == "torchvision"]
+    assert not tv.ok and "does not match" in tv.en and "--force-reinstall" not in tv.fix[0]
 
 
 def test_missing_compiler_is_a_problem(tmp_path, monkeypatch):

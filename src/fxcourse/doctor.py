@@ -218,7 +218,10 @@ def diagnose(python: str = sys.executable) -> Report:
         else:
             add(torch_mismatch(tv))
         if "torchvision_error" in found:
-            add(diagnose_torchvision_error(found["torchvision_error"], tv, tv_dist))
+            finding = diagnose_torchvision_error(found["torchvision_error"], tv, tv_dist)
+            if not ok:  # torch itself is another release: moving the pair fixes both
+                finding = Finding(finding.name, False, finding.en, finding.zh, MOVE)
+            add(finding)
         else:
             tvv = found["torchvision"]
             ok = _matches(tvv, TESTED["torchvision"])
