@@ -97,3 +97,30 @@ def test_grading_cells_follow_each_check_and_bad_targets_are_refused(tmp_path):
         export_course(REPO / "build" / "grading", root=REPO)
     with pytest.raises(FxCourseError, match="lab99"):
         export_course(tmp_path, ["lab99"], root=REPO)
+
+
+def test_a_second_export_keeps_what_the_instructor_changed(tmp_path):
+    """Issue: a second `fxcourse grading OUT` deleted source/<lab>/ and rewrote the settings."""
+    course = tmp_path / "grading"
+    first = export_course(course, [LAB], root=REPO)
+    assert [w.backup for w in first] == [None]
+    again = export_course(course, [LAB], root=REPO)  # nothing changed: nothing to keep
+    assert [(w.tests, w.backup) for w in again] == [(4, None)] and not (course / "backups").exists()
+
+    source = first[0].path
+    edited = source.read_text(encoding="utf-8").replace("check(", "check( ", 1)
+    source.write_text(edited, encoding="utf-8")
+    (source.parent / "data.csv").write_text("x,y\n1,2\n", encoding="utf-8")
+    settings = course / "nbgrader_config.py"
+    settings.write_text(settings.read_text(encoding="utf-8") + "c.Exchange.course_id = 'room-7'\n", encoding="utf-8")
+
+    third = export_course(course, [LAB], root=REPO)
+    by_path = {w.path: w for w in third}
+    kept_folder, kept_settings = by_path[source].backup, by_path[settings].backup
+    assert by_path[settings].tests is None
+    assert (kept_folder / source.name).read_text(encoding="utf-8") == edited
+    assert (kept_folder / "data.csv").read_text(encoding="utf-8") == "x,y\n1,2\n"
+    assert "room-7" in kept_settings.read_text(encoding="utf-8") and "room-7" not in settings.read_text(encoding="utf-8")
+    assert kept_folder.is_relative_to(course / "backups") and kept_settings.is_relative_to(course / "backups")
+    assert source.read_text(encoding="utf-8") != edited and not (source.parent / "data.csv").exists()
+    assert "kept in" in str(by_path[source]) and str(kept_folder) in str(by_path[source])

@@ -22,6 +22,7 @@ import copy
 import re
 import shutil
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -88,6 +89,7 @@ def add_grading_cells(solution: nbformat.NotebookNode, lab: str) -> nbformat.Not
                 f'assert check("{task}", {answer}).passed, "{message}"')
             test.metadata["nbgrader"] = _meta(f"{task.replace('.', '_')}-test", solution=False, grade=True, locked=True, points=POINTS)
             test.metadata["tags"] = ["nbgrader-test"]
+            test.id = f"{task.replace('.', '-')}-test"  # the same on every export: a rerun can tell an edit
             cells.append(test)
     nb.cells = cells
     return nb
@@ -95,19 +97,56 @@ def add_grading_cells(solution: nbformat.NotebookNode, lab: str) -> nbformat.Not
 
 @dataclass(frozen=True)
 class Written:
+    """A file ``export_course`` wrote; ``backup`` is where what it replaced went, if anything
+    there was not what it would write itself (an instructor's edit, an added file)."""
+
     path: Path
-    tests: int
+    tests: int | None  # autograded tests in a source notebook; None for the settings file
+    backup: Path | None = None
 
     def __str__(self) -> str:
-        return pick(f"{self.path} ({self.tests} autograded tests)", f"{self.path}（{self.tests} 个自动评分测试）")
+        if self.tests is None:
+            en, zh = f"{self.path}", f"{self.path}"
+        else:
+            en, zh = f"{self.path} ({self.tests} autograded tests)", f"{self.path}（{self.tests} 个自动评分测试）"
+        if self.backup is not None:
+            en += f"; what was there before is kept in {self.backup}"
+            zh += f"；原来的内容保存在 {self.backup}"
+        return pick(en, zh)
+
+
+def _backup(what: Path, out: Path) -> Path:
+    """Move ``what`` (a file or folder under ``out``) to ``out/backups/``, under its path with a
+    timestamp, and return where it went."""
+    relative = what.relative_to(out)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out / "backups" / relative.parent / f"{relative.name}.{stamp}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = out / "backups" / relative.parent / f"{relative.name}.{stamp}-{n}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(what), str(target))
+    return target
+
+
+def _only(folder: Path, name: str, text: str) -> bool:
+    """Whether ``folder`` holds exactly the file ``name`` with exactly ``text`` (what we write)."""
+    try:
+        entries = list(folder.iterdir())
+        return [e.name for e in entries] == [name] and (folder / name).read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def export_course(out: str | Path, labs: list[str] | None = None, root: str | Path | None = None) -> list[Written]:
     """Write the nbgrader course folder ``out`` from the course's ``solutions/``.
 
-    ``labs`` picks some labs (``["lab00", "lab03"]``); the default is every lab. A source
-    notebook already in ``out`` is replaced (``out`` is generated; graded submissions, the
-    gradebook and released versions beside it are left alone).
+    ``labs`` picks some labs (``["lab00", "lab03"]``); the default is every lab. Run again, it
+    rewrites ``source/<lab>/`` and ``nbgrader_config.py``; where they hold anything it did not
+    write (an edited notebook or settings, an added data file), that is first moved to
+    ``out/backups/`` and the returned entry says where. Graded submissions, the gradebook and
+    released versions beside them are left alone.
     """
     course = find_root(root or Path.cwd())
     out = Path(out)
@@ -127,8 +166,19 @@ def export_course(out: str | Path, labs: list[str] | None = None, root: str | Pa
                                 zh=f"grading：没有实验 {', '.join(unknown)}；可选：{', '.join(sorted(known))}。")
         solutions = [p for p in solutions if p.name.split("_")[0] in wanted]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "nbgrader_config.py").write_text(CONFIG.format(stub=STUB), encoding="utf-8")
     written = []
+    config, config_text = out / "nbgrader_config.py", CONFIG.format(stub=STUB)
+    config_backup = None
+    if config.exists():
+        try:
+            same = config.read_text(encoding="utf-8") == config_text
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:  # the instructor's settings: keep them
+            config_backup = _backup(config, out)
+    config.write_text(config_text, encoding="utf-8")
+    if config_backup is not None:
+        written.append(Written(config, None, config_backup))
     for path in solutions:
         lab = path.name.split("_")[0]
         nb = add_grading_cells(nbformat.read(path, as_version=4), lab)
@@ -136,9 +186,13 @@ def export_course(out: str | Path, labs: list[str] | None = None, root: str | Pa
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         folder = out / "source" / lab
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / path.name)
-        written.append(Written(folder / path.name, sum("nbgrader-test" in c.metadata.get("tags", []) for c in nb.cells)))
+        text = nbformat.writes(nb)
+        text += "" if text.endswith("\n") else "\n"
+        backup = None
+        if folder.exists() and not _only(folder, path.name, text):
+            backup = _backup(folder, out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / path.name).write_text(text, encoding="utf-8")
+        written.append(Written(folder / path.name, sum("nbgrader-test" in c.metadata.get("tags", []) for c in nb.cells),
+                               backup))
     return written
