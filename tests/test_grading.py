@@ -1,6 +1,7 @@
 """The labs as an nbgrader course: nbgrader generates the student version and autogrades it."""
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -39,7 +40,7 @@ def _unsolve_first_answer(nb: nbformat.NotebookNode) -> None:
 def graded(tmp_path_factory):
     course = tmp_path_factory.mktemp("grading")
     written = export_course(course, [LAB], root=REPO)
-    assert [w.tests for w in written] == [4]
+    assert [(w.path.name, w.tests) for w in written] == [("nbgrader_config.py", None), (f"{LAB}_fx_ir.ipynb", 4)]
     _nbgrader(course, "generate_assignment", LAB, "--force")
     source = next((course / "source" / LAB).glob("*.ipynb"))
     released = next((course / "release" / LAB).glob("*.ipynb"))
@@ -100,27 +101,90 @@ def test_grading_cells_follow_each_check_and_bad_targets_are_refused(tmp_path):
 
 
 def test_a_second_export_keeps_what_the_instructor_changed(tmp_path):
-    """Issue: a second `fxcourse grading OUT` deleted source/<lab>/ and rewrote the settings."""
+    """A second `fxcourse grading OUT` used to delete source/<lab>/ and rewrite the settings."""
     course = tmp_path / "grading"
-    first = export_course(course, [LAB], root=REPO)
-    assert [w.backup for w in first] == [None]
+    said = []
+    first = export_course(course, [LAB], root=REPO, report=said.append)
+    assert said == first and [w.backup for w in first] == [None, None]
     again = export_course(course, [LAB], root=REPO)  # nothing changed: nothing to keep
-    assert [(w.tests, w.backup) for w in again] == [(4, None)] and not (course / "backups").exists()
+    assert [w.backup for w in again] == [None, None] and not (course / "backups").exists()
 
-    source = first[0].path
+    settings, source = first[0].path, first[1].path
     edited = source.read_text(encoding="utf-8").replace("check(", "check( ", 1)
     source.write_text(edited, encoding="utf-8")
-    (source.parent / "data.csv").write_text("x,y\n1,2\n", encoding="utf-8")
-    settings = course / "nbgrader_config.py"
+    (source.parent / "data.csv").write_text("x,y\n1,2\n", encoding="utf-8")  # the release needs it
     settings.write_text(settings.read_text(encoding="utf-8") + "c.Exchange.course_id = 'room-7'\n", encoding="utf-8")
+    gradebook = course / "gradebook.db"
+    gradebook.write_bytes(b"grades")
 
-    third = export_course(course, [LAB], root=REPO)
-    by_path = {w.path: w for w in third}
-    kept_folder, kept_settings = by_path[source].backup, by_path[settings].backup
-    assert by_path[settings].tests is None
-    assert (kept_folder / source.name).read_text(encoding="utf-8") == edited
-    assert (kept_folder / "data.csv").read_text(encoding="utf-8") == "x,y\n1,2\n"
+    third = {w.path: w for w in export_course(course, [LAB], root=REPO)}
+    kept_notebook, kept_settings = third[source].backup, third[settings].backup
+    assert kept_notebook.read_text(encoding="utf-8") == edited
     assert "room-7" in kept_settings.read_text(encoding="utf-8") and "room-7" not in settings.read_text(encoding="utf-8")
-    assert kept_folder.is_relative_to(course / "backups") and kept_settings.is_relative_to(course / "backups")
-    assert source.read_text(encoding="utf-8") != edited and not (source.parent / "data.csv").exists()
-    assert "kept in" in str(by_path[source]) and str(kept_folder) in str(by_path[source])
+    assert kept_notebook.is_relative_to(course / "backups") and kept_settings.is_relative_to(course / "backups")
+    assert source.read_text(encoding="utf-8") != edited
+    assert (source.parent / "data.csv").read_text(encoding="utf-8") == "x,y\n1,2\n"  # added files stay
+    assert gradebook.read_bytes() == b"grades"
+    assert "kept in" in str(third[source]) and str(kept_notebook) in str(third[source])
+
+
+def test_what_the_last_export_wrote_is_replaced_without_a_copy(tmp_path):
+    """A course update changes what the export writes; that is not the instructor's work."""
+    import json
+
+    course = tmp_path / "grading"
+    source = export_course(course, [LAB], root=REPO)[1].path
+    older = source.read_text(encoding="utf-8").replace("check(", "check(  ", 1)  # as an older course wrote it
+    source.write_text(older, encoding="utf-8")
+    manifest = course / ".fxcourse-grading.json"
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))
+    recorded[f"source/{LAB}/{source.name}"] = hashlib.sha256(older.encode("utf-8")).hexdigest()
+    manifest.write_text(json.dumps(recorded), encoding="utf-8")
+    assert [w.backup for w in export_course(course, [LAB], root=REPO)] == [None, None]
+    assert not (course / "backups").exists()
+
+
+def test_links_are_moved_aside_never_followed(tmp_path):
+    course, elsewhere = tmp_path / "grading", tmp_path / "elsewhere"
+    course.mkdir()
+    (course / "nbgrader_config.py").symlink_to(elsewhere / "settings.py")  # a dangling link
+    (course / "source").mkdir()
+    (course / "source" / LAB).symlink_to(elsewhere)
+    written = export_course(course, [LAB], root=REPO)
+    assert not elsewhere.exists()  # nothing written through a link
+    moved = [w for w in written if w.backup is not None]
+    assert {w.path.name for w in moved} == {"nbgrader_config.py", LAB}
+    assert all(w.backup.is_symlink() for w in moved)
+    assert not (course / "nbgrader_config.py").is_symlink() and (course / "source" / LAB).is_dir()
+
+
+
+
+def test_a_file_that_cannot_be_written_is_named_with_its_copy(tmp_path, monkeypatch):
+    course = tmp_path / "grading"
+    source = export_course(course, [LAB], root=REPO)[1].path
+    source.write_text(source.read_text(encoding="utf-8") + " ", encoding="utf-8")  # the instructor's edit
+    real_write = Path.write_bytes
+
+    def refuse(self, data):
+        if self == source:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_write(self, data)
+    monkeypatch.setattr(Path, "write_bytes", refuse)  # as a read-only folder would (root ignores modes)
+    with pytest.raises(FxCourseError) as info:
+        export_course(course, [LAB], root=REPO)
+    message = str(info.value)
+    assert str(source) in message and "Permission denied" in message and "a copy of what was there is in" in message
+    copy = Path(message.split("a copy of what was there is in ")[1].split(";")[0].split(". ")[0].strip())
+    assert copy.read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
+
+
+def test_a_folder_where_the_notebook_goes_is_moved_aside(tmp_path):
+    course = tmp_path / "grading"
+    source = export_course(course, [LAB], root=REPO)[1].path
+    source.unlink()
+    source.mkdir()  # a folder where the notebook goes: moved aside, never written through
+    (source / "keep.txt").write_text("mine", encoding="utf-8")
+    written = {w.path: w for w in export_course(course, [LAB], root=REPO)}
+    assert (written[source].backup / "keep.txt").read_text(encoding="utf-8") == "mine"
+    assert source.is_file()

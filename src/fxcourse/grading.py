@@ -19,11 +19,15 @@ so that nbgrader's own commands work unchanged: ``nbgrader generate_assignment l
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -115,38 +119,93 @@ class Written:
         return pick(en, zh)
 
 
-def _backup(what: Path, out: Path) -> Path:
-    """Move ``what`` (a file or folder under ``out``) to ``out/backups/``, under its path with a
-    timestamp, and return where it went."""
+MANIFEST = ".fxcourse-grading.json"  # what the last export wrote: path -> sha256 of its bytes
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _aside(what: Path, out: Path, *, move: bool) -> Path:
+    """Put ``what`` (under ``out``) into ``out/backups/`` under its own path with a timestamp:
+    moved (a link is moved as a link, never followed) or copied; return where it went."""
     relative = what.relative_to(out)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out / "backups" / relative.parent / f"{relative.name}.{stamp}"
     n = 1
-    while target.exists():
+    while target.exists() or target.is_symlink():
         n += 1
         target = out / "backups" / relative.parent / f"{relative.name}.{stamp}-{n}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(what), str(target))
+    if move:
+        os.rename(what, target)
+    else:
+        shutil.copy2(what, target, follow_symlinks=False)
     return target
 
 
-def _only(folder: Path, name: str, text: str) -> bool:
-    """Whether ``folder`` holds exactly the file ``name`` with exactly ``text`` (what we write)."""
-    try:
-        entries = list(folder.iterdir())
-        return [e.name for e in entries] == [name] and (folder / name).read_text(encoding="utf-8") == text
-    except (OSError, UnicodeDecodeError):
-        return False
+class _Writer:
+    """Writes files under ``out``; keeps what it would replace, unless it wrote that itself."""
+
+    def __init__(self, out: Path, report: Callable[[Written], None] | None) -> None:
+        self.out, self.report = out, report
+        self.manifest_path = out / MANIFEST
+        try:
+            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {}
+        self.manifest: dict[str, str] = manifest if isinstance(manifest, dict) else {}
+
+    def _said(self, written: Written) -> Written:
+        if self.report is not None:
+            self.report(written)
+        return written
+
+    def folder(self, folder: Path) -> Written | None:
+        """Make ``folder`` a real folder; a file or a link in its place is moved aside first."""
+        written = None
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            written = self._said(Written(folder, None, _aside(folder, self.out, move=True)))
+        folder.mkdir(parents=True, exist_ok=True)
+        return written
+
+    def write(self, target: Path, text: str, tests: int | None) -> Written:
+        data = text.encode("utf-8")
+        key = target.relative_to(self.out).as_posix()
+        backup = None
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            backup = _aside(target, self.out, move=True)
+        elif target.exists():
+            current = target.read_bytes()
+            if current != data and _sha(current) != self.manifest.get(key):  # not what we wrote last time
+                backup = _aside(target, self.out, move=False)
+        try:
+            target.write_bytes(data)
+        except OSError as exc:
+            kept, kept_zh = (f"; a copy of what was there is in {backup}", f"；原来内容的副本在 {backup}") if backup \
+                else ("", "")
+            raise FxCourseError(
+                got=f"{target}, which cannot be written ({exc.strerror}){kept}", where="grading",
+                accepted="an OUT folder you can write to", fix="make it writable (chmod -R u+w OUT) or choose another OUT",
+                zh=f"grading：无法写入 {target}（{exc.strerror}）{kept_zh}。请让它可写（chmod -R u+w OUT），或换一个输出文件夹。",
+            ) from exc
+        self.manifest[key] = _sha(data)
+        self.manifest_path.write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return self._said(Written(target, tests, backup))
 
 
-def export_course(out: str | Path, labs: list[str] | None = None, root: str | Path | None = None) -> list[Written]:
+def export_course(out: str | Path, labs: list[str] | None = None, root: str | Path | None = None,
+                  report: Callable[[Written], None] | None = None) -> list[Written]:
     """Write the nbgrader course folder ``out`` from the course's ``solutions/``.
 
     ``labs`` picks some labs (``["lab00", "lab03"]``); the default is every lab. Run again, it
-    rewrites ``source/<lab>/`` and ``nbgrader_config.py``; where they hold anything it did not
-    write (an edited notebook or settings, an added data file), that is first moved to
-    ``out/backups/`` and the returned entry says where. Graded submissions, the gradebook and
-    released versions beside them are left alone.
+    rewrites ``nbgrader_config.py`` and each ``source/<lab>/<lab>_*.ipynb``, nothing else: a file
+    it would replace that is not what it wrote last time (recorded in ``out/.fxcourse-grading.json``),
+    such as an edited notebook or edited settings, is first copied to ``out/backups/``, and the
+    entry for it says where. Files added beside a notebook, graded submissions, the gradebook and
+    released versions stay where they are. A link in the place of a file or folder it writes is
+    moved aside, never followed. ``report`` is called with each entry as soon as it is written,
+    so a run stopped half-way has still said where every copy went.
     """
     course = find_root(root or Path.cwd())
     out = Path(out)
@@ -166,33 +225,20 @@ def export_course(out: str | Path, labs: list[str] | None = None, root: str | Pa
                                 zh=f"grading：没有实验 {', '.join(unknown)}；可选：{', '.join(sorted(known))}。")
         solutions = [p for p in solutions if p.name.split("_")[0] in wanted]
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    config, config_text = out / "nbgrader_config.py", CONFIG.format(stub=STUB)
-    config_backup = None
-    if config.exists():
-        try:
-            same = config.read_text(encoding="utf-8") == config_text
-        except (OSError, UnicodeDecodeError):
-            same = False
-        if not same:  # the instructor's settings: keep them
-            config_backup = _backup(config, out)
-    config.write_text(config_text, encoding="utf-8")
-    if config_backup is not None:
-        written.append(Written(config, None, config_backup))
+    writer = _Writer(out, report)
+    written = [w for w in [writer.folder(out / "source")] if w is not None]
+    written.append(writer.write(out / "nbgrader_config.py", CONFIG.format(stub=STUB), None))
     for path in solutions:
         lab = path.name.split("_")[0]
         nb = add_grading_cells(nbformat.read(path, as_version=4), lab)
         for cell in nb.cells:  # a source notebook carries no stale outputs
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-        folder = out / "source" / lab
+        moved = writer.folder(out / "source" / lab)
+        if moved is not None:
+            written.append(moved)
         text = nbformat.writes(nb)
         text += "" if text.endswith("\n") else "\n"
-        backup = None
-        if folder.exists() and not _only(folder, path.name, text):
-            backup = _backup(folder, out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / path.name).write_text(text, encoding="utf-8")
-        written.append(Written(folder / path.name, sum("nbgrader-test" in c.metadata.get("tags", []) for c in nb.cells),
-                               backup))
+        tests = sum("nbgrader-test" in c.metadata.get("tags", []) for c in nb.cells)
+        written.append(writer.write(out / "source" / lab / path.name, text, tests))
     return written
