@@ -116,7 +116,7 @@ class Written:
         if self.backup is not None:
             en += f"; what was there before is kept in {self.backup}"
             zh += f"；原来的内容保存在 {self.backup}"
-        return pick(en, zh)
+        return en if en == zh else pick(en, zh)
 
 
 MANIFEST = ".fxcourse-grading.json"  # what the last export wrote: path -> sha256 of its bytes
