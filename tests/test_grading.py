@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -164,13 +165,15 @@ def test_a_file_that_cannot_be_written_is_named_with_its_copy(tmp_path, monkeypa
     course = tmp_path / "grading"
     source = export_course(course, [LAB], root=REPO)[1].path
     source.write_text(source.read_text(encoding="utf-8") + " ", encoding="utf-8")  # the instructor's edit
-    real_write = Path.write_bytes
+    import fxcourse.grading as grading
 
-    def refuse(self, data):
-        if self == source:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_write(self, data)
-    monkeypatch.setattr(Path, "write_bytes", refuse)  # as a read-only folder would (root ignores modes)
+    real_replace = grading._replace
+
+    def refuse(target, data):
+        if target == source:
+            raise PermissionError(13, "Permission denied", str(target))
+        return real_replace(target, data)
+    monkeypatch.setattr(grading, "_replace", refuse)  # as a read-only folder would (root ignores modes)
     with pytest.raises(FxCourseError) as info:
         export_course(course, [LAB], root=REPO)
     message = str(info.value)
@@ -188,3 +191,42 @@ def test_a_folder_where_the_notebook_goes_is_moved_aside(tmp_path):
     written = {w.path: w for w in export_course(course, [LAB], root=REPO)}
     assert (written[source].backup / "keep.txt").read_text(encoding="utf-8") == "mine"
     assert source.is_file()
+
+
+def test_what_the_export_keeps_never_goes_through_a_link(tmp_path):
+    course, elsewhere = tmp_path / "grading", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings = export_course(course, [LAB], root=REPO)[0].path
+    precious = elsewhere / "precious.txt"
+    precious.write_text("mine", encoding="utf-8")
+    manifest = course / ".fxcourse-grading.json"
+    manifest.unlink()
+    manifest.symlink_to(precious)  # the record itself replaced by a link
+    export_course(course, [LAB], root=REPO)
+    assert precious.read_text(encoding="utf-8") == "mine" and not manifest.is_symlink()
+
+    shutil.rmtree(course / "backups")  # it holds the link moved aside above
+    (course / "backups").symlink_to(elsewhere)  # copies would land outside OUT
+    settings.write_text(settings.read_text(encoding="utf-8") + "# mine\n", encoding="utf-8")
+    with pytest.raises(FxCourseError, match="link"):
+        export_course(course, [LAB], root=REPO)
+    assert "# mine" in settings.read_text(encoding="utf-8") and sorted(p.name for p in elsewhere.iterdir()) == [
+        "precious.txt"]
+
+
+def test_a_moved_link_still_points_where_it_did_and_hard_links_keep_their_content(tmp_path):
+    course = tmp_path / "grading"
+    source = export_course(course, [LAB], root=REPO)[1].path
+    notes = tmp_path / "notes.ipynb"
+    notes.write_text("my notes", encoding="utf-8")
+    source.unlink()
+    source.symlink_to(os.path.relpath(notes, source.parent))  # a relative link
+    moved = {w.path: w for w in export_course(course, [LAB], root=REPO)}[source].backup
+    assert moved.is_symlink() and moved.read_text(encoding="utf-8") == "my notes"
+
+    edited = source.read_text(encoding="utf-8") + " "
+    source.write_text(edited, encoding="utf-8")
+    twin = tmp_path / "twin.ipynb"
+    os.link(source, twin)  # the instructor's hard link outside OUT
+    export_course(course, [LAB], root=REPO)
+    assert twin.read_text(encoding="utf-8") == edited

@@ -213,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "grading":
         from .grading import export_course
 
-        export_course(args.out, args.labs, report=print)  # each line as it is written
+        export_course(args.out, args.labs, report=lambda written: print(written, flush=True))  # as it is written
         print(pick(f"next: cd {args.out} && nbgrader generate_assignment LAB", f"下一步：cd {args.out} && "
                    "nbgrader generate_assignment LAB"))
         return 0

@@ -27,7 +27,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import nbformat
 
@@ -126,9 +126,23 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _no_link_on_the_way(out: Path, folder: Path) -> None:
+    """Refuse when a folder between ``out`` and ``folder`` is a link: writing through it would
+    put the instructor's copies somewhere else than the line says."""
+    here = out
+    for part in folder.relative_to(out).parts:
+        here = here / part
+        if here.is_symlink():
+            raise FxCourseError(
+                got=f"{here}, a link to {os.readlink(here)}", where="grading",
+                accepted="a real folder where the export keeps copies", fix=f"move or remove the link {here}",
+                zh=f"grading：{here} 是一个指向 {os.readlink(here)} 的链接；导出需要一个真实的文件夹来保存副本，请移走或删除这个链接。")
+
+
 def _aside(what: Path, out: Path, *, move: bool) -> Path:
     """Put ``what`` (under ``out``) into ``out/backups/`` under its own path with a timestamp:
-    moved (a link is moved as a link, never followed) or copied; return where it went."""
+    moved (a link is moved as a link, never followed, and keeps pointing where it pointed) or
+    copied; return where it went."""
     relative = what.relative_to(out)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out / "backups" / relative.parent / f"{relative.name}.{stamp}"
@@ -136,12 +150,31 @@ def _aside(what: Path, out: Path, *, move: bool) -> Path:
     while target.exists() or target.is_symlink():
         n += 1
         target = out / "backups" / relative.parent / f"{relative.name}.{stamp}-{n}"
+    _no_link_on_the_way(out, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if move:
+    _no_link_on_the_way(out, target.parent)
+    if what.is_symlink():  # re-made with an absolute target, so that a relative link still resolves
+        pointed = os.path.normpath(os.path.join(what.parent, os.readlink(what)))
+        os.symlink(pointed, target)
+        os.unlink(what)
+    elif move:
         os.rename(what, target)
     else:
         shutil.copy2(what, target, follow_symlinks=False)
     return target
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """Write ``data`` to a new file and rename it over ``target``: a hard link to the old file
+    keeps its content, and a run stopped half-way leaves no half-written file."""
+    temporary = target.with_name(f".{target.name}.writing")
+    try:
+        temporary.unlink(missing_ok=True)
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+    finally:
+        if temporary.exists() or temporary.is_symlink():
+            temporary.unlink()
 
 
 class _Writer:
@@ -150,10 +183,14 @@ class _Writer:
     def __init__(self, out: Path, report: Callable[[Written], None] | None) -> None:
         self.out, self.report = out, report
         self.manifest_path = out / MANIFEST
-        try:
-            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {}
+        manifest: Any = {}
+        if self.manifest_path.is_symlink() or (self.manifest_path.exists() and not self.manifest_path.is_file()):
+            self._said(Written(self.manifest_path, None, _aside(self.manifest_path, out, move=True)))
+        else:
+            try:
+                manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                manifest = {}  # no record: every file that differs is copied before it is replaced
         self.manifest: dict[str, str] = manifest if isinstance(manifest, dict) else {}
 
     def _said(self, written: Written) -> Written:
@@ -180,7 +217,7 @@ class _Writer:
             if current != data and _sha(current) != self.manifest.get(key):  # not what we wrote last time
                 backup = _aside(target, self.out, move=False)
         try:
-            target.write_bytes(data)
+            _replace(target, data)
         except OSError as exc:
             kept, kept_zh = (f"; a copy of what was there is in {backup}", f"；原来内容的副本在 {backup}") if backup \
                 else ("", "")
@@ -189,9 +226,10 @@ class _Writer:
                 accepted="an OUT folder you can write to", fix="make it writable (chmod -R u+w OUT) or choose another OUT",
                 zh=f"grading：无法写入 {target}（{exc.strerror}）{kept_zh}。请让它可写（chmod -R u+w OUT），或换一个输出文件夹。",
             ) from exc
+        written = self._said(Written(target, tests, backup))  # said before anything else can fail
         self.manifest[key] = _sha(data)
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        return self._said(Written(target, tests, backup))
+        _replace(self.manifest_path, (json.dumps(self.manifest, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        return written
 
 
 def export_course(out: str | Path, labs: list[str] | None = None, root: str | Path | None = None,
