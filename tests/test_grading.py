@@ -230,3 +230,23 @@ def test_a_moved_link_still_points_where_it_did_and_hard_links_keep_their_conten
     os.link(source, twin)  # the instructor's hard link outside OUT
     export_course(course, [LAB], root=REPO)
     assert twin.read_text(encoding="utf-8") == edited
+
+
+def test_a_relative_link_moved_aside_resolves_when_out_is_relative(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = Path("rel")  # as the help suggests: ../fxcourse-grading
+    source = export_course(out, [LAB], root=REPO)[1].path
+    (source.parent / "mine").mkdir()
+    (source.parent / "mine" / "nb.ipynb").write_text("my notebook", encoding="utf-8")
+    source.unlink()
+    source.symlink_to("mine/nb.ipynb")
+    moved = {w.path: w for w in export_course(out, [LAB], root=REPO)}[source].backup
+    assert moved.read_text(encoding="utf-8") == "my notebook"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    script = (f"import sys; sys.argv = ['fxcourse', 'grading', {str(Path(os.environ.get('TMPDIR', '/tmp')) / 'fx-pipe')!r}]\n"
+              "from fxcourse.cli import main; raise SystemExit(main())")
+    run = subprocess.run(f"{sys.executable} -c \"{script}\" | true", shell=True, cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert "Traceback" not in run.stderr and "Broken pipe" not in run.stderr, run.stderr

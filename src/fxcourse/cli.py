@@ -257,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     except FxCourseError as exc:
         print(f"fxcourse: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`fxcourse grading OUT | head -1`): stop quietly
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush has nowhere to fail
+        return 1
     except OSError as exc:  # a disk or permission problem while writing
         name = f" {exc.filename}" if exc.filename else ""
         print("fxcourse: " + pick(f"could not write or read{name}: {exc.strerror or exc}",

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -153,8 +154,8 @@ def _aside(what: Path, out: Path, *, move: bool) -> Path:
     _no_link_on_the_way(out, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
     _no_link_on_the_way(out, target.parent)
-    if what.is_symlink():  # re-made with an absolute target, so that a relative link still resolves
-        pointed = os.path.normpath(os.path.join(what.parent, os.readlink(what)))
+    if what.is_symlink():  # re-made from the real folder it sits in, so a relative link still resolves
+        pointed = os.path.join(os.path.realpath(what.parent), os.readlink(what))
         os.symlink(pointed, target)
         os.unlink(what)
     elif move:
@@ -166,15 +167,17 @@ def _aside(what: Path, out: Path, *, move: bool) -> Path:
 
 def _replace(target: Path, data: bytes) -> None:
     """Write ``data`` to a new file and rename it over ``target``: a hard link to the old file
-    keeps its content, and a run stopped half-way leaves no half-written file."""
-    temporary = target.with_name(f".{target.name}.writing")
+    keeps its content, and a run stopped half-way leaves no half-written file. The new file's
+    name is one no other file has (``mkstemp``)."""
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".writing")
     try:
-        temporary.unlink(missing_ok=True)
-        temporary.write_bytes(data)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     finally:
-        if temporary.exists() or temporary.is_symlink():
-            temporary.unlink()
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
 
 
 class _Writer:
