@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -244,9 +245,34 @@ def test_a_relative_link_moved_aside_resolves_when_out_is_relative(tmp_path, mon
     assert moved.read_text(encoding="utf-8") == "my notebook"
 
 
-def test_a_reader_that_goes_away_ends_the_command_quietly():
-    script = (f"import sys; sys.argv = ['fxcourse', 'grading', {str(Path(os.environ.get('TMPDIR', '/tmp')) / 'fx-pipe')!r}]\n"
+def test_a_reader_that_goes_away_ends_the_command_quietly_and_the_export_completes(tmp_path):
+    out = tmp_path / "piped"
+    script = (f"import sys; sys.argv = ['fxcourse', 'grading', {str(out)!r}]\n"
               "from fxcourse.cli import main; raise SystemExit(main())")
     run = subprocess.run(f"{sys.executable} -c \"{script}\" | true", shell=True, cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert "Traceback" not in run.stderr and "Broken pipe" not in run.stderr, run.stderr
+    notebooks = sorted(p.name for p in (out / "source").glob("*/*.ipynb"))
+    assert len(notebooks) == len(list((REPO / "solutions").glob("lab*.ipynb")))  # every lab, not just the first
+    recorded = json.loads((out / ".fxcourse-grading.json").read_text(encoding="utf-8"))
+    assert len(recorded) == len(notebooks) + 1
+
+
+def test_an_out_path_through_a_link_and_dot_dot_is_followed_as_the_system_does(tmp_path, monkeypatch):
+    (tmp_path / "deep" / "real").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "deep" / "real")
+    monkeypatch.chdir(tmp_path)
+    written = export_course(Path("link") / ".." / "out", [LAB], root=REPO)  # link/.. is deep/, not tmp_path
+    assert all(w.path.exists() for w in written) and (tmp_path / "deep" / "out" / "nbgrader_config.py").is_file()
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        written = export_course(tmp_path / "grading", [LAB], root=REPO)
+    finally:
+        os.umask(old)
+    assert {oct(w.path.stat().st_mode & 0o777) for w in written} == {"0o644"}
+    written[0].path.chmod(0o664)  # the instructor's own choice survives a rerun
+    export_course(tmp_path / "grading", [LAB], root=REPO)
+    assert oct(written[0].path.stat().st_mode & 0o777) == "0o664"

@@ -213,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "grading":
         from .grading import export_course
 
-        export_course(args.out, args.labs, report=lambda written: print(written, flush=True))  # as it is written
+        export_course(args.out, args.labs, report=_say)  # each line as it is written
         print(pick(f"next: cd {args.out} && nbgrader generate_assignment LAB", f"下一步：cd {args.out} && "
                    "nbgrader generate_assignment LAB"))
         return 0
@@ -250,6 +250,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(line: object) -> None:
+    """Print a line now; when the reader has gone away (`| head -1`), go on without printing."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # later prints, and the interpreter's final flush, go nowhere
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -257,11 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     except FxCourseError as exc:
         print(f"fxcourse: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader went away (`fxcourse grading OUT | head -1`): stop quietly
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush has nowhere to fail
+    except BrokenPipeError:  # the reader went away (`fxcourse labs check | head -1`): stop quietly
+        _quiet_stdout()
         return 1
     except OSError as exc:  # a disk or permission problem while writing
         name = f" {exc.filename}" if exc.filename else ""

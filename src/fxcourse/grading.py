@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
@@ -165,15 +166,30 @@ def _aside(what: Path, out: Path, *, move: bool) -> Path:
     return target
 
 
+def _mode_for(target: Path) -> int:
+    """The replaced file's permissions, or what a new file gets under the current umask
+    (``mkstemp`` makes its file readable by its owner only)."""
+    try:
+        if target.is_file() and not target.is_symlink():
+            return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        pass
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _replace(target: Path, data: bytes) -> None:
     """Write ``data`` to a new file and rename it over ``target``: a hard link to the old file
     keeps its content, and a run stopped half-way leaves no half-written file. The new file's
     name is one no other file has (``mkstemp``)."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".writing")
+    # in the folder the path really leads to (a text-tidied `link/..` would be another folder)
+    handle, temporary = tempfile.mkstemp(dir=os.path.realpath(target.parent), prefix=f".{target.name}.",
+                                         suffix=".writing")
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, _mode_for(target))
         os.replace(temporary, target)
     finally:
         if os.path.lexists(temporary):
@@ -229,9 +245,12 @@ class _Writer:
                 accepted="an OUT folder you can write to", fix="make it writable (chmod -R u+w OUT) or choose another OUT",
                 zh=f"grading：无法写入 {target}（{exc.strerror}）{kept_zh}。请让它可写（chmod -R u+w OUT），或换一个输出文件夹。",
             ) from exc
-        written = self._said(Written(target, tests, backup))  # said before anything else can fail
-        self.manifest[key] = _sha(data)
-        _replace(self.manifest_path, (json.dumps(self.manifest, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        written = Written(target, tests, backup)
+        try:  # recorded first, so a report that fails (a closed pipe) cannot make the next run copy it
+            self.manifest[key] = _sha(data)
+            _replace(self.manifest_path, (json.dumps(self.manifest, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        finally:  # and said even when the record cannot be written: the copy's place is never lost
+            self._said(written)
         return written
 
 
