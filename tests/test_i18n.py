@@ -1,6 +1,8 @@
 """Bilingual parity, the lecture skeleton, and single-language export."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -278,3 +280,13 @@ def test_an_error_while_a_kernel_runs_in_zh_is_worded_for_the_reader(monkeypatch
             raise FxCourseError(got="x", accepted="y", fix="z", zh="中文")
     assert str(caught.value) == "got x; expected y. Fix: z. / 中文"
     assert "FXCOURSE_LANG" not in __import__("os").environ
+
+
+def test_an_export_in_one_language_also_completes_when_its_reader_goes_away(tmp_path):
+    out = tmp_path / "en"
+    script = (f"import sys; sys.argv = ['fxcourse', 'i18n', 'export', '--lang', 'en', '--no-execute', {str(out)!r}, "
+              "'labs']\nfrom fxcourse.cli import main; raise SystemExit(main())")
+    run = subprocess.run(f"{sys.executable} -c \"{script}\" | true", shell=True, cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert "Traceback" not in run.stderr and "Broken pipe" not in run.stderr, run.stderr
+    assert len(list((out / "labs").glob("*.ipynb"))) == len(list((REPO / "labs").glob("*.ipynb")))

@@ -167,7 +167,7 @@ def _labs(args: argparse.Namespace) -> int:
     root = labs.find_root(Path.cwd())
     if args.action == "build":
         for report in labs.build(root, args.names, force=args.force):
-            print(report, flush=True)
+            _say(report)  # a closed pipe does not stop a build half-way
         return 0
     if args.action == "check":
         problems = labs.out_of_date(root)
@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
             print(pick(f"{count} notebooks, {len(problems)} problems", f"{count} 个笔记本，{len(problems)} 个问题"))
             return 1 if problems else 0
         for exported in i18n.export_iter(args.paths, args.lang, args.out, execute=not args.no_execute):
-            print(exported, flush=True)
+            _say(exported)
         return 0
     paths = i18n.notebooks_in(args.paths, where="nb run")
     if not paths:
@@ -246,7 +246,7 @@ def _run(args: argparse.Namespace) -> int:
     for path in paths:  # every notebook checked before the first one runs
         nbrun.prepare(path)
     for path in paths:
-        print(f"{path}: {nbrun.run(path):.1f} s", flush=True)  # a number: the same in every language
+        _say(f"{path}: {nbrun.run(path):.1f} s")  # a number: the same in every language
     return 0
 
 
