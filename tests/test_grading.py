@@ -17,6 +17,8 @@ from fxcourse import FxCourseError
 from fxcourse.grading import add_grading_cells, export_course
 from fxcourse.labs import STUB
 
+from commands import into_closed_pipe
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LAB = "lab03"  # four tasks, FX only: quick to execute
@@ -247,11 +249,8 @@ def test_a_relative_link_moved_aside_resolves_when_out_is_relative(tmp_path, mon
 
 def test_a_reader_that_goes_away_ends_the_command_quietly_and_the_export_completes(tmp_path):
     out = tmp_path / "piped"
-    script = (f"import sys; sys.argv = ['fxcourse', 'grading', {str(out)!r}]\n"
-              "from fxcourse.cli import main; raise SystemExit(main())")
-    run = subprocess.run(f"{sys.executable} -c \"{script}\" | true", shell=True, cwd=REPO, capture_output=True,
-                         text=True, timeout=120)
-    assert "Traceback" not in run.stderr and "Broken pipe" not in run.stderr, run.stderr
+    stderr = into_closed_pipe("grading", str(out))
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
     notebooks = sorted(p.name for p in (out / "source").glob("*/*.ipynb"))
     assert len(notebooks) == len(list((REPO / "solutions").glob("lab*.ipynb")))  # every lab, not just the first
     recorded = json.loads((out / ".fxcourse-grading.json").read_text(encoding="utf-8"))
