@@ -383,3 +383,32 @@ def test_running_notebooks_leaves_no_kernel_behind(tmp_path):
     for _ in range(2):
         assert nbrun.execute(nb, tmp_path).cells[0].outputs[0]["data"]["text/plain"] == "2"
     assert kernels() == before
+
+
+# -- issue 26's "silently wrong" and "foreign" cases, each now a clear FxCourseError --------
+def test_i18n_check_on_a_folder_without_notebooks_is_an_error(tmp_path, capsys):
+    from fxcourse.cli import main
+
+    assert main(["i18n", "check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds no notebooks" in err and "Traceback" not in err
+
+
+def test_an_empty_language_is_not_a_choice():
+    import fxcourse
+    from fxcourse import FxCourseError
+
+    for empty in ("", "  "):
+        with pytest.raises(FxCourseError, match="expected 'en', 'zh' or 'both'"):
+            fxcourse.language(empty)
+    fxcourse.language(None)  # no argument still reports the language in force
+
+
+def test_drawing_an_empty_graph_says_so():
+    import torch
+
+    import fxcourse
+    from fxcourse import FxCourseError
+
+    with pytest.raises(FxCourseError, match="no nodes"):
+        fxcourse.draw(torch.fx.Graph())

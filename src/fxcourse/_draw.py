@@ -140,6 +140,12 @@ def _build(obj: Any, max_nodes: int | None, focus: str | None, shapes: bool) -> 
     from ._graph_source import resolve
 
     resolved = resolve(obj, "draw")
+    if resolved.fx_graph is not None and not len(resolved.fx_graph.nodes):
+        raise FxCourseError(got="an FX graph with no nodes", where="draw",
+                            accepted="a graph with at least its inputs and its output",
+                            fix="trace or build the graph first (torch.fx.symbolic_trace(model).graph)",
+                            zh="draw：这张 FX 计算图一个节点也没有，无可绘制；请先追踪或构建计算图"
+                               "（例如 torch.fx.symbolic_trace(model).graph）。")
     if resolved.fx_graph is not None:
         from ._draw_fx import fx_dot
 

@@ -193,7 +193,8 @@ def language(choice: str | None = None) -> LanguageChoice:
     >>> set_language(None)
     """
     if choice is not None:
-        lang = normalise(choice) if isinstance(choice, str) else None
+        # "" is no choice (FXCOURSE_LANG="" reads as both; an empty argument is a mistake)
+        lang = normalise(choice) if isinstance(choice, str) and choice.strip() else None
         if lang is None:
             from .errors import FxCourseError
 

@@ -228,6 +228,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "i18n":
         if args.action == "check":
+            if not i18n.notebooks_in(args.paths):
+                raise FxCourseError(got=f"{', '.join(args.paths)}, which holds no notebooks", where="i18n check",
+                                    accepted="a .ipynb file or a folder holding .ipynb files",
+                                    fix="check the path, e.g. fxcourse i18n check course/",
+                                    zh=f"i18n check：{', '.join(args.paths)} 中没有笔记本，无可检查；请检查路径。")
             problems = i18n.check_paths(args.paths, kinds=(args.only,) if args.only else i18n.KINDS)
             for problem in problems:
                 print(problem)
