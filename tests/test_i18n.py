@@ -287,3 +287,20 @@ def test_an_export_in_one_language_also_completes_when_its_reader_goes_away(tmp_
     stderr = into_closed_pipe("i18n", "export", "--lang", "en", "--no-execute", str(out), "labs")
     assert "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
     assert len(list((out / "labs").glob("*.ipynb"))) == len(list((REPO / "labs").glob("*.ipynb")))
+
+
+def test_no_line_break_between_two_chinese_characters_in_prose():
+    """Markdown renders a line break inside a paragraph as a space: between two 中文 characters
+    that space is a visible gap, so a 中文 paragraph stays on one source line."""
+    import json
+    import re
+
+    cjk = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+    soft = re.compile(rf"{cjk}\n(?![\n#>|*\-\d`])[ \t]*{cjk}")
+    found = []
+    for folder in ("course", "labs", "solutions"):
+        for path in sorted((REPO / folder).glob("*.ipynb")):
+            for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+                if cell["cell_type"] == "markdown":
+                    found += [f"{folder}/{path.name} cell {i}: {m.group(0)!r}" for m in soft.finditer("".join(cell["source"]))]
+    assert not found, f"{len(found)} breaks, e.g. " + "; ".join(found[:5])
