@@ -166,7 +166,7 @@ def _sink(consume: Callable[[logging.LogRecord], bool]) -> Iterator[None]:
     finally:
         _SINKS.sinks.remove(consume)
         if not _SINKS.sinks:  # the last block ended: leave no filter behind
-            for handler in {id(h): h for h in _every_handler()}.values():
+            for handler in _every_handler():
                 if _SINKS in handler.filters:
                     handler.removeFilter(_SINKS)
         else:
@@ -180,7 +180,7 @@ def _every_handler() -> list[logging.Handler]:
     handlers = [h for lg in loggers for h in lg.handlers]
     if logging.lastResort is not None:
         handlers.append(logging.lastResort)
-    return handlers
+    return list({id(h): h for h in handlers}.values())  # each once, though several loggers share it
 
 
 def _keep_once(records: list[logging.LogRecord], record: logging.LogRecord) -> None:
@@ -228,7 +228,7 @@ def _same_file(status: os.stat_result, fd: int) -> bool:
 
 def _console_handlers() -> list[logging.Handler]:
     """Every handler of every logger (and Python's last resort) that prints to the console."""
-    return [h for h in {id(h): h for h in _every_handler()}.values() if _to_console(h)]
+    return [h for h in _every_handler() if _to_console(h)]
 
 
 @contextlib.contextmanager
