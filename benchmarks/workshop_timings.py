@@ -40,7 +40,7 @@ from pathlib import Path
 import nbformat
 import psutil
 
-from fxcourse import nbrun
+from fxcourse.tooling import nbrun
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("course", "solutions", "labs")

@@ -66,7 +66,7 @@ export PYTHONHASHSEED=0 TORCHINDUCTOR_CACHE_DIR="$(pwd)/$side/inductor-cache"
 rm -f "$report"  # a report from an earlier run in this side environment is not this run's
 start=$(date +%s)
 set +e
-"$py" -m pytest -p fxcourse.trytorch --try-torch-report "$report" -n "${FXCOURSE_WORKERS:-2}" \
+"$py" -m pytest -p fxcourse.tooling.trytorch --try-torch-report "$report" -n "${FXCOURSE_WORKERS:-2}" \
   --dist loadscope --nbval -q --continue-on-collection-errors -o addopts="--nbval-sanitize-with=tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider" \
   "${tests[@]}" > "$side/pytest.log" 2>&1
 status=$?
@@ -74,7 +74,7 @@ set -e
 wall=$(( $(date +%s) - start ))
 title="$versions, pytest exit $status in $wall s (log: $side/pytest.log)"
 if [ -s "$report" ]; then
-  "$py" -m fxcourse.trytorch "$report" "$title" | tee "$side/summary.txt" \
+  "$py" -m fxcourse.tooling.trytorch "$report" "$title" | tee "$side/summary.txt" \
     || say "the summary failed; the outcomes are in $report, pytest's output in $side/pytest.log"
 else
   say "$title: no test reported anything: read $side/pytest.log" | tee "$side/summary.txt"

@@ -12,7 +12,7 @@ def into_closed_pipe(*args: str, timeout: int = 300) -> str:
     """Run ``fxcourse ARGS | true`` (a reader that goes away at once) from the repository; return
     what the command wrote to stderr."""
     script = (f"import sys; sys.argv = ['fxcourse', *{list(args)!r}]\n"
-              "from fxcourse.cli import main; raise SystemExit(main())")
+              "from fxcourse.tooling.cli import main; raise SystemExit(main())")
     run = subprocess.run(f"{sys.executable} -c \"{script}\" | true", shell=True, cwd=ROOT, capture_output=True,
                          text=True, timeout=timeout)
     return run.stderr

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from fxcourse import labs
-from fxcourse.cli import main
+from fxcourse.tooling import labs
+from fxcourse.tooling.cli import main
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 SOLUTION = "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
@@ -342,7 +342,8 @@ def test_nb_run_checks_every_notebook_before_running_any(tmp_path, monkeypatch):
 def _library_errors():
     import torch
 
-    from fxcourse import graph_table, nbrun, zoo
+    from fxcourse import graph_table, zoo
+    from fxcourse.tooling import nbrun
 
     chain = torch.fx.symbolic_trace(lambda x: x + 1)
     yield "graph_table(None)", lambda tmp: graph_table(None)
@@ -371,7 +372,7 @@ def test_running_notebooks_leaves_no_kernel_behind(tmp_path):
     import nbformat
     import psutil
 
-    from fxcourse import nbrun
+    from fxcourse.tooling import nbrun
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -387,7 +388,7 @@ def test_running_notebooks_leaves_no_kernel_behind(tmp_path):
 
 # -- issue 26's "silently wrong" and "foreign" cases, each now a clear FxCourseError --------
 def test_i18n_check_on_a_folder_without_notebooks_is_an_error(tmp_path, capsys):
-    from fxcourse.cli import main
+    from fxcourse.tooling.cli import main
 
     assert main(["i18n", "check", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fxcourse.i18n import headings
+from fxcourse.tooling.i18n import headings
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

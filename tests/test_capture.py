@@ -212,7 +212,7 @@ _SCRIPT = textwrap.dedent("""
     from fxcourse import zoo
     from fxcourse import bytecode
     from fxcourse import capture
-    from fxcourse.compare import compare_capture
+    from fxcourse.viewers.compare import compare_capture
     model, args = zoo.example("gate")
     cap = capture(model, *args)
     cap.call_again(torch.randn(3, 4))
@@ -233,7 +233,7 @@ def test_rendering_is_identical_in_a_fresh_process():
                           cwd=root, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     from fxcourse import bytecode
-    from fxcourse.compare import compare_capture
+    from fxcourse.viewers.compare import compare_capture
 
     torch.manual_seed(1234)  # a different RNG state than the child: randn below must not matter
     model, args = zoo.example("gate")

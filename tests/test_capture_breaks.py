@@ -179,7 +179,7 @@ def test_one_record_per_recompile_naming_each_failed_guard():
 
 # -- guards -----------------------------------------------------------------------------
 def test_grad_mode_request_is_marked_and_global_state_really_checks_it():
-    from fxcourse._dynamo_cache import guard_lines
+    from fxcourse.viewers._dynamo_cache import guard_lines
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
     cap = capture(scaled, torch.ones(2), 2)

@@ -65,7 +65,7 @@ def _histogram_by(name):
 def test_lab03_1_accepts_a_counter_and_other_spellings_of_function_targets():
     from torch.fx.node import _get_qualified_name
 
-    from fxcourse._node_text import qualified_name
+    from fxcourse.viewers._node_text import qualified_name
 
     expect_passed("lab03.1", _histogram_by(_get_qualified_name))
     expect_passed("lab03.1", _histogram_by(qualified_name))

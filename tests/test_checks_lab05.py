@@ -8,7 +8,7 @@ from torch import fx
 from fxcourse import check, hint
 from fxcourse._lang import text
 from fxcourse.checks import task_ids
-from fxcourse.labs import STUB
+from fxcourse.tooling.labs import STUB
 
 from checking import expect_one_language, expect_passed, expect_wrong, solution
 

@@ -260,7 +260,7 @@ def test_lab06_4_unsorted_names_are_caught():
 
 
 def test_lab06_4_another_right_answer_passes():
-    from fxcourse._dynamo_cache import walk
+    from fxcourse.viewers._dynamo_cache import walk
 
     def via_walk(fn, *args):
         torch._dynamo.reset()
@@ -302,7 +302,7 @@ def test_lab06_3_resetting_before_every_call_is_named():
 
 
 def test_lab06_3_counting_the_resume_functions_entries_is_named():
-    from fxcourse._dynamo_cache import walk
+    from fxcourse.viewers._dynamo_cache import walk
 
     def with_resume(fn, calls):
         torch._dynamo.reset()

@@ -10,7 +10,7 @@ import torch
 import torch._dynamo
 
 from fxcourse import FxCourseError, is_torchscript_deprecation, zoo
-from fxcourse.compare import METHODS, Attempt, Comparison, compare_capture
+from fxcourse.viewers.compare import METHODS, Attempt, Comparison, compare_capture
 
 from limitations import fake_disagrees
 
@@ -219,7 +219,7 @@ class AsDataclass(torch.nn.Module):
 
 
 def test_difference_compares_structure():
-    from fxcourse._compare_check import difference
+    from fxcourse.viewers._compare_check import difference
 
     x = torch.ones(2)
     assert difference((x, x), [x, x]) == "output: a tuple, eager gives a list"

@@ -116,7 +116,7 @@ def test_course_command_lang_zh_hides_english_cells_and_speaks_chinese(tmp_path)
     every cell attached; FXCOURSE_LANG reaches the kernels. The learner's own settings stay."""
     import json
 
-    from fxcourse._lang import HIDE_CSS
+    from fxcourse._toggle import HIDE_CSS
 
     theme = tmp_path / "us" / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
     theme.parent.mkdir(parents=True)

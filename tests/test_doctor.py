@@ -7,8 +7,8 @@ import stat
 import sys
 
 from fxcourse._pins import TORCH, TORCHVISION
-from fxcourse.cli import main
-from fxcourse.doctor import diagnose, diagnose_torchvision_error
+from fxcourse.tooling.cli import main
+from fxcourse.tooling.doctor import diagnose, diagnose_torchvision_error
 
 
 def test_this_environment_is_healthy(capsys):
@@ -118,7 +118,7 @@ def test_report_speaks_the_chosen_language(tmp_path, monkeypatch):
 
 
 def test_an_unknown_language_is_named(monkeypatch):
-    from fxcourse.doctor import _language_finding
+    from fxcourse.tooling.doctor import _language_finding
 
     monkeypatch.setenv("FXCOURSE_LANG", "klingon")
     finding = _language_finding()

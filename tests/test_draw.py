@@ -18,7 +18,7 @@ import torch
 from torch import fx, nn
 
 from fxcourse import FxCourseError, capture, draw, graph_diff
-from fxcourse.doctor import diagnose
+from fxcourse.tooling.doctor import diagnose
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from fxcourse import FxCourseError
-from fxcourse.grading import add_grading_cells, export_course
-from fxcourse.labs import STUB
+from fxcourse.tooling.grading import add_grading_cells, export_course
+from fxcourse.tooling.labs import STUB
 
 from commands import into_closed_pipe
 
@@ -168,7 +168,7 @@ def test_a_file_that_cannot_be_written_is_named_with_its_copy(tmp_path, monkeypa
     course = tmp_path / "grading"
     source = export_course(course, [LAB], root=REPO)[1].path
     source.write_text(source.read_text(encoding="utf-8") + " ", encoding="utf-8")  # the instructor's edit
-    import fxcourse.grading as grading
+    import fxcourse.tooling.grading as grading
 
     real_replace = grading._replace
 

@@ -14,7 +14,7 @@ from torch.fx.experimental.optimization import fuse
 
 from fxcourse import FxCourseError, graph_diff, zoo  # the function, not the module
 from fxcourse import GraphDiff
-from fxcourse._graph_diff import Change
+from fxcourse.viewers.graph_diff import Change
 from test_graph_table import _STEPS, random_graph
 
 

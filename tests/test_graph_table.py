@@ -14,9 +14,10 @@ from hypothesis import given, settings, strategies as st
 from torch import fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from fxcourse import FxCourseError, _node_text, graph_table, zoo  # the function, not the module
+from fxcourse import FxCourseError, graph_table, zoo  # the function, not the module
+from fxcourse.viewers import _node_text
 from fxcourse._render import Table
-from fxcourse._torchscript_rows import attribute_text
+from fxcourse.viewers._torchscript_rows import attribute_text
 from fxcourse import GraphTable
 
 FX_ZOO = ["mlp", "clamp_linear", "wrapped_split", "conv_bn_relu"]

@@ -7,8 +7,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from fxcourse import FxCourseError, i18n
-from fxcourse.cli import main
+from fxcourse import FxCourseError
+from fxcourse.tooling import i18n
+from fxcourse.tooling.cli import main
 
 from commands import into_closed_pipe
 

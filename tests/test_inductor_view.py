@@ -10,7 +10,7 @@ import torch
 
 import fxcourse
 from fxcourse import FxCourseError, aot_graphs, inductor_code
-from fxcourse import _inductor
+from fxcourse.viewers import inductor as _inductor
 
 
 def _mixed(x, w):

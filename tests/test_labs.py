@@ -9,8 +9,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fxcourse import FxCourseError
-from fxcourse import labs
-from fxcourse.cli import main
+from fxcourse.tooling import labs
+from fxcourse.tooling.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from fxcourse import _lang
+from fxcourse import _lang, _toggle
 from fxcourse.checks import _TASKS, Wrong, check, hint, task
 from fxcourse.errors import FxCourseError
 
@@ -41,7 +41,7 @@ def test_the_switch_reads_the_environment_and_the_notebook_choice_wins(monkeypat
     monkeypatch.setenv("FXCOURSE_LANG", "nonsense")
     assert _lang.current() == "both"  # nothing hidden; fxcourse doctor names the bad value
     monkeypatch.setenv("FXCOURSE_LANG", "zh")
-    _lang.language("en")
+    _toggle.language("en")
     assert _lang.current() == "en" and _lang.pick("a", "甲") == "a"
     _lang.set_language(None)
     assert _lang.current() == "zh"
@@ -109,7 +109,7 @@ def test_errors_follow_the_switch(monkeypatch):
 
 
 def test_the_command_line_speaks_one_language(monkeypatch, capsys):
-    from fxcourse.cli import main
+    from fxcourse.tooling.cli import main
 
     monkeypatch.setenv("FXCOURSE_LANG", "zh")
     with pytest.raises(SystemExit) as stop:
@@ -131,14 +131,14 @@ def test_the_command_line_speaks_one_language(monkeypatch, capsys):
 
 
 def test_the_toggle_hides_the_other_language_in_jupyterlab():
-    zh = _lang.language("zh")
+    zh = _toggle.language("zh")
     assert _lang.current() == "zh"
     rules = dict(re.findall(r"cell-tag-lang-(en|zh)\S* \{ display: (\w+)", zh._repr_html_()))
     assert rules == {"en": "none", "zh": "revert"}
-    rules = dict(re.findall(r"cell-tag-lang-(en|zh)\S* \{ display: (\w+)", _lang.language("both")._repr_html_()))
+    rules = dict(re.findall(r"cell-tag-lang-(en|zh)\S* \{ display: (\w+)", _toggle.language("both")._repr_html_()))
     assert rules == {"en": "revert", "zh": "revert"}
     with pytest.raises(FxCourseError) as error:
-        _lang.language("klingon")
+        _toggle.language("klingon")
     assert "'klingon'" in str(error.value) and _lang.current() == "both"  # a bad value changes nothing
 
 

@@ -13,7 +13,7 @@ from torch import nn
 
 import fxcourse
 from fxcourse import FxCourseError, lowering, zoo
-from fxcourse.doctor import lowering_findings
+from fxcourse.tooling.doctor import lowering_findings
 
 
 @pytest.fixture(scope="module")

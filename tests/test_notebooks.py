@@ -9,7 +9,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from fxcourse import FxCourseError, nbrun
+from fxcourse import FxCourseError
+from fxcourse.tooling import nbrun
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for d in ("course", "labs", "solutions") for p in (REPO / d).glob("*.ipynb"))

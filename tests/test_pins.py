@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from fxcourse._pins import TORCH, TORCHVISION
-from fxcourse.doctor import REINSTALL, TESTED
+from fxcourse.tooling.doctor import REINSTALL, TESTED
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIOUS = ("2.13.0", "0.28.0")  # the pair the course was taught on before
@@ -26,7 +26,7 @@ PREVIOUS = ("2.13.0", "0.28.0")  # the pair the course was taught on before
 ALLOWED_PREVIOUS = {
     "tests/test_pins.py": "this list",
     "tests/test_doctor.py": "a learner still on the previous pair is told what to do",
-    "src/fxcourse/doctor.py": "its doctest shows that learner's finding",
+    "src/fxcourse/tooling/doctor.py": "its doctest shows that learner's finding",
 }
 
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from fxcourse import FxCourseError, bar_plot
-from fxcourse import _plot
+from fxcourse.pictures import plot as _plot
 
 TIMES = {("eager", "即时执行"): 12.5, ("TorchScript", "TorchScript"): 9.0, ("compiled", "编译后"): 3.25}
 

@@ -9,8 +9,8 @@ import nbformat
 import pytest
 
 from fxcourse import FxCourseError, _lang, check, checks
-from fxcourse._progress import progress, statuses_in
-from fxcourse.cli import main
+from fxcourse.tooling.progress import progress, statuses_in
+from fxcourse.tooling.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

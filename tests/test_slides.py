@@ -1,4 +1,4 @@
-"""Lectures as RISE slideshows: the slide metadata (fxcourse.slides) on every lecture, one
+"""Lectures as RISE slideshows: the slide metadata (fxcourse.tooling.slides) on every lecture, one
 language at a time through the single-language export, and a real slideshow in Chromium
 (JupyterLab + jupyterlab-rise) with a code cell run live. Screenshots go to test-output/slides/.
 """
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fxcourse import i18n, slides
-from fxcourse.cli import main
+from fxcourse.tooling import i18n, slides
+from fxcourse.tooling.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 LECTURES = sorted((REPO / "course").glob("[0-9][0-9]_*.ipynb"))

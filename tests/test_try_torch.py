@@ -1,4 +1,4 @@
-"""scripts/try-torch.sh: its arguments, and the report it prints (fxcourse.trytorch), tried on a
+"""scripts/try-torch.sh: its arguments, and the report it prints (fxcourse.tooling.trytorch), tried on a
 small notebook whose stored outputs no longer match: one cell drifts, one raises."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fxcourse.trytorch import Outcome, classify, read, summary
+from fxcourse.tooling.trytorch import Outcome, classify, read, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ def test_the_plugin_sorts_drift_from_exceptions(tmp_path):
                                             "def test_broken():\n    assert 1 == 2, 'a claim that no longer holds'\n")
     (tmp_path / "test_gone.py").write_text("import torch.no_such_module_in_this_release\n")
     report = tmp_path / "report.jsonl"
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "fxcourse.trytorch", "--try-torch-report", str(report),
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "fxcourse.tooling.trytorch", "--try-torch-report", str(report),
                           "--nbval", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--continue-on-collection-errors",
                           "drifting.ipynb", "test_claim.py", "test_gone.py"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)

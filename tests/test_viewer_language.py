@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from fxcourse import FxCourseError, bytecode, capture, compare_capture, graph_diff, graph_table, zoo
-from fxcourse._inductor import AOTGraphs, Extern, InductorCode, Kernel
-from fxcourse._lowering import Lowering, Stage
-from fxcourse._plot import bar_plot, cjk_font
+from fxcourse.viewers.inductor import AOTGraphs, Extern, InductorCode, Kernel
+from fxcourse.viewers.lowering import Lowering, Stage
+from fxcourse.pictures.plot import bar_plot, cjk_font
 
 _CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 

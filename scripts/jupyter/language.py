@@ -4,7 +4,7 @@
 server show one language, and writes the two small folders they point to:
 
 * ``<app dir>/config-<lang>/custom/custom.css`` hides the other language's prose cells
-  (``fxcourse._lang.HIDE_CSS``: the jupyterlab-celltagsclasses extension gives every cell its
+  (``fxcourse._toggle.HIDE_CSS``: the jupyterlab-celltagsclasses extension gives every cell its
   tags as ``cell-tag-<tag>`` classes). JupyterLab loads ``custom/custom.css`` from the Jupyter
   config directory when started with ``--LabApp.custom_css=True``, so that directory becomes
   ``JUPYTER_CONFIG_DIR``; the learner's own config directory stays on ``JUPYTER_CONFIG_PATH``
@@ -62,7 +62,7 @@ def prepare(lang: str, app_dir: str | os.PathLike | None = None) -> tuple[dict[s
         raise ValueError(f"lang must be 'en', 'zh' or 'both', not {lang!r}")
     if lang == "both":
         return {}, []
-    from fxcourse._lang import HIDE_CSS
+    from fxcourse._toggle import HIDE_CSS
     from jupyterlab.commands import get_app_dir
     from jupyterlab_server.settings_utils import _get_overrides
 

@@ -1,6 +1,6 @@
 """The reader's language: English, 中文 or both, chosen once for every tool of the course.
 
-The choice comes from :func:`fxcourse.language` when a notebook called it, otherwise from the
+The choice comes from :func:`fxcourse.language` (:mod:`fxcourse._toggle`) when a notebook called it, otherwise from the
 ``FXCOURSE_LANG`` environment variable (``en``, ``zh`` or ``both``; unset means ``both``).
 Everything the course says to a reader goes through :func:`pick` (one sentence in two
 languages) or :func:`text` (a value that may be a pair), so one switch changes them all.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
-__all__ = ["CHOICES", "ENV", "HIDE_CSS", "Bilingual", "LanguageChoice", "Phrase", "current", "language", "normalise", "only", "pick", "set_language", "text"]
+__all__ = ["CHOICES", "ENV", "Bilingual", "Phrase", "current", "normalise", "only", "pick", "set_language", "text"]
 
 #: The environment variable every tool reads.
 ENV = "FXCOURSE_LANG"
@@ -119,88 +119,3 @@ def only(en: str, zh: str) -> str:
     >>> del os.environ["FXCOURSE_LANG"]
     """
     return zh if current() == "zh" else en
-
-
-# -- the reader's toggle in a notebook -------------------------------------------------------
-
-#: CSS that hides the other language's prose cells. JupyterLab gives each cell its tags as
-#: classes ``cell-tag-<tag>`` through the jupyterlab-celltagsclasses extension; the same rule
-#: is what ``scripts/course.sh --lang`` installs as JupyterLab's custom CSS.
-HIDE_CSS = {
-    "en": ".jp-Notebook .jp-Cell.cell-tag-lang-zh { display: none !important; }",
-    "zh": ".jp-Notebook .jp-Cell.cell-tag-lang-en { display: none !important; }",
-    "both": "",
-}
-
-
-class LanguageChoice:
-    """What :func:`language` returns: shows the choice, and in JupyterLab a style element that
-    hides the other language's prose cells on the page (code cells and outputs stay)."""
-
-    def __init__(self, lang: str) -> None:
-        self.lang = lang
-
-    def to_text(self) -> str:
-        names = {"en": ("English only", "只显示英文"), "zh": ("中文 only", "只显示中文"),
-                 "both": ("English and 中文", "中英文对照")}[self.lang]
-        return pick(f"fxcourse language: {names[0]}", f"fxcourse 语言：{names[1]}")
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def __repr__(self) -> str:
-        return f"LanguageChoice({self.lang!r})"
-
-    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
-        printer.text(self.to_text())  # type: ignore[attr-defined]
-
-    def _repr_html_(self) -> str:
-        import html
-
-        # The rules apply to the notebook holding this output only (:has), and say for both
-        # languages whether they show, so they also undo course.sh's custom CSS. Every call's
-        # rules have the same specificity: where a notebook holds several calls' outputs, the
-        # lowest one on the page wins. Cells JupyterLab hides itself (under a collapsed
-        # heading: lm-mod-hidden) stay hidden.
-        scope = f'.jp-Notebook:has(.fxcourse-language[data-lang="{self.lang}"])'
-        rules = []
-        for tag in ("en", "zh"):
-            shown = self.lang in (tag, "both")
-            rules.append(f"{scope} .jp-Cell.cell-tag-lang-{tag}:not(.lm-mod-hidden) "
-                         f"{{ display: {'revert' if shown else 'none'} !important; }}")
-        style = '<style class="fxcourse-language-style">' + "\n".join(rules) + "</style>"
-        return f'{style}<div class="fxcourse-language" data-lang="{self.lang}">{html.escape(self.to_text())}</div>'
-
-
-def language(choice: str | None = None) -> LanguageChoice:
-    """Read the course in one language: ``'en'``, ``'zh'`` or ``'both'``.
-
-    In a notebook, ``fxcourse.language("zh")`` hides the English prose cells of the page you
-    are reading (JupyterLab, with the course's set-up) and makes every tool of this kernel
-    (``check()``, ``hint()``, errors, viewers' notes) speak 中文. With no argument it tells the
-    language in force. Code cells and outputs are never hidden; nothing in the notebook file
-    changes, so switching back and forth never touches your work.
-
-    >>> language("en").lang, current()
-    ('en', 'en')
-    >>> print(language("zh"))
-    fxcourse 语言：只显示中文
-    >>> set_language(None)
-    >>> language("fr")
-    Traceback (most recent call last):
-    ...
-    fxcourse.errors.FxCourseError: language: got 'fr'; expected 'en', 'zh' or 'both'. Fix: call fxcourse.language("en"), language("zh") or language("both"). / language：不支持 'fr'；可选 'en'、'zh' 或 'both'，例如 fxcourse.language("zh")。
-    >>> set_language(None)
-    """
-    if choice is not None:
-        # "" is no choice (FXCOURSE_LANG="" reads as both; an empty argument is a mistake)
-        lang = normalise(choice) if isinstance(choice, str) and choice.strip() else None
-        if lang is None:
-            from .errors import FxCourseError
-
-            raise FxCourseError(got=repr(choice), accepted="'en', 'zh' or 'both'",
-                                fix='call fxcourse.language("en"), language("zh") or language("both")',
-                                where="language",
-                                zh=f"language：不支持 {choice!r}；可选 'en'、'zh' 或 'both'，例如 fxcourse.language(\"zh\")。")
-        set_language(lang)
-    return LanguageChoice(current())

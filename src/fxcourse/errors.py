@@ -7,6 +7,8 @@ or ``fxcourse.language()``): English, 中文, or both as English, `` / ``, 中�
 """
 from __future__ import annotations
 
+from ._lang import pick
+
 __all__ = ["FxCourseError", "describe"]
 
 
@@ -66,6 +68,4 @@ class FxCourseError(Exception):
         self.en = f"{prefix}got {got}; expected {accepted}. Fix: {fix_text}"
         self.zh = zh if zh else (f"{where}：" if where else "") + (
             "输入不被接受：收到了什么见 got，可接受什么见 expected，怎样修复见 Fix。")
-        from ._lang import pick
-
         super().__init__(pick(self.en, self.zh))

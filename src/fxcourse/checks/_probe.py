@@ -14,7 +14,6 @@ Introduced in labs/lab00_warmup.ipynb (the checker of every lab uses it).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 

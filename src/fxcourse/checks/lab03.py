@@ -18,7 +18,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from .. import zoo
-from .._node_text import qualified_name
+from ..viewers._node_text import qualified_name
 from .._text import one_line_error
 from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
 

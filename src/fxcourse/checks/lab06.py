@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from . import Wrong, task
-from .._dynamo_cache import cache_entries, walk
+from ..viewers._dynamo_cache import cache_entries, walk
 from .._text import first_line, quiet
 from ._probe import describe, need_callable
 

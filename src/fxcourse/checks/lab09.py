@@ -30,7 +30,7 @@ _SHAPES = {"linear_relu": [(4, 6), (6, 3)], "sin_cos": [(5,)], "affine_sum": [(3
 
 def saved_counts(partitioner: str) -> dict[str, int]:
     """How many tensors each of the lab's functions saves for backward, read from AOTAutograd."""
-    from .._inductor import aot_graphs
+    from ..viewers.inductor import aot_graphs
 
     gen = torch.Generator().manual_seed(91)
     counts = {}
@@ -142,7 +142,7 @@ _FUSED_MISTAKES = [
            "没有别的，并且数值与 normalise 相同。"),
       ])
 def _fused(answer: Any) -> None:
-    from .._inductor import inductor_code
+    from ..viewers.inductor import inductor_code
     from .._text import quiet
 
     need_callable(answer, "normalise_fused")
@@ -227,7 +227,7 @@ def _silu_ops(ops: list[str]) -> list[str]:
      "反向算子要单独登记，因为 autograd 在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
 ])
 def _decompose(make_table: Any) -> None:
-    from .._inductor import aot_graphs
+    from ..viewers.inductor import aot_graphs
     from .._text import quiet
 
     need_callable(make_table, "make_silu_decompositions")

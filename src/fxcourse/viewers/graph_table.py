@@ -10,11 +10,11 @@ from typing import Any, Callable, Sequence
 from torch import fx
 
 from ._graph_source import resolve
-from ._lang import only, pick
+from .._lang import only, pick
 from ._node_text import arg_text, dtype_text, meta_value, shape_text, source_text, target_text
-from ._render import HTML_MAX_ROWS, Table, TableView, table_style
+from .._render import HTML_MAX_ROWS, Table, TableView, table_style
 from ._torchscript_rows import TS_COLUMNS, TS_DEFAULT, torchscript_rows
-from .errors import FxCourseError, describe
+from ..errors import FxCourseError, describe
 
 __all__ = ["GraphTable", "graph_table"]
 

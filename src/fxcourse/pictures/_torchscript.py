@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._draw_dot import Dot, lines
-from ._torchscript_rows import attribute_text
+from ._dot import Dot, lines
+from ..viewers._torchscript_rows import attribute_text
 
 __all__ = ["ts_dot"]
 

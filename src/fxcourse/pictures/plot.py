@@ -15,8 +15,8 @@ import base64
 import io
 from typing import Any, Mapping, Sequence, Union
 
-from ._lang import pick
-from .errors import FxCourseError, describe
+from .._lang import pick
+from ..errors import FxCourseError, describe
 
 __all__ = ["Plot", "bar_plot", "cjk_font"]
 

@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch import fx
 
-from ._lang import only
-from ._render import Table, Viewable, esc, table_style
-from ._text import quiet
-from .errors import FxCourseError, describe
+from .._lang import only
+from .._render import Table, Viewable, esc, table_style
+from .._text import quiet
+from ..errors import FxCourseError, describe
 
 __all__ = ["AOTGraphs", "Extern", "InductorCode", "Kernel", "aot_graphs", "inductor_code"]
 
@@ -324,7 +324,7 @@ class AOTGraphs(Viewable):
         return [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
 
     def to_text(self, width: int | None = None) -> str:
-        from ._graph_table import graph_table
+        from .graph_table import graph_table
 
         cols = ["opcode", "name", "target", "args"]
         saved = ', '.join(self.saved) or '-'

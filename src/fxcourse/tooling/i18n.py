@@ -16,8 +16,6 @@ language) and still reports a mixed one.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
 import warnings
@@ -28,8 +26,9 @@ from typing import Iterator
 
 import nbformat
 
-from ._lang import ENV, current, only, pick
-from .errors import FxCourseError
+from .._lang import current, only, pick
+from ..errors import FxCourseError
+from .nbrun import kernel_language
 
 __all__ = ["KINDS", "LANGUAGE_TAG", "Exported", "Problem", "check_glossary", "check_notebook", "check_paths",
            "export", "export_iter", "headings", "kernel_language", "notebooks_in", "single_language"]
@@ -106,7 +105,7 @@ def check_notebook(path: str | Path, *, skeleton: bool | None = None,
 
 
 def check_glossary(path: str | Path) -> list[Problem]:
-    """Only the glossary problems of one notebook (see :mod:`fxcourse._glossary`).
+    """Only the glossary problems of one notebook (see :mod:`fxcourse.tooling.glossary`).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp()); (root / "course").mkdir()
@@ -228,12 +227,12 @@ def _levels(found: list[tuple[int, str]]) -> str:
 
 def _glossary_problems(nb: nbformat.NotebookNode, path: Path) -> list[Problem]:
     """中文 cells using a word the glossary says to avoid where their English twin uses the term."""
-    from . import _glossary
+    from .glossary import find_glossary, findings, load as load_terms
 
-    glossary = _glossary.find_glossary(path)
+    glossary = find_glossary(path)
     if glossary is None:
         return []
-    terms = _glossary.load(glossary)
+    terms = load_terms(glossary)
     shown_glossary = f"{glossary.parent.name}/{glossary.name}"
     problems = []
     cells = nb.cells
@@ -241,7 +240,7 @@ def _glossary_problems(nb: nbformat.NotebookNode, path: Path) -> list[Problem]:
         en, zh = cells[i - 1], cells[i]
         if not (en.cell_type == zh.cell_type == "markdown" and _lang(en) == "lang-en" and _lang(zh) == "lang-zh"):
             continue
-        for found in _glossary.findings(en.source, zh.source, terms):
+        for found in findings(en.source, zh.source, terms):
             term, said = found.term, found.english
             note = f"; {term.note}" if term.note else ""
             problems.append(Problem(path.as_posix(), i, pick(
@@ -299,33 +298,6 @@ class Exported:
             return text
         en, zh = f"the file it replaced was saved to {self.backup}", f"被替换的文件已备份到 {self.backup}"
         return text + (f"（{zh}）" if current() == "zh" else f" ({pick(en, zh)})")
-
-
-@contextlib.contextmanager
-def kernel_language(lang: str | None) -> Iterator[None]:
-    """``FXCOURSE_LANG`` set to ``lang`` (None: left as it is) while kernels start, so what a
-    notebook's code prints follows it."""
-    if lang is None:
-        yield
-        return
-    old = os.environ.get(ENV)
-    os.environ[ENV] = lang
-    try:
-        yield
-    except FxCourseError as exc:  # worded while the variable was set: word it again for the reader
-        _restore(old)
-        if isinstance(getattr(exc, "en", None), str) and isinstance(getattr(exc, "zh", None), str):
-            exc.args = (pick(exc.en, exc.zh),)
-        raise
-    finally:
-        _restore(old)
-
-
-def _restore(old: str | None) -> None:
-    if old is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = old
 
 
 def _export_target_error(out: Path, got: str, zh: str) -> FxCourseError:
@@ -393,14 +365,14 @@ def single_language(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNo
     >>> [c.source for c in single_language(nb, "zh").cells]
     ['import fxcourse; fxcourse.language("zh")', '# 标题']
     """
-    from .labs import source_hash
+    from .nbrun import source_hash
 
     other = "lang-zh" if lang == "en" else "lang-en"
     record = nb.metadata.get("fxcourse", {})
     pristine = bool(record.get("source_hash")) and record.get("source_hash") == source_hash(nb)
     nb.cells = [c for c in nb.cells if not (c.cell_type == "markdown" and _lang(c) == other)
                 and not _is_language_cell(c)]
-    # RISE skips it: a slideshow of the copy opens on the title (see fxcourse.slides)
+    # RISE skips it: a slideshow of the copy opens on the title (see fxcourse.tooling.slides)
     nb.cells.insert(0, nbformat.v4.new_code_cell(f'import fxcourse; fxcourse.language("{lang}")',
                                                  metadata={"tags": [LANGUAGE_TAG], "slideshow": {"slide_type": "skip"}}))
     if nb.get("nbformat_minor", 0) >= 5:
@@ -417,7 +389,7 @@ def export_iter(paths: list[str | Path], lang: str, out_dir: str | Path, *,
                 execute: bool = False) -> Iterator[Exported]:
     """:func:`export`, one written file at a time (for progress on the command line)."""
     from . import nbrun
-    from ._glossary import find_glossary
+    from .glossary import find_glossary
 
     if lang not in ("en", "zh"):
         raise FxCourseError(got=repr(lang), accepted="'en' or 'zh'", fix="use --lang en or --lang zh",

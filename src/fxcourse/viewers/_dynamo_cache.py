@@ -12,9 +12,9 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ._text import one_line_error, scrub
-from ._lang import only
-from .errors import FxCourseError, describe
+from .._text import one_line_error, scrub
+from .._lang import only
+from ..errors import FxCourseError, describe
 
 __all__ = ["Frame", "cache_entries", "failed_guards", "guard_lines", "target_function", "walk"]
 

@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 from torch import fx
 
-from ._draw_dot import Dot, cut, lines
-from ._lang import only, pick
-from ._node_text import arg_text, dtype_text, meta_value, shape_text, target_text
-from .errors import FxCourseError
+from ._dot import Dot, cut, lines
+from .._lang import only, pick
+from ..viewers._node_text import arg_text, dtype_text, meta_value, shape_text, target_text
+from ..errors import FxCourseError
 
 __all__ = ["fx_dot", "module_path"]
 

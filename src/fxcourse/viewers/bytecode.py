@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ._depyf import decompile
-from ._lang import only
+from .._lang import only
 from ._dynamo_cache import guard_lines, target_function, walk
-from ._text import Renumber, fold, one_line_error, scrub
-from ._render import Viewable, esc
+from .._text import Renumber, fold, one_line_error, scrub
+from .._render import Viewable, esc
 
 __all__ = ["Bytecode", "Section", "bytecode"]
 

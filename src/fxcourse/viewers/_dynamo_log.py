@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ._lang import only
-from ._text import first_line
+from .._lang import only
+from .._text import first_line
 
 __all__ = ["LoggedBreak", "Recording", "describe_skip", "parse_break", "recording"]
 

@@ -31,14 +31,14 @@ from typing import Any, Callable
 
 import torch
 
-from ._capture import _capture, _Recorder, _unwrap_compiled
+from .capture import _capture, _Recorder, _unwrap_compiled
 from ._caller_state import fresh, untouched
 from ._compare_check import difference, flip
 from ._contained import crash_of
-from ._lang import only
-from ._render import Table, Viewable, esc, table_style
-from ._text import first_line, is_torchscript_deprecation, one_line_error, quiet
-from .errors import FxCourseError, describe
+from .._lang import only
+from .._render import Table, Viewable, esc, table_style
+from .._text import first_line, is_torchscript_deprecation, one_line_error, quiet
+from ..errors import FxCourseError, describe
 
 __all__ = ["Attempt", "Comparison", "compare_capture"]
 

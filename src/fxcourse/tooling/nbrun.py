@@ -13,6 +13,8 @@ is an :class:`~fxcourse.errors.FxCourseError` that names the file and the reason
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -21,11 +23,12 @@ import stat
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import nbformat
 
-from .errors import FxCourseError
+from .._lang import ENV, pick
+from ..errors import FxCourseError
 
 __all__ = ["check_kernel", "check_writable", "execute", "merge_streams", "prepare", "read", "run", "write"]
 
@@ -257,3 +260,39 @@ def run(path: str | Path, *, timeout: int = 600) -> float:
     execute(nb, path.parent.resolve(), name=str(path), timeout=timeout)
     write(nb, path)
     return time.perf_counter() - start
+
+
+def source_hash(nb: nbformat.NotebookNode) -> str:
+    """Hash of the cells' kinds and sources (not outputs): what a learner would edit."""
+    digest = hashlib.sha256()
+    for cell in nb.cells:
+        digest.update(cell.cell_type.encode() + b"\0" + cell.source.encode() + b"\1")
+    return digest.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def kernel_language(lang: str | None) -> Iterator[None]:
+    """``FXCOURSE_LANG`` set to ``lang`` (None: left as it is) while kernels start, so what a
+    notebook's code prints follows it."""
+    if lang is None:
+        yield
+        return
+    old = os.environ.get(ENV)
+    os.environ[ENV] = lang
+    try:
+        yield
+    except FxCourseError as exc:  # worded while the variable was set: word it again for the reader
+        _restore(old)
+        if isinstance(getattr(exc, "en", None), str) and isinstance(getattr(exc, "zh", None), str):
+            exc.args = (pick(exc.en, exc.zh),)
+        raise
+    finally:
+        _restore(old)
+
+
+def _restore(old: str | None) -> None:
+    if old is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = old
+

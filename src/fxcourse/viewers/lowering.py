@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ._lang import only
-from ._render import Table, Viewable, table_style
-from ._text import quiet
-from .errors import FxCourseError, describe
+from .._lang import only
+from .._render import Table, Viewable, table_style
+from .._text import quiet
+from ..errors import FxCourseError, describe
 
 __all__ = ["Lowering", "Stage", "lowering"]
 

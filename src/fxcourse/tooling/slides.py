@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from ._lang import pick
+from .._lang import pick
 
 __all__ = ["BUDGET", "RISE_SETTINGS", "OutOfDate", "check_paths", "estimate_lines", "mark_notebook",
            "mark_paths", "slide_types"]
@@ -40,7 +40,7 @@ RISE_SETTINGS = {"scroll": True}
 WIDTH = 100
 #: An image or drawing counts as this many lines.
 IMAGE_LINES = 16
-#: The tag of the cell ``fxcourse i18n export`` adds (fxcourse.i18n.LANGUAGE_TAG).
+#: The tag of the cell ``fxcourse i18n export`` adds (fxcourse.tooling.i18n.LANGUAGE_TAG).
 LANGUAGE_TAG = "fxcourse-language"
 _HEADING = re.compile(r"^(#{1,6})\s")
 

@@ -1,7 +1,7 @@
 """What a torch release would change in the course: the report behind ``scripts/try-torch.sh``.
 
 The script builds a side environment with another torch, runs the strict notebook tests and the
-claim tests in it with this module loaded as a pytest plugin (``-p fxcourse.trytorch``), and then
+claim tests in it with this module loaded as a pytest plugin (``-p fxcourse.tooling.trytorch``), and then
 prints :func:`summary` of what the plugin wrote. Every failed item is sorted into one kind:
 
 - ``output drift``: a notebook cell ran but its output is not the stored one (nbval's
@@ -11,7 +11,7 @@ prints :func:`summary` of what the plugin wrote. Every failed item is sorted int
 - ``collection error``: a test file or notebook could not even be collected (an import that
   fails on the new torch): everything in it is missing from the counts.
 
-Run by hand: ``python -m fxcourse.trytorch REPORT.jsonl`` prints the summary again.
+Run by hand: ``python -m fxcourse.tooling.trytorch REPORT.jsonl`` prints the summary again.
 """
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def summary(outcomes: Iterable[Outcome], title: str = "") -> str:
 
 def pytest_addoption(parser: Any) -> None:
     parser.addoption("--try-torch-report", default=None,
-                     help="write each item's outcome (JSON lines) for fxcourse.trytorch.summary")
+                     help="write each item's outcome (JSON lines) for fxcourse.tooling.trytorch.summary")
 
 
 def _write(row: dict[str, str]) -> None:
@@ -192,7 +192,7 @@ def pytest_configure(config: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (1, 2):
-        print("usage: python -m fxcourse.trytorch REPORT.jsonl [TITLE]", file=sys.stderr)
+        print("usage: python -m fxcourse.tooling.trytorch REPORT.jsonl [TITLE]", file=sys.stderr)
         return 2
     print(summary(read(args[0]), args[1] if len(args) == 2 else ""))
     return 0

@@ -23,10 +23,10 @@ from torch import fx
 
 from ._node_text import arg_text, target_text
 from ._graph_source import describe_input, resolve
-from ._graph_table import HEADERS_ZH
-from ._lang import only
-from ._render import HTML_MAX_ROWS, Table, TableView, esc, table_style
-from .errors import FxCourseError
+from .graph_table import HEADERS_ZH
+from .._lang import only
+from .._render import HTML_MAX_ROWS, Table, TableView, esc, table_style
+from ..errors import FxCourseError
 
 __all__ = ["Change", "GraphDiff", "graph_diff"]
 

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._lang import only, pick
-from ._render import Viewable, esc
-from .errors import FxCourseError
+from .._lang import only, pick
+from .._render import Viewable, esc
+from ..errors import FxCourseError
 
 __all__ = ["Progress", "TaskState", "progress", "statuses_in"]
 
@@ -127,7 +127,7 @@ def progress(where: str | Path | None = None, lab: str | None = None) -> Progres
 
     In a notebook, the checks run in this kernel count too (they are newer than the file).
     """
-    from . import checks
+    from .. import checks
 
     all_tasks = checks.task_ids()
     if lab is not None:

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import fx
 
-from ._lang import only
-from .errors import FxCourseError, describe
+from .._lang import only
+from ..errors import FxCourseError, describe
 
 __all__ = ["Resolved", "describe_input", "resolve"]
 

@@ -11,8 +11,8 @@ import io
 import re
 import types
 
-from ._lang import only
-from ._text import one_line_error, quiet
+from .._lang import only
+from .._text import one_line_error, quiet
 
 __all__ = ["decompile"]
 

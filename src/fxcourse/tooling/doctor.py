@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from ._lang import ENV, Bilingual, current, normalise, pick, text
-from ._pins import TORCH, TORCHVISION
+from .._lang import ENV, Bilingual, current, normalise, pick, text
+from .._pins import TORCH, TORCHVISION
 
 __all__ = ["TESTED", "Finding", "Report", "diagnose", "diagnose_torchvision_error"]
 
@@ -251,7 +251,7 @@ def diagnose(python: str = sys.executable) -> Report:
 
 def _graphviz_finding() -> Finding:
     """``dot`` draws every picture of the course (``fxcourse.draw``)."""
-    from ._draw import dot_missing_message
+    from ..pictures.draw import dot_missing_message
 
     dot = shutil.which("dot")
     version = ""

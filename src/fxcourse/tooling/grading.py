@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 import nbformat
 
-from ._lang import pick
-from .errors import FxCourseError
+from .._lang import pick
+from ..errors import FxCourseError
 from .labs import BEGIN, STUB, find_root
 
 __all__ = ["POINTS", "Written", "add_grading_cells", "export_course"]

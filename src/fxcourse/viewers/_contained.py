@@ -17,7 +17,7 @@ import time
 import warnings
 from typing import Any, Callable
 
-from ._lang import only
+from .._lang import only
 
 __all__ = ["crash_of"]
 

@@ -18,7 +18,6 @@ holding ``solutions/``), so they work from inside ``labs/`` too.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 import shutil
 import time
@@ -28,8 +27,9 @@ from pathlib import Path
 
 import nbformat
 
-from ._lang import current, only, pick
-from .errors import FxCourseError
+from .._lang import current, only, pick
+from ..errors import FxCourseError
+from .nbrun import source_hash
 
 __all__ = ["BACKUPS", "STUB", "strip_solutions", "source_hash", "build", "find_root", "out_of_date", "reset",
            "LabReport"]
@@ -72,14 +72,6 @@ def _unbalanced(name: str, index: int) -> FxCourseError:
         accepted=f"each '{BEGIN}' followed by its own '{END}' in the same cell",
         fix="add the missing marker", where="labs build",
         zh=f"labs build：{name} 第 {index} 个单元的答案标记不成对；每个 '{BEGIN}' 后面都要在同一单元里有 '{END}'。")
-
-
-def source_hash(nb: nbformat.NotebookNode) -> str:
-    """Hash of the cells' kinds and sources (not outputs): what a learner would edit."""
-    digest = hashlib.sha256()
-    for cell in nb.cells:
-        digest.update(cell.cell_type.encode() + b"\0" + cell.source.encode() + b"\1")
-    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -151,7 +143,7 @@ def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, ro
     first backing up a lab there that a learner edited or that cannot be read."""
     from . import nbrun
 
-    from .i18n import kernel_language
+    from .nbrun import kernel_language
 
     seconds = 0.0
     if execute:

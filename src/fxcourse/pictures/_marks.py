@@ -11,21 +11,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._draw_dot import Dot, lines
-from ._lang import current, only, pick
-from ._draw_fx import fx_dot, node_kind, node_label
+from ._dot import Dot, lines
+from .._lang import current, only, pick
+from ._fx import fx_dot, node_kind, node_label
 
 __all__ = ["capture_dot", "diff_dot", "is_capture", "is_diff"]
 
 
 def is_capture(obj: Any) -> bool:
-    from ._capture import Capture
+    from ..viewers.capture import Capture
 
     return isinstance(obj, Capture)
 
 
 def is_diff(obj: Any) -> bool:
-    from ._graph_diff import GraphDiff
+    from ..viewers.graph_diff import GraphDiff
 
     return isinstance(obj, GraphDiff)
 

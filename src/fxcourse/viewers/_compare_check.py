@@ -14,8 +14,8 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from ._lang import current
-from ._values import differs
+from .._lang import current
+from .._values import differs
 
 __all__ = ["difference", "flip"]
 

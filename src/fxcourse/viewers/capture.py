@@ -30,10 +30,10 @@ import torch
 
 from ._caller_state import fresh, untouched
 from ._dynamo_log import LoggedBreak, Recording, describe_skip, recording
-from ._lang import only
-from ._render import Table, Viewable, esc, table_style
-from ._text import first_line, fold, one_line_error, quiet, scrub
-from .errors import FxCourseError, describe
+from .._lang import only
+from .._render import Table, Viewable, esc, table_style
+from .._text import first_line, fold, one_line_error, quiet, scrub
+from ..errors import FxCourseError, describe
 
 __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 

@@ -16,9 +16,9 @@ import shutil
 import subprocess
 from typing import Any
 
-from ._draw_dot import Dot
-from ._lang import only
-from .errors import FxCourseError
+from ._dot import Dot
+from .._lang import only
+from ..errors import FxCourseError
 
 __all__ = ["Drawing", "dot_missing_message", "draw"]
 
@@ -131,13 +131,13 @@ def draw(obj: Any, *, max_nodes: int | None = MAX_NODES, focus: str | None = Non
 
 
 def _build(obj: Any, max_nodes: int | None, focus: str | None, shapes: bool) -> tuple[Dot, str]:
-    from ._draw_marks import capture_dot, diff_dot, is_capture, is_diff
+    from ._marks import capture_dot, diff_dot, is_capture, is_diff
 
     if is_capture(obj):
         return capture_dot(obj, max_nodes, shapes), only(f"capture of {_name(obj.fn)}", f"capture {_name(obj.fn)}")
     if is_diff(obj):
         return diff_dot(obj, shapes), "graph_diff"
-    from ._graph_source import resolve
+    from ..viewers._graph_source import resolve
 
     resolved = resolve(obj, "draw")
     if resolved.fx_graph is not None and not len(resolved.fx_graph.nodes):
@@ -147,13 +147,13 @@ def _build(obj: Any, max_nodes: int | None, focus: str | None, shapes: bool) -> 
                             zh="draw：这张 FX 计算图一个节点也没有，无可绘制；请先追踪或构建计算图"
                                "（例如 torch.fx.symbolic_trace(model).graph）。")
     if resolved.fx_graph is not None:
-        from ._draw_fx import fx_dot
+        from ._fx import fx_dot
 
         dot = Dot()
         fx_dot(dot, resolved.fx_graph, max_nodes=max_nodes, focus=focus, shapes=shapes,
                input_kinds=resolved.input_kinds, owner=_owner(obj))
         return dot.finish(), resolved.label
-    from ._draw_ts import ts_dot
+    from ._torchscript import ts_dot
 
     return ts_dot(resolved.ts_graph, max_nodes), resolved.label
 
