@@ -20,10 +20,12 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 from .._lang import Bilingual, Phrase
+from .._text import one_line_error
 from .._values import describe, differs
 from . import Wrong
 
-__all__ = ["Mistake", "Probe", "counted_once", "clone_args", "describe", "differs", "need_callable", "run_probes", "seeded"]
+__all__ = ["Mistake", "Probe", "Snapshot", "built", "called", "clone_args", "close", "counted_once", "describe",
+           "differs", "need_callable", "plain_counts", "require_untouched", "run_probes", "seeded"]
 
 
 def need_callable(answer: Any, name: str, *, classes: bool = False) -> None:
@@ -63,6 +65,109 @@ def seeded(model: torch.nn.Module, seed: int, scale: float = 0.5) -> torch.nn.Mo
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * scale)
     return model.eval()
+
+
+def built(factory: Callable[[], Any], seed: int, *, eval: bool = True) -> Any:
+    """``factory()`` with its parameters drawn after ``torch.manual_seed(seed)``, inside
+    ``fork_rng`` so the learner's random numbers do not move; in eval mode unless ``eval=False``.
+
+    >>> import torch
+    >>> state = torch.get_rng_state()
+    >>> a, b = built(lambda: torch.nn.Linear(2, 2), 3), built(lambda: torch.nn.Linear(2, 2), 3)
+    >>> torch.equal(a.weight, b.weight), a.training, torch.equal(state, torch.get_rng_state())
+    (True, False, True)
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        made = factory()
+    return made.eval() if eval else made
+
+
+def plain_counts(got: Any, *, text_keys: bool = False) -> Any:
+    """A counting answer as a plain dict: a Counter or any mapping is a dict, keys counted zero
+    times may be left in or out (with ``text_keys``, keys compared as text); anything else as it is.
+
+    >>> from collections import Counter
+    >>> plain_counts(Counter(a=2, b=0)), plain_counts([1])
+    ({'a': 2}, [1])
+    """
+    if isinstance(got, dict):
+        return {(str(k) if text_keys else k): v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
+    return got
+
+
+def close(got: Any, want: torch.Tensor, *, rtol: float = 1e-5, atol: float = 1e-6, any_float: bool = False) -> bool:
+    """``got`` is a tensor of ``want``'s shape with values within the tolerances. By default its
+    dtype and device must match too (:func:`differs`); ``any_float`` compares both as float32
+    (for answers whose dtype the task leaves open).
+
+    >>> close(torch.ones(2), torch.ones(2)), close(torch.ones(2, 1), torch.ones(2))
+    (True, False)
+    >>> close(torch.ones(2, dtype=torch.float64), torch.ones(2)), close([1.0], torch.ones(1))
+    (False, False)
+    """
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return False
+    if any_float:
+        return bool(torch.allclose(got.detach().float(), want.detach().float(), rtol=rtol, atol=atol))
+    return differs(got, want, rtol=rtol, atol=atol) is None
+
+
+def called(fn: Callable[..., Any], args: Sequence[Any], *, tried: Bilingual, en: str, zh: str,
+           errors: tuple[type[BaseException], ...] = (Exception,)) -> Any:
+    """``fn(*args)`` without autograd; one of ``errors`` becomes :class:`Wrong` with ``en``/``zh``
+    (what failed, where to look) and the exception's first line, instead of a bare traceback."""
+    try:
+        with torch.no_grad():
+            return fn(*args)
+    except errors as exc:
+        raise Wrong(en, zh, tried=tried, got=one_line_error(exc)) from None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What must not change when an answer promises to leave a module alone: its graph's nodes
+    and generated code (an ``fx.GraphModule``), its submodules' names, and every parameter and
+    buffer by value.
+
+    >>> m = torch.nn.Linear(2, 2)
+    >>> before = Snapshot.of(m)
+    >>> before.same(Snapshot.of(m))
+    True
+    >>> _ = m.weight.data.add_(1)
+    >>> before.same(Snapshot.of(m))
+    False
+    """
+
+    nodes: tuple[Any, ...]
+    code: str | None
+    modules: tuple[str, ...]
+    state: dict[str, torch.Tensor]
+
+    @classmethod
+    def of(cls, module: torch.nn.Module) -> "Snapshot":
+        graph = getattr(module, "graph", None)
+        nodes = tuple((n.name, n.op, str(n.target), str(n.args), str(n.kwargs)) for n in graph.nodes) \
+            if isinstance(module, torch.fx.GraphModule) else ()
+        code = module.code if isinstance(module, torch.fx.GraphModule) else None
+        state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        return cls(nodes, code, tuple(sorted(name for name, _ in module.named_modules())), state)
+
+    def same(self, other: "Snapshot") -> bool:
+        if (self.nodes, self.code, self.modules) != (other.nodes, other.code, other.modules):
+            return False
+        if self.state.keys() != other.state.keys():
+            return False
+        return all(self.state[k].shape == other.state[k].shape and torch.equal(self.state[k], other.state[k])
+                   for k in self.state)
+
+
+def require_untouched(before: Snapshot, module: torch.nn.Module, *, tried: Bilingual, en: str, zh: str,
+                      expected: Bilingual = ("the module it was given unchanged", "传入的模块保持不变"),
+                      got: Bilingual = ("the module was modified", "传入的模块被改动了")) -> None:
+    """Raise :class:`Wrong` (``en``/``zh``) when ``module`` no longer matches ``before``."""
+    if not before.same(Snapshot.of(module)):
+        raise Wrong(en, zh, tried=tried, expected=expected, got=got)
 
 
 def clone_args(args: Sequence[Any]) -> tuple[Any, ...]:

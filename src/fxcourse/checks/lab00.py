@@ -15,17 +15,11 @@ from torch import fx, nn
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, counted_once, describe, need_callable, run_probes
+from ._probe import (Mistake, Probe, built, close, counted_once, describe, need_callable,
+                     plain_counts, run_probes)
 from .. import zoo
 from .._lang import Bilingual
 from .._text import quiet
-
-
-def _built(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
-    """``factory()`` with parameters drawn from ``seed``, in eval mode, without moving the global RNG."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return factory().eval()
 
 
 def _pair(value: Bilingual) -> tuple[str, str]:
@@ -34,7 +28,7 @@ def _pair(value: Bilingual) -> tuple[str, str]:
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and bool(torch.allclose(a, b, atol=1e-5))
+    return close(a, b, atol=1e-5)
 
 
 # -- lab00.1: count nodes by opcode --------------------------------------------------------------
@@ -60,7 +54,7 @@ def _opcode_probes() -> list[Probe]:
               for name in ("mlp", "clamp_linear", "conv_bn_relu")]
     probes.append(Probe(("symbolic_trace(<a module using its own Parameter and buffer, and tensor methods>)",
                          "symbolic_trace(<直接使用自身 Parameter 和 buffer、并调用张量方法的模块>)"),
-                        (fx.symbolic_trace(_built(_AttrsAndMethods, 5)),)))
+                        (fx.symbolic_trace(built(_AttrsAndMethods, 5)),)))
     probes.append(Probe(("symbolic_trace(<a function of two tensors using methods>)",
                          "symbolic_trace(<接收两个张量、调用张量方法的函数>)"), (fx.symbolic_trace(_scaled_norm),)))
     return probes
@@ -68,13 +62,6 @@ def _opcode_probes() -> list[Probe]:
 
 def _count_reference(gm: fx.GraphModule) -> dict[str, int]:
     return dict(Counter(node.op for node in gm.graph.nodes))
-
-
-def _as_plain_counts(got: Any) -> Any:
-    """A Counter or any dict is a dict; opcodes counted zero times may be left in or out."""
-    if isinstance(got, dict):
-        return {k: v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
-    return got
 
 
 def _gm(probe: Probe) -> fx.GraphModule:
@@ -149,7 +136,7 @@ def _count_by_opcode(answer: Any) -> None:
     need_callable(answer, "count_by_opcode")
     for probe in _opcode_probes():
         counted = _leaves_graph_alone(answer, probe)
-        run_probes(lambda gm: _as_plain_counts(counted(gm)), _count_reference, [probe],
+        run_probes(lambda gm: plain_counts(counted(gm)), _count_reference, [probe],
                    mistakes=_OPCODE_MISTAKES, what="count_by_opcode",
                    generic=("a count is off: every node counts once under its opcode (node.op).",
                             "有计数不对：每个节点都按其 opcode（node.op）计一次。"))
@@ -337,7 +324,7 @@ def _both_branches(answer: Any) -> None:
     # or without fullgraph=True): start from an empty cache so the answer's own settings are what runs.
     torch._dynamo.reset()
     gates = [("zoo.Gate()", zoo.example("gate", seed=7)[0]),
-             ("zoo.Gate(d=6)", _built(lambda: zoo.Gate(6), 8))]
+             ("zoo.Gate(d=6)", built(lambda: zoo.Gate(6), 8))]
     for i, (label, gate) in enumerate(gates):
         captured = _capture(answer, gate, label)
         tried = f"capture_gate({label})"
@@ -368,7 +355,7 @@ def _traceable_gate(answer: Any) -> None:
         raise Wrong("pass the class TraceableGate; its constructor takes no arguments.",
                     "请传入 TraceableGate 类；它的构造函数不需要参数。", got=str(exc).splitlines()[0]) from None
     cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
-             (("another zoo.Gate()", "另一个 zoo.Gate()"), _built(zoo.Gate, 12), None),
+             (("another zoo.Gate()", "另一个 zoo.Gate()"), built(zoo.Gate, 12), None),
              (("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
               [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))])]
     for i, (label, gate, probes) in enumerate(cases):

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import nn
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
+from ._probe import (Mistake, Probe, built, called, close, counted_once, describe, differs,
+                     need_callable, plain_counts, run_probes)
 from .._lang import Bilingual
 from .._text import one_line_error, quiet
-
-
-def _built(factory: Callable[[], Any], seed: int) -> Any:
-    """``factory()`` with parameters drawn from ``seed``, without moving the learner's random numbers."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return factory()
 
 
 def _trace(model: Any, *example: torch.Tensor) -> Any:
@@ -33,10 +27,6 @@ def _trace(model: Any, *example: torch.Tensor) -> Any:
 
 def _aten_kinds(graph: torch._C.Graph) -> Counter[str]:
     return Counter(n.kind() for n in graph.nodes() if n.kind().startswith("aten::"))
-
-
-def _close(a: Any, b: torch.Tensor) -> bool:
-    return differs(a, b) is None
 
 
 # -- lab01.1: read the inlined graph -----------------------------------------------------------
@@ -87,28 +77,21 @@ def _kinds_reference(traced: Any) -> dict[str, int]:
     return dict(_aten_kinds(traced.inlined_graph))
 
 
-def _as_plain_counts(got: Any) -> Any:
-    """A Counter or any dict is a dict; kinds counted zero times may be left in or out."""
-    if isinstance(got, dict):
-        return {k: v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
-    return got
-
-
 def _aten_probes() -> list[Probe]:
     gen = torch.Generator().manual_seed(3)
     cases = [
         (("torch.jit.trace(<a CNN: stem, two residual blocks in a Sequential, head>.eval(), x)",
           "torch.jit.trace(<一个 CNN：起始层、Sequential 中的两个残差块、输出头>.eval(), x)"),
-         _built(_TinyCNN, 3).eval(), torch.randn(1, 3, 6, 6, generator=gen)),
+         built(_TinyCNN, 3), torch.randn(1, 3, 6, 6, generator=gen)),
         (("torch.jit.trace(<a GRUCell and a Linear>.eval(), x)", "torch.jit.trace(<一个 GRUCell 加一个 Linear>.eval(), x)"),
-         _built(_Gru, 4).eval(), torch.randn(2, 3, generator=gen)),
+         built(_Gru, 4), torch.randn(2, 3, generator=gen)),
         (("torch.jit.trace(<a function: scale, softmax, log>, x)", "torch.jit.trace(<一个函数：缩放、softmax、log>, x)"),
          _scaled_softmax, torch.randn(2, 5, generator=gen)),
         (("torch.jit.trace(<a function: relu, sin, neg>, x)", "torch.jit.trace(<一个函数：relu、sin、neg>, x)"),
          _relu_sin, torch.randn(3, generator=gen)),
         (("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
           "torch.jit.trace(<Sequential 中的 Linear、GELU、Dropout，再接 LayerNorm、Linear>（训练模式）, x)"),
-         _built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
+         built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
     ]
     return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
 
@@ -150,7 +133,7 @@ def _count_aten(answer: Any) -> None:
 
     def counted(traced: Any) -> Any:
         with quiet(stderr=False):
-            got = _as_plain_counts(answer(traced))
+            got = plain_counts(answer(traced))
         return {str(k): v for k, v in got.items()} if isinstance(got, dict) else got
 
     run_probes(counted, _kinds_reference, _aten_probes(), mistakes=_ATEN_MISTAKES, what="aten_op_counts",
@@ -260,7 +243,7 @@ def _trace_safely(answer: Any) -> None:
 
     # Valid traces: a traced module must come back, and be right on inputs it was not traced with.
     valid = [
-        (_built(_Affine, 12).eval(), [(pos(2, 3),), (neg(5, 3),), (pos(1, 3),)], [(neg(3, 3),)],
+        (built(_Affine, 12), [(pos(2, 3),), (neg(5, 3),), (pos(1, 3),)], [(neg(3, 3),)],
          ("an affine model without control flow", "没有控制流的仿射模型")),
         (_WideOrNarrow(), [(pos(2, 3),), (neg(4, 3),)], [(pos(6, 3) - 0.5,)],
          ("an `if x.shape[1] > 2` that every input satisfies", "含 `if x.shape[1] > 2` 的模型，每个输入都满足这个条件")),
@@ -368,10 +351,10 @@ _EAGER_MEAN_MISTAKES = [
             "the values may be right, but the result's dtype is not the input's: a tensor of divisors made with "
             "another dtype promotes the result. Keep the input's dtype.",
             "数值也许是对的，但结果的 dtype 与输入不同：用另一种 dtype 构造的除数张量会把结果提升成那种类型。请保持输入的 dtype。"),
-    Mistake("divided by the total", lambda got, want, p: _close(got, p.args[0].cumsum(0) / p.args[0].shape[0]),
+    Mistake("divided by the total", lambda got, want, p: close(got, p.args[0].cumsum(0) / p.args[0].shape[0]),
             "every row was divided by the total number of rows; out[t] is the mean of the t + 1 rows x[0] … x[t].",
             "每一行都除以了总行数；out[t] 是 x[0] … x[t] 这 t + 1 行的均值。"),
-    Mistake("no division", lambda got, want, p: _close(got, p.args[0].cumsum(0)),
+    Mistake("no division", lambda got, want, p: close(got, p.args[0].cumsum(0)),
             "that is the running sum; out[t] is the running sum divided by the number of rows so far (t + 1).",
             "这是累积和；out[t] 是累积和除以到目前为止的行数（t + 1）。"),
     Mistake("counted from 0", lambda got, want, p: isinstance(got, torch.Tensor) and got.shape == want.shape
@@ -379,7 +362,7 @@ _EAGER_MEAN_MISTAKES = [
             "the first row is not finite: it was divided by 0. Row t holds the mean of t + 1 rows, so the divisors "
             "start at 1.",
             "第一行不是有限值：它被除以了 0。第 t 行是 t + 1 行的均值，所以除数从 1 开始。"),
-    Mistake("along the wrong dimension", lambda got, want, p: _close(got, _mean_along_dim1(p.args[0])),
+    Mistake("along the wrong dimension", lambda got, want, p: close(got, _mean_along_dim1(p.args[0])),
             "the mean runs along the columns; RunningMean runs along the first dimension (the rows).",
             "你的均值是沿着列方向累积的；RunningMean 沿第一维（行）累积。"),
 ]
@@ -536,10 +519,10 @@ def _roundtrip(answer: Any) -> None:
     cases = [
         (("roundtrip(<Linear, GELU, Dropout, LayerNorm, Linear>.eval(), (x of shape (2, 6),))",
           "roundtrip(<Linear、GELU、Dropout、LayerNorm、Linear>.eval(), (形状为 (2, 6) 的 x,))"),
-         _built(_Head, 23).eval(), lambda b: (torch.randn(b, 6, generator=gen),)),
+         built(_Head, 23), lambda b: (torch.randn(b, 6, generator=gen),)),
         (("roundtrip(<a Linear and a Dropout on x, times tanh(y)>.eval(), (x of shape (2, 6), y of shape (2, 3)))",
           "roundtrip(<对 x 做 Linear 和 Dropout，再乘以 tanh(y)>.eval(), (形状为 (2, 6) 的 x, 形状为 (2, 3) 的 y))"),
-         _built(_Pair, 24).eval(), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
+         built(_Pair, 24), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
     ]
     for tried, model, make in cases:
         with quiet(stderr=False), _watching_load() as loads:
@@ -586,12 +569,9 @@ def _roundtrip(answer: Any) -> None:
             shown = f"loaded({', '.join(f'tensor of shape {tuple(a.shape)}' for a in args)})"
             with torch.no_grad(), quiet(stderr=False):
                 want = model(*args)
-                try:
-                    got = loaded(*args)
-                except RuntimeError as exc:
-                    raise Wrong("the loaded module fails on a new input.", "加载的模块在新输入上运行失败。",
-                                tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
-                                got=one_line_error(exc)) from None
+                got = called(loaded, args, tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
+                             errors=(RuntimeError,), en="the loaded module fails on a new input.",
+                             zh="加载的模块在新输入上运行失败。")
             diff = differs(got, want)
             if diff:
                 raise Wrong("the loaded module computes something else than the model: trace the model as it is "

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from . import Wrong, task
-from ._probe import Mistake, Probe, counted_once, describe, differs, need_callable, run_probes
+from ._probe import (Mistake, Probe, built, close, counted_once, describe, differs, need_callable,
+                     plain_counts, run_probes)
 from .. import zoo
 from .._lang import Bilingual
 
@@ -59,10 +60,6 @@ def _first_line(exc: BaseException) -> str:
 def _last_line(exc: BaseException) -> str:
     lines = [line.strip() for line in _clean(exc).splitlines() if line.strip()]
     return lines[-1] if lines else type(exc).__name__
-
-
-def _close(a: Any, b: torch.Tensor) -> bool:
-    return differs(a, b) is None
 
 
 # --------------------------------------------------------------------------- lab02.1: count kinds
@@ -137,13 +134,6 @@ def _kinds_reference(graph: Any) -> dict[str, int]:
     return dict(Counter(node.kind() for node in _nodes(graph)))
 
 
-def _as_plain_counts(got: Any) -> Any:
-    """A Counter or any dict is a dict; kinds counted zero times may be left in or out; keys as text."""
-    if isinstance(got, dict):
-        return {str(k): v for k, v in got.items() if not (isinstance(v, int) and v == 0)}
-    return got
-
-
 _KIND_MISTAKES = [
     Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
             "return a dict from node kind (a string such as 'aten::add') to count.",
@@ -179,7 +169,7 @@ _KIND_MISTAKES = [
 def _count_kinds(answer: Any) -> None:
     need_callable(answer, "count_kinds")
     probes = [Probe(label, (graph,)) for label, graph in _kind_graphs()]
-    run_probes(lambda graph: _as_plain_counts(answer(graph.copy())), _kinds_reference, probes,
+    run_probes(lambda graph: plain_counts(answer(graph.copy()), text_keys=True), _kinds_reference, probes,
                mistakes=_KIND_MISTAKES, what="count_kinds",
                generic=("a count is off: every node counts once under node.kind(), wherever it sits: top level "
                         "or inside any block at any depth.",
@@ -241,11 +231,11 @@ def _pool_mistakes(reference: nn.Module) -> list[Mistake]:
                 "the size of the last dimension.",
                 "不传 scale 时结果差了一个常数倍：MaskedPool 默认的 scale 是 1 除以最后一维的大小。"),
         Mistake("mask inverted", lambda got, want, p: given(p, "mask") is not None
-                and _close(got, call(p, mask=~given(p, "mask"))),
+                and close(got, call(p, mask=~given(p, "mask"))),
                 "the mask is applied the other way round: MaskedPool zeroes the entries where mask is False and "
                 "keeps those where it is True.",
                 "mask 用反了：MaskedPool 把 mask 为 False 的位置置零，保留为 True 的位置。"),
-        Mistake("mask ignored", lambda got, want, p: given(p, "mask") is not None and _close(got, call(p, mask=None)),
+        Mistake("mask ignored", lambda got, want, p: given(p, "mask") is not None and close(got, call(p, mask=None)),
                 "the mask made no difference: the entries where mask is False must be zeroed before the sum.",
                 "mask 没有起作用：求和之前，mask 为 False 的位置必须置零。"),
     ]
@@ -306,9 +296,7 @@ def _fixed_pool(answer: Any) -> None:
     if not isinstance(model, nn.Module):
         raise Wrong("make_fixed_pool() should return your class (a subclass of MaskedPool or nn.Module).",
                     "make_fixed_pool() 应当返回你的类（MaskedPool 或 nn.Module 的子类）。", got=describe(model))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(31)
-        reference = zoo.MaskedPool().eval()
+    reference = built(zoo.MaskedPool, 31)
     try:
         model.load_state_dict(reference.state_dict())
     except RuntimeError as exc:

@@ -20,7 +20,7 @@ from . import Wrong, task
 from .. import zoo
 from ..viewers._node_text import qualified_name
 from .._text import one_line_error
-from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from ._probe import Mistake, Probe, built, describe, differs, need_callable, run_probes
 
 # --------------------------------------------------------------------------- models
 
@@ -101,16 +101,9 @@ class _Chain(nn.Module):
         return self.fc(h).softmax(-1)
 
 
-def _seeded(build: Callable[[], nn.Module], seed: int = 3) -> nn.Module:
-    """Build a model with seeded weights without moving the learner's random numbers."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build().eval()
-
-
 def _shared_stem_gm() -> fx.GraphModule:
     """symbolic_trace keeps the unused ``aux`` call; DCE removes it, the module stays."""
-    gm = fx.symbolic_trace(_seeded(_SharedStem))
+    gm = fx.symbolic_trace(built(_SharedStem, 3))
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return gm
@@ -119,7 +112,7 @@ def _shared_stem_gm() -> fx.GraphModule:
 @functools.lru_cache(maxsize=1)
 def _resnet() -> nn.Module:
     """Built once per process (about a second); each checker traces it afresh."""
-    return _seeded(zoo.resnet18)
+    return built(zoo.resnet18, 3)
 
 
 def _resnet_gm() -> fx.GraphModule:
@@ -172,12 +165,12 @@ def _norm_gap(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def _histogram_probes() -> list[Probe]:
     return [
         Probe(("symbolic_trace(a model that calls self.fc twice)", "symbolic_trace(两次调用 self.fc 的模型)"),
-              (fx.symbolic_trace(_seeded(_Twice)),)),
+              (fx.symbolic_trace(built(_Twice, 3)),)),
         Probe(("symbolic_trace(a function of two inputs)", "symbolic_trace(有两个输入的函数)"),
               (fx.symbolic_trace(_norm_gap),)),
         Probe(("symbolic_trace(a model with a parameter, view, size and split)",
                "symbolic_trace(含一个参数以及 view、size 和 split 的模型)"),
-              (fx.symbolic_trace(_seeded(_SplitHead)),)),
+              (fx.symbolic_trace(built(_SplitHead, 3)),)),
         Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
     ]
 
@@ -396,8 +389,8 @@ class _Reference(fx.Interpreter):
 
 
 def _shape_probes() -> list[Probe]:
-    split = fx.symbolic_trace(_seeded(_SplitHead))
-    chain = fx.symbolic_trace(_seeded(_Chain))
+    split = fx.symbolic_trace(built(_SplitHead, 3))
+    chain = fx.symbolic_trace(built(_Chain, 3))
     gen = torch.Generator().manual_seed(5)
 
     def randn(*shape: int) -> torch.Tensor:

@@ -20,7 +20,7 @@ from . import Wrong, task
 from .. import zoo
 from .._lang import Bilingual
 from .._text import one_line_error
-from ._probe import describe, differs, need_callable
+from ._probe import Snapshot, called, close, describe, differs, need_callable, require_untouched
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -28,26 +28,13 @@ RTOL, ATOL = 1e-4, 1e-5
 # ----------------------------------------------------------------------------- helpers
 
 
-def _snapshot(gm: fx.GraphModule) -> tuple[Any, ...]:
-    """What must not change when a pass promises to leave its input alone."""
-    nodes = tuple((n.name, n.op, str(n.target), str(n.args), str(n.kwargs)) for n in gm.graph.nodes)
-    state = {k: v.detach().clone() for k, v in gm.state_dict().items()}
-    return nodes, gm.code, sorted(name for name, _ in gm.named_modules()), state
-
-
-def _same_snapshot(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    if a[:3] != b[:3] or a[3].keys() != b[3].keys():
-        return False
-    return all(a[3][k].shape == b[3][k].shape and torch.equal(a[3][k], b[3][k]) for k in a[3])
-
-
-def _require_untouched(before: tuple[Any, ...], gm: fx.GraphModule, label: Bilingual) -> None:
-    if not _same_snapshot(before, _snapshot(gm)):
-        raise Wrong("your pass changed the GraphModule it was given; make a deep copy first (weights "
-                    "included), edit the copy and return it.",
-                    "你的 pass 改动了传入的 GraphModule；请先做一份深拷贝（连同权重），在副本上修改并返回副本。",
-                    tried=label, expected=("the input graph and weights unchanged", "传入的计算图和权重保持不变"),
-                    got=("the input was modified", "传入的模块被改动了"))
+def _require_untouched(before: Snapshot, gm: fx.GraphModule, label: Bilingual) -> None:
+    require_untouched(before, gm, tried=label,
+                      en="your pass changed the GraphModule it was given; make a deep copy first (weights "
+                         "included), edit the copy and return it.",
+                      zh="你的 pass 改动了传入的 GraphModule；请先做一份深拷贝（连同权重），在副本上修改并返回副本。",
+                      expected=("the input graph and weights unchanged", "传入的计算图和权重保持不变"),
+                      got=("the input was modified", "传入的模块被改动了"))
 
 
 def _require_recompiled(gm: fx.GraphModule, label: Bilingual) -> None:
@@ -72,27 +59,17 @@ def _max_diff(got: Any, want: torch.Tensor) -> Bilingual:
 
 
 def _close(got: Any, want: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        return False
-    try:
-        torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
-    except AssertionError:
-        return False
-    return True
+    return close(got, want, rtol=rtol, atol=atol)
 
 
 def _run(gm: Any, inputs: tuple[torch.Tensor, ...], label: Bilingual) -> Any:
-    """Call the learner's module; turn a crash into advice instead of a bare traceback."""
-    try:
-        with torch.no_grad():
-            return gm(*inputs)
-    except (NameError, UnboundLocalError, AttributeError, RuntimeError, TypeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise Wrong("the returned module fails when called: run gm.graph.lint() after your edits "
-                    "to find the broken node, and gm.recompile() after the last one.",
-                    "返回的模块一调用就出错：修改后运行 gm.graph.lint() 找出出错的节点，"
-                    "最后一次修改后调用 gm.recompile()。",
-                    tried=label, got=f"{type(exc).__name__}: {first}") from None
+    """Call the learner's module; a crash becomes advice instead of a bare traceback."""
+    return called(gm, inputs, tried=label,
+                  errors=(NameError, UnboundLocalError, AttributeError, RuntimeError, TypeError),
+                  en="the returned module fails when called: run gm.graph.lint() after your edits "
+                     "to find the broken node, and gm.recompile() after the last one.",
+                  zh="返回的模块一调用就出错：修改后运行 gm.graph.lint() 找出出错的节点，"
+                     "最后一次修改后调用 gm.recompile()。")
 
 
 def _bn_nodes(gm: fx.GraphModule) -> list[str]:
@@ -231,7 +208,7 @@ def _fuse_conv_bn(answer: Any) -> None:
         gm = fx.symbolic_trace(model)
         with torch.no_grad():
             want = copy.deepcopy(model)(*case.inputs)  # a copy: a training-mode BN updates its statistics
-        before, modes = _snapshot(gm), _modes(gm)
+        before, modes = Snapshot.of(gm), _modes(gm)
         try:
             result = answer(gm)
         except AssertionError as exc:
@@ -515,7 +492,7 @@ def _insert_probes(answer: Any) -> None:
     need_callable(answer, "insert_probes")
     for label, model, names, inputs in _probe_cases():
         gm = fx.symbolic_trace(model)
-        before = _snapshot(gm)
+        before = Snapshot.of(gm)
         try:
             returned = answer(gm, list(names))
         except RuntimeError as exc:

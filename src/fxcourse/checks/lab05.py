@@ -18,7 +18,7 @@ from torch import fx, nn
 from . import Wrong, task
 from .._lang import Bilingual
 from .._text import one_line_error
-from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
+from ._probe import Mistake, Probe, built, called, describe, differs, need_callable, run_probes
 
 
 _GUARD_NODE = ("a torch._assert node for mode", "针对 mode 的 torch._assert 节点")
@@ -57,10 +57,7 @@ def _matches_eager(gm: Any, model: Any, cases: list[tuple[Bilingual, tuple[Any, 
     for label, args in cases:
         with torch.no_grad():
             want = model(*args)
-            try:
-                out = gm(*args)
-            except Exception as exc:
-                raise Wrong(*fails, tried=label, got=one_line_error(exc)) from None
+        out = called(gm, args, tried=label, en=fails[0], zh=fails[1])
         _compare(label, out, want, differs)
 
 
@@ -314,9 +311,7 @@ def _leaf_modules(answer: Any) -> None:
     cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold)),
              (_NetD, (_Rescale, _Threshold))]
     for build, leaf_types in cases:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(3)
-            model = build().eval()
+        model = built(build, 3)
         names = ", ".join(t.__name__ for t in leaf_types) + ("," if len(leaf_types) == 1 else "")
         tried = f"trace_with_leaves({build.__name__}(), ({names}))"
         try:
@@ -442,9 +437,7 @@ def _helper_leaf(answer: Any) -> None:
              (_Mixer, mix_parts, 1, [(2, 6), (5, 6)])]
     gen = torch.Generator().manual_seed(4)
     for build, fn, calls, shapes in cases:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(4)
-            model = build().eval()
+        model = built(build, 4)
         tried = f"trace_keeping({build.__name__}(), {fn.__name__})"
         try:
             got = answer(model, fn)

@@ -18,7 +18,7 @@ from torch import nn
 
 from . import Wrong, task
 from .._text import quiet
-from ._probe import describe, differs, need_callable, seeded
+from ._probe import Snapshot, close, describe, differs, need_callable, require_untouched, seeded
 
 
 def _inputs(seed: int, *shapes: tuple[int, ...]) -> list[torch.Tensor]:
@@ -27,8 +27,7 @@ def _inputs(seed: int, *shapes: tuple[int, ...]) -> list[torch.Tensor]:
 
 
 def _close(a: Any, b: torch.Tensor) -> bool:
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and torch.allclose(a.detach().float(), b.detach().float(), atol=1e-5, rtol=1e-4))
+    return close(a, b, rtol=1e-4, atol=1e-5, any_float=True)
 
 
 class _Folder:
@@ -120,7 +119,7 @@ def _check_weights(answer: Any) -> None:
     for label, make, model, xs in _weights_cases():
         with torch.no_grad():
             want = [model(x) for x in xs]
-        before = {k: v.clone() for k, v in model.state_dict().items()}
+        before = Snapshot.of(model)
         built: list[nn.Module] = []
 
         def make_model() -> nn.Module:
@@ -162,10 +161,10 @@ def _check_weights(answer: Any) -> None:
                         "differently); the lab asks for it in eval mode.",
                         "你返回的模型处于训练模式（此时 dropout 和 batch norm 的行为不同）；实验要求它处于 eval 模式。",
                         tried=tried, expected="model.training == False", got="model.training == True")
-        if any(not torch.equal(model.state_dict()[k], v) for k, v in before.items()):
-            raise Wrong("Your function changed the model it was given.", "你的函数修改了传入的模型。", tried=tried)
+        require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
+                          zh="你的函数修改了传入的模型。")
         state = got_model.state_dict()
-        missing = [k for k, v in before.items() if k not in state or not torch.equal(state[k], v)]
+        missing = [k for k, v in before.state.items() if k not in state or not torch.equal(state[k], v)]
         if missing:
             buffers = {name for name, _ in model.named_buffers()}
             only_buffers = all(k in buffers for k in missing)
