@@ -2,7 +2,7 @@
 
     python book/build.py [--out build/book] [--lang en zh]
 
-For each language, ``fxcourse.i18n.export`` writes single-language copies of ``course/`` and
+For each language, ``fxcourse.tooling.i18n.export`` writes single-language copies of ``course/`` and
 ``labs/`` (never ``solutions/``) to a temporary staging folder, with no execution; the landing
 page ``book/<lang>/index.md`` and ``course/GLOSSARY.md`` (as an appendix) join them, and Sphinx
 with myst-nb renders the stored outputs to ``OUT/<lang>/``. ``OUT/index.html`` links both books.
@@ -51,7 +51,7 @@ ROOT_INDEX = """<!DOCTYPE html>
 
 def stage(lang: str, src: Path) -> None:
     """Write the single-language sources of one book into ``src``."""
-    from fxcourse import i18n
+    from fxcourse.tooling import i18n
 
     i18n.export([REPO / "course", REPO / "labs"], lang, src)
     # export starts each copy with a cell that sets the kernel's language: the downloadable
