@@ -20,9 +20,7 @@ import importlib
 import io
 import os
 import pkgutil
-import random
 import signal
-import sys
 import sysconfig
 import threading
 import traceback
@@ -288,34 +286,6 @@ class _Capped(io.StringIO):
         return text
 
 
-@contextlib.contextmanager
-def _state_kept() -> Iterator[None]:
-    """Leave the learner's process as the check found it: default dtype, grad mode,
-    deterministic-algorithms flags, anomaly mode, thread count and every random-number state
-    (the checkers' own probes must not move the learner's random numbers)."""
-    import torch
-
-    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
-    det, det_warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    anomaly, threads = torch.is_anomaly_enabled(), torch.get_num_threads()
-    torch_rng, py_rng = torch.get_rng_state(), random.getstate()
-    np_random = sys.modules.get("numpy.random")
-    np_rng = np_random.get_state() if np_random is not None else None
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(dtype)
-        torch.set_grad_enabled(grad)
-        torch.use_deterministic_algorithms(det, warn_only=det_warn)
-        torch.set_anomaly_enabled(anomaly)
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        torch.set_rng_state(torch_rng)
-        random.setstate(py_rng)
-        if np_rng is not None and np_random is not None:
-            np_random.set_state(np_rng)
-
-
 def _unknown(task_id: Any) -> CheckResult:
     known = ", ".join(sorted(_TASKS))
     shown = scrub(repr(task_id))[:80]
@@ -339,6 +309,8 @@ def check(task_id: str, answer: Any) -> CheckResult:
     that runs longer than the task's time limit is stopped and reported as too slow; what the
     answer printed is shown, cut to :data:`PRINTED_LIMIT` characters.
     """
+    from .._caller_state import process_kept  # imports torch: only when a task is checked
+
     spec = _lookup(task_id)
     if spec is None:
         return _unknown(task_id)
@@ -347,7 +319,7 @@ def check(task_id: str, answer: Any) -> CheckResult:
     printed = _Capped(PRINTED_LIMIT)
     result: CheckResult
     try:
-        with _state_kept(), contextlib.redirect_stdout(printed), _time_limit(limit):
+        with process_kept(), contextlib.redirect_stdout(printed), _time_limit(limit):
             spec.checker(answer)
     except KeyboardInterrupt:
         raise

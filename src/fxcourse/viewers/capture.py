@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-from ._caller_state import fresh, untouched
+from .._caller_state import fresh, process_kept, untouched
 from ._dynamo_log import LoggedBreak, Recording, describe_skip, recording
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
@@ -406,7 +406,7 @@ def _capture(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Ca
 def _run(compiled: Callable[..., Any], fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
          notes: list[str], rec: _Recorder, backend_name: str) -> Any:
     try:
-        with untouched(fn), quiet(stderr=False) as caught, recording(rec.log):
+        with process_kept(), untouched(fn, args), quiet(stderr=False) as caught, recording(rec.log):
             result = compiled(*fresh(args), **fresh(kwargs))
     except Exception as exc:
         raise _failure(exc, fn, args, kwargs, backend_name) from exc
@@ -456,7 +456,7 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
 def _eager_error(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException | None:
     """What ``fn`` raises without Dynamo (None when it runs), its output kept out of sight."""
     try:
-        with untouched(fn), quiet(stderr=True), contextlib.redirect_stdout(io.StringIO()):
+        with process_kept(), untouched(fn, args), quiet(stderr=True), contextlib.redirect_stdout(io.StringIO()):
             fn(*fresh(args), **fresh(kwargs))
         return None
     except Exception as exc:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 
 from .capture import _capture, _Recorder, _unwrap_compiled
-from ._caller_state import fresh, untouched
+from .._caller_state import fresh, process_kept, untouched
 from ._compare_check import difference, flip
 from ._contained import crash_of
 from .._lang import only
@@ -173,18 +173,19 @@ def compare_capture(model: Callable[..., Any], *args: Any,
                             fix="pass second_args=(x2,) or leave it out", where="compare_capture",
                             zh=f"compare_capture：second_args={describe(second_args)} 不可用；需要 None、"
                                f"一个张量，或像 args 那样的参数元组。修复：传 second_args=(x2,)，或者不传。")
-    try:
-        with untouched(model), quiet(stderr=False):
-            expected = (model(*fresh(args)), model(*fresh(second)))
-    except Exception as exc:
-        raise FxCourseError(got=f"{_name(model)} raising {one_line_error(exc)}",
-                            accepted="a model that runs eagerly on both inputs",
-                            fix="check model(*args) and model(*second_args) run before comparing",
-                            where="compare_capture",
-                            zh=f"compare_capture：{_name(model)} 在 eager 下就报错：{one_line_error(exc)}；"
-                               f"模型必须能在两个输入上直接运行。修复：比较之前先确认 model(*args) 和 "
-                               f"model(*second_args) 都能运行。") from exc
-    attempts = [_attempt(m, model, args, second, expected) for m in METHODS]
+    with process_kept():  # eager and every method draw from one stream, put back at the end
+        try:
+            with untouched(model), quiet(stderr=False):
+                expected = (model(*fresh(args)), model(*fresh(second)))
+        except Exception as exc:
+            raise FxCourseError(got=f"{_name(model)} raising {one_line_error(exc)}",
+                                accepted="a model that runs eagerly on both inputs",
+                                fix="check model(*args) and model(*second_args) run before comparing",
+                                where="compare_capture",
+                                zh=f"compare_capture：{_name(model)} 在 eager 下就报错：{one_line_error(exc)}；"
+                                   f"模型必须能在两个输入上直接运行。修复：比较之前先确认 model(*args) 和 "
+                                   f"model(*second_args) 都能运行。") from exc
+        attempts = [_attempt(m, model, args, second, expected) for m in METHODS]
     torch._dynamo.reset()
     branch = any(_says_branch(row.reason) for row, _ in attempts)
     rows = []

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from torch import fx
 
+from .._caller_state import process_kept, untouched
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
 from .._text import quiet
@@ -175,7 +176,7 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
                             "例如 'freezing'、'cpp_wrapper'。") from None
     torch._dynamo.reset()
     origins: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    with stack, _recording_kernels(origins), quiet():
+    with stack, _recording_kernels(origins), quiet(), process_kept(), untouched(fn, args):
         _, code = run_and_get_code(torch.compile(fn, backend="inductor", dynamic=dynamic), *args)
     torch._dynamo.reset()
     result = _parse([_clean(c) for c in code], origins)
@@ -393,7 +394,7 @@ def aot_graphs(fn: Callable[..., Any], *args: Any, partitioner: str = "default",
 
     torch._dynamo.reset()
     try:
-        with quiet():
+        with quiet(), process_kept(), untouched(fn, args):
             out = torch.compile(fn, backend=backend, fullgraph=True)(*args)
             tensors = [t for t in (out if isinstance(out, (tuple, list)) else [out])
                        if isinstance(t, torch.Tensor) and t.requires_grad]
