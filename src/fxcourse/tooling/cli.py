@@ -13,7 +13,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from .._lang import pick
+from .._text import one_line_error
 from ..errors import FxCourseError
+
+#: Set to 1 to see the traceback of an unexpected error (as ``fxcourse --debug ...``).
+DEBUG = "FXCOURSE_DEBUG"
 
 DEFAULT_NOTEBOOK_DIRS = ["course", "labs", "solutions"]
 
@@ -104,6 +108,9 @@ def _localise(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fxcourse", description="Tools for the fxcourse notebooks / 课程工具")
+    p.add_argument("--debug", action="store_true",
+                   help=f"show the whole traceback of an unexpected error (or set {DEBUG}=1) / "
+                        f"出现意外错误时显示完整的回溯（或设置 {DEBUG}=1）")
     sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,grading,i18n,slides,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
@@ -288,6 +295,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fxcourse: " + pick("interrupted", "已中断"), file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug of ours, or a case nobody foresaw: one line, not a traceback
+        import os
+
+        if args.debug or os.environ.get(DEBUG, "") not in ("", "0"):
+            raise
+        command = " ".join(["fxcourse", *(sys.argv[1:] if argv is None else argv)])
+        print("fxcourse: " + pick(
+            f"unexpected error in `{command}`: {one_line_error(exc)}. The course tools should have said in "
+            f"words what went wrong: run it again with `fxcourse --debug ...` (or {DEBUG}=1) and report the "
+            "traceback with the course's issues.",
+            f"`{command}` 出现意外错误：{one_line_error(exc)}。课程工具本应用文字说明出了什么问题：请用 "
+            f"`fxcourse --debug ...`（或设置 {DEBUG}=1）重新运行，并把回溯报告给课程的问题列表。"), file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
