@@ -1,19 +1,22 @@
 """Checkers for labs/lab10_export_mlir.ipynb (lecture course/10_export_mlir.ipynb).
 
-Every checker uses models of its own (other sizes, other ops) and inputs the lab does not show,
-exports or compiles the learner's answer, and compares with eager PyTorch. torch-mlir and IREE
-are imported only when task lab10.3 runs.
+Every checker uses models of its own (other sizes, other ops, forward arguments not called x) and
+inputs the lab does not show, exports or compiles the learner's answer, and compares with eager
+PyTorch. torch-mlir and IREE are imported only when task lab10.3 runs.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
+from torch.export import Dim
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import Wrong, task
 from .._text import one_line_error, quiet
-from ._probe import describe, differs, need_callable, seeded
+from ._probe import Snapshot, describe, differs, need_callable, require_untouched, seeded
 
 _L = "course/10_export_mlir.ipynb"
 
@@ -27,144 +30,288 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
 
 
-# -- exercise 1: one dynamic batch shared by two inputs --------------------------------------
+_KEYS = ("top-level keys must be the arg names",
+         "your dynamic_shapes is keyed by names this model's forward does not use: the checker's models name "
+         "their arguments otherwise (the error lists them). Read the names from the model, or give the shapes "
+         "by position, in the order of the inputs (lecture 10, section 3 'Dynamic shapes').",
+         "你的 dynamic_shapes 用的键不是这个模型 forward 的参数名：检查器的模型给参数取了别的名字（错误信息列出了它们）。"
+         "请从模型读出参数名，或者按位置、依输入的顺序给出各个形状（第 10 讲第 3 节）。")
 
-class _ScaleShift(nn.Module):
-    """out = linear(x) * sigmoid(y): x and y must share their batch."""
+
+# -- exercise 1: a batch and a length shared by two inputs ------------------------------------
+
+class _MaskedSum(nn.Module):
+    """out = sum over the length of linear(feats) * keep: feats (B, T, 5), keep (B, T)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.linear = nn.Linear(5, 2)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return self.linear(x) * torch.sigmoid(y)
+    def forward(self, feats: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        return (self.linear(feats) * keep.unsqueeze(-1)).sum(dim=1)
 
 
-class _Concat(nn.Module):
-    """out = linear(cat([x, y], dim=1)): the batch sizes must agree for cat."""
+class _Attend(nn.Module):
+    """out = sum over the length of softmax(scores) * tanh(linear(seq)): seq (B, T, 3), scores (B, T)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.linear = nn.Linear(7, 3)
+        self.proj = nn.Linear(3, 4)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.linear(torch.cat([x, y], dim=1)))
+    def forward(self, seq: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        weights = torch.softmax(scores, dim=1).unsqueeze(-1)
+        return (weights * torch.tanh(self.proj(seq))).sum(dim=1)
 
 
 _ONE_ERRORS = [
+    _KEYS,
     ("must always be equal",
-     "export refused your dynamic_shapes: you gave x and y a Dim each, but the model needs their batch sizes "
-     "to be equal. Read the error's 'Suggested fixes' line (lecture 10, section 3 'Dynamic shapes').",
-     "export 拒绝了你的 dynamic_shapes：你给 x 和 y 各用了一个 Dim，但模型要求它们的批大小相等。"
+     "export refused your dynamic_shapes: you gave the two inputs a Dim each for a size the model needs to be "
+     "equal in both (the error names it). Read the error's 'Suggested fixes' line (lecture 10, section 3 "
+     "'Dynamic shapes').",
+     "export 拒绝了你的 dynamic_shapes：模型要求两个输入在某个维度上大小相等（错误信息指出了是哪一个），你却给它们各用了一个 Dim。"
      "请阅读错误信息中的 “Suggested fixes” 一行（第 10 讲第 3 节）。"),
     ("specialized it to be a constant",
-     "export refused your dynamic_shapes: a dimension you marked dynamic is fixed by the model (a feature "
-     "size the weights decide). Only the batch, dimension 0, may vary (lecture 10, section 3 'Dynamic shapes').",
-     "export 拒绝了你的 dynamic_shapes：你标记为动态的某个维度被模型固定了（由权重决定的特征维度）。"
-     "只有批维度（第 0 维）可以变化（第 10 讲第 3 节）。"),
+     "export refused your dynamic_shapes: a dimension you marked dynamic is fixed by the model, either by the "
+     "weights (the feature size) or because it must equal a dimension of the other input that you left static. "
+     "Mark the batch and the length dynamic in both inputs, and nothing else (lecture 10, section 3 "
+     "'Dynamic shapes').",
+     "export 拒绝了你的 dynamic_shapes：你标记为动态的某个维度被模型固定了：要么由权重决定（特征维度），要么它必须等于"
+     "另一个输入中你保持静态的某个维度。请在两个输入中都把批维度和长度标为动态，其他维度不要标（第 10 讲第 3 节）。"),
+    ("is not equal to",
+     "export refused your dynamic_shapes: you used one Dim for two dimensions whose sizes differ in the example "
+     "(the batch and the length). A Dim stands for one size; two sizes that vary independently need a Dim each "
+     "(lecture 10, section 3 'Dynamic shapes').",
+     "export 拒绝了你的 dynamic_shapes：你给示例中大小不同的两个维度（批维度和长度）用了同一个 Dim。一个 Dim 代表一个尺寸；"
+     "两个各自变化的尺寸各需要一个 Dim（第 10 讲第 3 节）。"),
 ]
 
 
-def _export_or_named(answer: Callable[..., Any], model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                     label: str) -> Any:
+def _export_or_named(answer: Callable[..., Any], model: nn.Module, args: tuple[torch.Tensor, ...], label: str,
+                     errors: list[tuple[str, str, str]]) -> Any:
     try:
-        return _call(answer, model, x, y)
+        return _call(answer, model, *args)
     except Exception as exc:
         text = str(exc)
-        for needle, en, zh in _ONE_ERRORS:
+        for needle, en, zh in errors:
             if needle in text:
                 raise Wrong(en, zh, tried=label, got=one_line_error(exc)) from None
         raise
 
 
-@task("lab10.1", "Export with one dynamic batch for two inputs", "为两个输入导出共享的动态批维度",
-      hints=[("Both inputs' dimension 0 is the same size whatever the batch; how do you tell export that two "
-              "dimensions are one?",
-              "无论批大小是多少，两个输入的第 0 维总是同样大；怎样告诉 export 这两个维度其实是同一个？"),
-             ("A Dim object names a size; the dynamic_shapes dict is keyed by forward's argument names. Lecture 10, "
-              "section 3 'Dynamic shapes' reads the error that separate Dims give.",
-              "Dim 对象代表一个尺寸；dynamic_shapes 字典的键是 forward 的参数名。第 10 讲第 3 节"
-              "（Dynamic shapes）解读了各用一个 Dim 时得到的错误。")])
-def _check_shared_batch(answer: Any) -> None:
-    need_callable(answer, "export_shared_batch")
-    cases = [("_ScaleShift (x: (4, 5), y: (4, 2))", seeded(_ScaleShift(), 101), _randn(1, 4, 5), _randn(2, 4, 2)),
-             ("_Concat (x: (3, 4), y: (3, 3))", seeded(_Concat(), 102), _randn(3, 3, 4), _randn(4, 3, 3))]
-    for label, model, x, y in cases:
-        program = _export_or_named(answer, model, x, y, label)
+def _user_shapes(program: torch.export.ExportedProgram) -> list[tuple[Any, ...]]:
+    """The shape of every user input of ``program``: an int where the size is fixed, the size's
+    symbol (a sympy expression) where it is dynamic."""
+    from torch.export.graph_signature import InputKind
+
+    names = {s.arg.name for s in program.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
+    shapes = []
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in names:
+            shapes.append(tuple(d.node.expr if isinstance(d, torch.SymInt) else int(d)
+                                for d in node.meta["val"].shape))
+    return shapes
+
+
+def _why_rejected(program: torch.export.ExportedProgram, sizes: dict[int, int]) -> tuple[str, str] | None:
+    """Why ``program`` rejects inputs with these sizes (dimension → size) of its first input:
+    a dimension fixed to the example's size, one symbol for two dimensions, or a range that
+    leaves the size out."""
+    first = _user_shapes(program)[0]
+    words = {0: ("batch", "批维度"), 1: ("length", "长度")}
+    for dim in sizes:
+        if isinstance(first[dim], int):
+            en, zh = words[dim]
+            return (f"the exported program only accepts the example's {en} ({first[dim]}): the {en} was "
+                    f"specialised. Mark it dynamic in both inputs (lecture 10, section 3 'Dynamic shapes').",
+                    f"导出的程序只接受示例中的{zh}（{first[dim]}）：{zh}被特化了。请在两个输入中都把它标为动态"
+                    f"（第 10 讲第 3 节）。")
+    if len(sizes) > 1 and first[0] == first[1]:
+        return ("the batch and the length share one size symbol, so the program accepts only inputs whose batch "
+                "equals their length: they vary independently and need a Dim each (lecture 10, section 3 "
+                "'Dynamic shapes').",
+                "批维度和长度共用一个尺寸符号，于是程序只接受批大小等于长度的输入：这两个尺寸各自变化，各需要一个 Dim"
+                "（第 10 讲第 3 节）。")
+    for dim, size in sizes.items():
+        bounds = program.range_constraints.get(first[dim])
+        if bounds is None:
+            continue
+        low, high = bounds.lower, bounds.upper
+        if size < low or size > high:
+            en, zh = words[dim]
+            shown = f"{low}..{'∞' if str(high) in ('int_oo', 'oo') else high}"
+            return (f"the {en} is dynamic, but the range you gave it ({shown}) excludes sizes the model must serve "
+                    f"(here {size}): the exercise asks for any size from 1 up, with no upper limit. Leave the bounds out "
+                    f"(lecture 10, section 3 'Dynamic shapes').",
+                    f"{zh}是动态的，但你给它的范围（{shown}）排除了模型必须支持的大小（这里是 {size}）：练习要求从 1 起的任意大小，"
+                    f"没有上限。请去掉上下界（第 10 讲第 3 节）。")
+    return None
+
+
+@task("lab10.1", "Export with a batch and a length shared by two inputs",
+      "导出两个输入共享的动态批维度和长度",
+      hints=[("Two sizes vary here, and each is shared by both inputs; how do you tell export that two dimensions "
+              "are one size, and that two others are another?",
+              "这里有两个尺寸在变化，而且每个都由两个输入共享；怎样告诉 export 某两个维度是同一个尺寸、另外两个维度是另一个尺寸？"),
+             ("A Dim object names a size. dynamic_shapes follows forward's arguments: keyed by their names, or "
+              "given by position. Lecture 10, section 3 'Dynamic shapes' reads the error that separate Dims give.",
+              "Dim 对象代表一个尺寸。dynamic_shapes 与 forward 的参数一一对应：要么以参数名为键，要么按位置给出。"
+              "第 10 讲第 3 节（Dynamic shapes）解读了各用一个 Dim 时得到的错误。")])
+def _check_shared_sizes(answer: Any) -> None:
+    need_callable(answer, "export_shared_sizes")
+    cases = [("_MaskedSum.forward(feats: (3, 4, 5), keep: (3, 4))", seeded(_MaskedSum(), 101),
+              (_randn(1, 3, 4, 5), _randn(2, 3, 4))),
+             ("_Attend.forward(seq: (4, 6, 3), scores: (4, 6))", seeded(_Attend(), 102),
+              (_randn(3, 4, 6, 3), _randn(4, 4, 6)))]
+    for label, model, args in cases:
+        copies = tuple(a.clone() for a in args)
+        before = Snapshot.of(model)
+        program = _export_or_named(answer, model, copies, label, _ONE_ERRORS)
+        require_untouched(before, model, tried=label,
+                          en="your function changed the model it was given; export it as it is.",
+                          zh="你的函数改动了传入的模型；请按原样导出它。")
+        if any(not torch.equal(c, a) for c, a in zip(copies, args)):
+            raise Wrong("your function changed the example inputs it was given; leave them as they are.",
+                        "你的函数改动了传入的示例输入；请不要改动它们。", tried=label)
         if not isinstance(program, torch.export.ExportedProgram):
             raise Wrong("return the ExportedProgram itself (what torch.export.export returns), not a module made "
                         "from it or a compiled function.",
                         "请返回 ExportedProgram 本身（torch.export.export 的返回值），而不是由它得到的模块或编译后的函数。",
                         tried=label, got=describe(program))
-        for batch in (2, 5, 9):
-            bx, by = _randn(10 + batch, batch, x.shape[1]), _randn(20 + batch, batch, y.shape[1])
-            tried = (f"{label}, exported, then called with batch {batch}", f"{label}，导出后以批大小 {batch} 调用")
-            want = _call(model, bx, by)
+        features = args[0].shape[2]
+        for batch, length in ((2, 9), (7, 2), (1, 5), (6, 1), (10_000, 3), (3, 10_000)):
+            inputs = (_randn(10 + batch + 7 * length, batch, length, features), _randn(20 + batch + 7 * length, batch, length))
+            tried = (f"{label}, exported, then called with batch {batch} and length {length}",
+                     f"{label}，导出后以批大小 {batch}、长度 {length} 调用")
+            want = _call(model, *inputs)
             try:
-                got = _call(program.module(), bx, by)
+                got = _call(program.module(), *inputs)
             except Exception as exc:
-                raise Wrong("the exported program only accepts the example's batch size: the batch was "
-                            "specialised. Mark dimension 0 of both inputs dynamic (lecture 10, section 3 "
-                            "'Dynamic shapes').",
-                            "导出的程序只接受示例的批大小：批维度被特化了。请把两个输入的第 0 维都标为动态（第 10 讲第 3 节）。",
-                            tried=tried, got=one_line_error(exc)) from None
+                why = _why_rejected(program, {0: batch, 1: length})
+                en, zh = why or ("the exported program fails on these sizes.", "导出的程序在这组尺寸上运行失败。")
+                raise Wrong(en, zh, tried=tried, got=one_line_error(exc)) from None
             diff = differs(got, want, rtol=1e-4, atol=1e-5)
             if diff:
                 raise Wrong("the exported program gives other values than the model: export the model you were "
                             "given, with its own weights.",
                             "导出的程序与模型的结果不同：请导出传给你的那个模型，使用它自己的权重。", tried=tried, got=diff)
         symbols = {str(k) for k in program.range_constraints}
-        if len(symbols) != 1:
-            raise Wrong("the program should have exactly one size symbol, the shared batch.",
-                        "程序中应当恰好有一个尺寸符号，即共享的批维度。", tried=label,
+        if len(symbols) != 2:
+            raise Wrong("the program should have exactly two size symbols: the shared batch and the shared length.",
+                        "程序中应当恰好有两个尺寸符号：共享的批维度和共享的长度。", tried=label,
                         got=(f"range_constraints with {len(symbols)} symbols", f"range_constraints 中有 {len(symbols)} 个符号"))
 
 
-# -- exercise 2: a data-dependent branch with torch.cond --------------------------------------
+# -- exercise 2: SkipGate's data-dependent branch with torch.cond -----------------------------
 
-def _gate_reference(linear: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """zoo.Gate's forward: relu(y) if y.sum() > 0 else -y."""
+def _skip_reference(linear: nn.Linear, x: torch.Tensor, *, swapped: bool = False) -> torch.Tensor:
+    """SkipGate's forward: relu(y) + x if y.sum() > 0 else x - y, with y = linear(x) (or the other
+    branch, with ``swapped``)."""
     y = linear(x)
-    return torch.relu(y) if bool(y.sum() > 0) else -y
+    return (torch.relu(y) + x) if bool(y.sum() > 0) != swapped else x - y
+
+
+_RELU = ("relu(y) + x branch (y.sum() > 0)", "relu(y) + x 分支（y.sum() > 0）")
+_SUB = ("x - y branch (y.sum() <= 0)", "x - y 分支（y.sum() <= 0）")
+_RELU_X = ("relu(y) + x branch (y.sum() > 0, while x.sum() <= 0)", "relu(y) + x 分支（y.sum() > 0，而 x.sum() <= 0）")
+_SUB_X = ("x - y branch (y.sum() <= 0, while x.sum() > 0 and some y > 0)",
+          "x - y 分支（y.sum() <= 0，而 x.sum() > 0，且 y 有正元素）")
+_ZERO = ("an input of integer rows r and -r, so that y.sum() is exactly 0 (x - y branch)",
+         "由整数行 r 和 -r 组成的输入，使 y.sum() 恰好为 0（x - y 分支）")
 
 
 def _branch_inputs(linear: nn.Linear, d: int, seed: int) -> dict[tuple[str, str], torch.Tensor]:
-    """One input per branch, keyed by its (English, 中文) name (found by drawing from a seeded
-    generator), batch sizes 3 and 6."""
+    """Four inputs, keyed by their (English, 中文) names, drawn from a seeded generator: each branch
+    once where the sign of x.sum() agrees with it and once where it does not (so a condition on x
+    instead of y shows, and is told from swapped branches); the x - y one of these also has a
+    positive y (so "any y > 0" shows)."""
     gen = torch.Generator().manual_seed(seed)
     found: dict[tuple[str, str], torch.Tensor] = {}
-    while len(found) < 2:
-        batch = 3 if not found else 6
-        x = torch.randn(batch, d, generator=gen) * 3
-        with torch.no_grad():
-            key = (("relu(y) branch (y.sum() > 0)", "relu(y) 分支（y.sum() > 0）") if bool(linear(x).sum() > 0)
-                   else ("-y branch (y.sum() <= 0)", "-y 分支（y.sum() <= 0）"))
-        found.setdefault(key, x)
-    return found
+    batches = {_RELU: 3, _SUB: 5, _RELU_X: 6, _SUB_X: 4}
+    while len(found) < len(batches):
+        for key, batch in batches.items():
+            if key in found:
+                continue
+            x = torch.randn(batch, d, generator=gen) * 3
+            with torch.no_grad():
+                y = linear(x)
+            on, x_on = bool(y.sum() > 0), bool(x.sum() > 0)
+            if key is _RELU and on and x_on or key is _SUB and not on and not x_on \
+                    or key is _RELU_X and on and not x_on or key is _SUB_X and not on and x_on and bool((y > 0).any()):
+                found[key] = x
+    return {key: found[key] for key in batches}
 
 
-@task("lab10.2", "Export zoo.Gate with torch.cond", "用 torch.cond 导出 zoo.Gate",
-      hints=[("export cannot follow a Python if on a tensor's value: the branch must become part of the graph.",
-              "export 无法跟随依赖张量取值的 Python if：分支必须成为计算图的一部分。"),
+_TINY = ("an input of multiples of 2**-80, so that y.sum() is tiny but positive "
+         "(relu(y) + x branch; compared after scaling by 2**80)",
+         "由 2**-80 的整数倍组成的输入，使 y.sum() 极小但为正（relu(y) + x 分支；比较前乘以 2**80）")
+_TINY_SCALE = 2.0 ** 80
+
+
+def _integer_weights(model: nn.Module, d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Give ``model.linear`` small integer weights and no bias, and return two inputs on which
+    every value is an exact multiple of one unit, so y.sum() is exact in any order of summation:
+    rows r and -r (y.sum() exactly 0, y not 0), and 2**-80 times rows r, -r and a unit row e
+    (y.sum() a few times 2**-80: positive, below any tolerance a condition might add)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        while True:
+            weight = torch.randint(-2, 3, (d, d), generator=gen).float()
+            if bool((weight.sum(0) > 0).any()):
+                break
+        model.linear.weight.copy_(weight)
+        model.linear.bias.zero_()
+        unit = torch.zeros(1, d)
+        unit[0, int(torch.argmax(weight.sum(0)))] = 1.0
+        while True:
+            r = torch.randint(-3, 4, (2, d), generator=gen).float()
+            zero = torch.cat([r, -r])
+            y = model.linear(zero)
+            if bool(y.sum() == 0) and bool((y != 0).any()):
+                tiny = torch.cat([r, -r, unit]) / _TINY_SCALE
+                return zero, tiny
+
+
+def _graph_ops(gm: torch.fx.GraphModule) -> list[str]:
+    return [getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+_COPIES = {"clone.default", "alias.default", "view.default", "detach.default", "_to_copy.default",
+           "contiguous.default", "getitem"}
+
+
+@task("lab10.2", "Export SkipGate with torch.cond", "用 torch.cond 导出 SkipGate",
+      hints=[("export cannot follow a Python if on a tensor's value: the branch must become part of the graph, "
+              "and each branch needs every tensor it computes with.",
+              "export 无法跟随依赖张量取值的 Python if：分支必须成为计算图的一部分，而且每个分支都需要拿到它要用的所有张量。"),
              ("torch.cond takes a boolean tensor, two functions and a tuple of operands; both functions get the "
-              "same operands. Lecture 10, section 5 'zoo.Gate exported at last' does it.",
-              "torch.cond 接受一个布尔张量、两个函数和一个操作数元组；两个函数拿到相同的操作数。"
-              "第 10 讲第 5 节（zoo.Gate exported at last）正是这样做的。")], time_limit=120)
+              "same operands, as many as you pass. Lecture 10, section 5 'zoo.Gate exported at last' does it "
+              "with one operand.",
+              "torch.cond 接受一个布尔张量、两个函数和一个操作数元组；两个函数拿到相同的操作数，你传几个就拿到几个。"
+              "第 10 讲第 5 节（zoo.Gate exported at last）用一个操作数做了这件事。")], time_limit=120)
 def _check_cond_gate(answer: Any) -> None:
-    need_callable(answer, "ExportableGate", classes=True)
+    need_callable(answer, "ExportableSkipGate", classes=True)
     if not (isinstance(answer, type) and issubclass(answer, nn.Module)):
-        raise Wrong("pass the class ExportableGate itself (a subclass of zoo.Gate).",
-                    "请传入 ExportableGate 类本身（zoo.Gate 的子类）。", got=describe(answer))
+        raise Wrong("pass the class ExportableSkipGate itself (a subclass of SkipGate).",
+                    "请传入 ExportableSkipGate 类本身（SkipGate 的子类）。", got=describe(answer))
     for d, seed in ((5, 201), (3, 202)):
         model = answer(d)
-        seeded(model, seed)
+        if d == 3:
+            model.eval()
+            zero, tiny = _integer_weights(model, d, seed)
+            label = (f"ExportableSkipGate({d}) with small integer weights", f"ExportableSkipGate({d})，权重为小整数")
+        else:
+            seeded(model, seed)
+            zero = tiny = None
+            label = (f"ExportableSkipGate({d}) with seeded weights", f"ExportableSkipGate({d})，权重取固定的随机值")
         linear = model.linear
-        label = (f"ExportableGate({d}) with seeded weights", f"ExportableGate({d})，权重取固定的随机值")
-        probes = _branch_inputs(linear, d, seed)
-        example = next(iter(probes.values()))
+        probes = list(_branch_inputs(linear, d, seed).items())
+        if zero is not None:
+            probes += [(_ZERO, zero), (_TINY, tiny)]
+        example = probes[0][1]
         try:
             with quiet():
-                program = torch.export.export(model, (example,), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+                program = torch.export.export(model, (example.clone(),), dynamic_shapes=({0: Dim("batch")},))
         except Exception as exc:
             if "data-dependent" in str(exc) or "GuardOnDataDependent" in type(exc).__name__:
                 raise Wrong("export stopped at a branch on a tensor's value (a data-dependent expression): a "
@@ -176,29 +323,67 @@ def _check_cond_gate(answer: Any) -> None:
                                    f"torch.export.export，模型为 {label[1]}，批维度为动态"),
                             got=one_line_error(exc)) from None
             raise
-        conds = [n for n in program.graph.nodes if n.op == "call_function" and n.target is torch.ops.higher_order.cond]
-        ops = sorted({str(n.target) for n in program.graph.nodes if n.op == "call_function"})
-        for branch, x in probes.items():
-            want = _call(lambda t: _gate_reference(linear, t), x)
-            got = _call(program.module(), x)
+        results = []
+        for branch, x in probes:
+            want = _call(lambda t: _skip_reference(linear, t), x)
+            other = _call(lambda t: _skip_reference(linear, t, swapped=True), x)
+            handed = x.clone()
+            got = _call(program.module(), handed)
+            tried = (f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}")
+            if not torch.equal(handed, x):
+                raise Wrong("the exported program changed its input in place; leave the input as it was.",
+                            "导出的程序原地修改了输入；请不要改动输入。", tried=tried)
+            if branch is _TINY and isinstance(got, torch.Tensor):  # exact multiples of 2**-80: compare them as such
+                got, want, other = got * _TINY_SCALE, want * _TINY_SCALE, other * _TINY_SCALE
             diff = differs(got, want, rtol=1e-4, atol=1e-5)
-            if diff:
-                other = _call(lambda t: -linear(t) if bool(linear(t).sum() > 0) else torch.relu(linear(t)), x)
-                if differs(got, other, rtol=1e-4, atol=1e-5) is None:
-                    raise Wrong("the two branches are swapped: torch.cond runs its first function when the "
-                                "condition is true (zoo.Gate: relu(y) when y.sum() > 0).",
-                                "两个分支弄反了：条件为真时 torch.cond 运行第一个函数（zoo.Gate：y.sum() > 0 时返回 relu(y)）。",
-                                tried=(f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}"), got=diff)
-                raise Wrong("the exported program differs from zoo.Gate on this input.",
-                            "导出的程序在这个输入上与 zoo.Gate 的结果不同。",
-                            tried=(f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}"), got=diff)
+            results.append((branch, tried, diff, diff is not None and differs(got, other, rtol=1e-4, atol=1e-5) is None))
+        wrong = [r for r in results if r[2]]
+        if wrong:
+            random = [r for r in results if r[0] not in (_ZERO, _TINY)]
+            branch, tried, diff, is_other = wrong[0]
+            if all(r[3] for r in random):
+                raise Wrong("the two branches are swapped: torch.cond runs its first function when the "
+                            "condition is true (SkipGate: relu(y) + x when y.sum() > 0).",
+                            "两个分支弄反了：条件为真时 torch.cond 运行第一个函数（SkipGate：y.sum() > 0 时返回 relu(y) + x）。",
+                            tried=tried, got=diff)
+            if is_other and branch is _ZERO:
+                raise Wrong("when y.sum() is exactly 0 your program takes the relu(y) + x branch: SkipGate's "
+                            "condition is strict (y.sum() > 0), so a sum of 0 takes the x - y branch.",
+                            "当 y.sum() 恰好为 0 时，你的程序走了 relu(y) + x 分支：SkipGate 的条件是严格的大于"
+                            "（y.sum() > 0），所以和为 0 时应当走 x - y 分支。", tried=tried, got=diff)
+            if is_other and branch is _TINY:
+                raise Wrong("when y.sum() is positive but tiny your program takes the x - y branch: SkipGate's "
+                            "condition has no tolerance (y.sum() > 0), so any positive sum, however small, takes "
+                            "the relu(y) + x branch.",
+                            "当 y.sum() 为正但极小时，你的程序走了 x - y 分支：SkipGate 的条件没有容差（y.sum() > 0），"
+                            "所以任何正的和，无论多小，都应当走 relu(y) + x 分支。", tried=tried, got=diff)
+            if is_other:
+                raise Wrong("your program takes the other branch on this input, though it picks the right one on "
+                            "others: the condition is wrong. Check what is summed and how it is compared "
+                            "(SkipGate: y.sum() > 0, y = linear(x)).",
+                            "在这个输入上你的程序走了另一个分支，而在别的输入上选对了：条件写错了。请检查求和的对象和比较方式"
+                            "（SkipGate：y.sum() > 0，其中 y = linear(x)）。", tried=tried, got=diff)
+            raise Wrong("the exported program differs from SkipGate on this input.",
+                        "导出的程序在这个输入上与 SkipGate 的结果不同。", tried=tried, got=diff)
+        conds = [n for n in program.graph.nodes if n.op == "call_function" and n.target is torch.ops.higher_order.cond]
+        outer = _graph_ops(program.graph_module)
         if not conds:
             raise Wrong("the values are right, but the exported graph has no cond node: both branches are "
                         "computed and one is picked (as torch.where does). The exercise asks for torch.cond, which "
                         "runs only the branch taken.",
                         "数值正确，但导出的计算图中没有 cond 节点：两个分支都计算了，再从中挑一个（像 torch.where 那样）。"
                         "本练习要求使用 torch.cond，它只运行被选中的分支。", tried=label,
-                        got=(f"ops: {ops}", f"算子：{ops}"))
+                        got=(f"ops: {sorted(set(outer))}", f"算子：{sorted(set(outer))}"))
+        branches = [getattr(program.graph_module, str(a.target)) for n in conds for a in n.args[1:3]
+                    if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
+        idle = [b for b in branches if not [op for op in _graph_ops(b) if op not in _COPIES]]
+        if idle or any(op.startswith(("relu", "clamp", "threshold")) for op in outer):
+            raise Wrong("the values are right, but a branch's work is done before torch.cond, whichever branch is "
+                        "taken (torch.cond then only hands a result back): each branch must compute its own result, "
+                        "so that only the branch taken runs.",
+                        "数值正确，但某个分支的计算在 torch.cond 之前就做了，不论走哪个分支都会做（torch.cond 只是把结果交回）："
+                        "每个分支必须自己计算自己的结果，这样才只运行被选中的分支。", tried=label,
+                        got=(f"ops outside cond: {outer}", f"cond 之外的算子：{outer}"))
 
 
 # -- exercise 3: compile with torch-mlir + IREE and run ---------------------------------------
@@ -213,12 +398,64 @@ class _TanhNet(nn.Module):
 
 
 class _Residual(nn.Module):
+    """Its forward argument is not called x."""
+
     def __init__(self) -> None:
         super().__init__()
         self.fc = nn.Linear(3, 3)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.sigmoid(self.fc(x)) * 2
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs + torch.sigmoid(self.fc(inputs)) * 2
+
+
+_ARITHMETIC = {"addmm", "mm", "bmm", "matmul", "linear", "tanh", "sigmoid", "mul", "add", "sub"}
+
+
+class _Ops(TorchDispatchMode):
+    """Records the ATen ops that run in PyTorch inside the block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+class _ExportedAgain(BaseException):
+    """Raised from torch.export.export while ``run`` is called (a BaseException, so an answer's own
+    ``except Exception`` cannot turn it into another error)."""
+
+
+@contextlib.contextmanager
+def _no_export() -> Iterator[list[int]]:
+    """Make torch.export.export raise inside the block, and count the tries."""
+    tries: list[int] = []
+    original = torch.export.export
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        tries.append(1)
+        raise _ExportedAgain
+
+    torch.export.export = refuse
+    try:
+        yield tries
+    finally:
+        torch.export.export = original
+
+
+_IREE_ERRORS = [
+    _KEYS,
+    ("dynamic_broadcast_in_dim",
+     "IREE 3.13 cannot compile a StableHLO module with a dynamic batch (stablehlo.dynamic_broadcast_in_dim). "
+     "Lower to another stage (lecture 10, section 9 'Run it').",
+     "IREE 3.13 无法编译带动态批维度的 StableHLO 模块（stablehlo.dynamic_broadcast_in_dim）。请下降到另一个阶段（第 10 讲第 9 节）。"),
+    ("tosa.",
+     "IREE 3.13 cannot read the TOSA module this torch-mlir writes (the two were built against different versions "
+     "of the TOSA dialect). Lower to another stage (lecture 10, section 9 'Run it').",
+     "IREE 3.13 读不懂这个 torch-mlir 写出的 TOSA 模块（两者基于不同版本的 TOSA 方言构建）。请下降到另一个阶段（第 10 讲第 9 节）。"),
+]
 
 
 @task("lab10.3", "Compile with torch-mlir and IREE, run on the CPU", "用 torch-mlir 和 IREE 编译并在 CPU 上运行",
@@ -226,51 +463,83 @@ class _Residual(nn.Module):
               "load it and wrap the call so it takes and returns tensors.",
               "三步：以动态批维度导出并下降成 MLIR 文本，把文本编译到 llvm-cpu，加载它并包装调用，使其接收并返回张量。"),
              ("Lecture 10, section 9 'Run it' compiles a linalg-on-tensors module and calls it with NumPy arrays; "
-              "section 9 also shows which stages IREE 3.13 cannot compile with a dynamic batch.",
+              "section 9 also shows which stages IREE 3.13 cannot compile with a dynamic batch. The model's "
+              "input may have any name: section 3 says how dynamic_shapes follows forward's arguments.",
               "第 10 讲第 9 节（Run it）编译了一个 linalg-on-tensors 模块并用 NumPy 数组调用它；"
-              "该节还展示了 IREE 3.13 在动态批维度下无法编译哪些阶段。")], time_limit=180)
+              "该节还展示了 IREE 3.13 在动态批维度下无法编译哪些阶段。模型输入的参数名可以是任意的：第 3 节说明了 "
+              "dynamic_shapes 如何与 forward 的参数对应。")], time_limit=180)
 def _check_iree(answer: Any) -> None:
     need_callable(answer, "compile_with_iree")
-    for label, model, features, seed in (("_TanhNet (Linear 6→10, tanh, Linear 10→2)", seeded(_TanhNet(), 301), 6, 31),
-                                         ("_Residual (x + 2·sigmoid(Linear 3→3))", seeded(_Residual(), 302), 3, 32)):
-        probes = {batch: _randn(seed + batch, batch, features) for batch in (3, 7, 16)}
-        wants = {batch: _call(model, x) for batch, x in probes.items()}
+    for label, model, features, seed in (("_TanhNet (Linear 6→10, tanh, Linear 10→2; forward(x))",
+                                          seeded(_TanhNet(), 301), 6, 31),
+                                         ("_Residual (inputs + 2·sigmoid(Linear 3→3); forward(inputs))",
+                                          seeded(_Residual(), 302), 3, 32)):
+        probes = [(f"batch {b}", f"批大小 {b}", _randn(seed + b, b, features)) for b in (3, 1)]
+        probes.append(("batch 7, a transposed (non-contiguous) view", "批大小 7，转置得到的（不连续的）视图",
+                       _randn(seed + 7, features, 7).t()))
+        probes.append(("batch 16, requires_grad=True", "批大小 16，requires_grad=True",
+                       _randn(seed + 16, 16, features).requires_grad_()))
+        probes.append(("batch 1000", "批大小 1000", _randn(seed + 1000, 1000, features)))
+        wants = [_call(model, x) for _, _, x in probes]
         example = _randn(seed, 4, features)
+        handed = example.clone()
+        compiling = (f"compile_with_iree({label}, example of batch 4)", f"compile_with_iree({label}, 批大小为 4 的示例)")
         try:
             with quiet():
-                run = answer(model, example)
+                run = answer(model, handed)
         except Exception as exc:
-            if "dynamic_broadcast_in_dim" in str(exc):
-                raise Wrong("IREE 3.13 cannot compile a StableHLO module with a dynamic batch "
-                            "(stablehlo.dynamic_broadcast_in_dim). Lower to another stage (lecture 10, section 9 "
-                            "'Run it').",
-                            "IREE 3.13 无法编译带动态批维度的 StableHLO 模块（stablehlo.dynamic_broadcast_in_dim）。"
-                            "请下降到另一个阶段（第 10 讲第 9 节）。",
-                            tried=(f"compile_with_iree({label}, example of batch 4)",
-                                   f"compile_with_iree({label}, 批大小为 4 的示例)"), got=one_line_error(exc)) from None
+            for needle, en, zh in _IREE_ERRORS:
+                if needle in str(exc):
+                    raise Wrong(en, zh, tried=compiling, got=one_line_error(exc)) from None
             raise
+        if not torch.equal(handed, example):
+            raise Wrong("your function changed the example it was given; leave it as it was.",
+                        "你的函数改动了传入的示例；请不要改动它。", tried=compiling)
         if not callable(run):
             raise Wrong("return a function that takes a tensor and returns a tensor.",
                         "请返回一个接收张量并返回张量的函数。", tried=label, got=describe(run))
         with torch.no_grad():  # the compiled module froze the weights; eager now gives other values
             for p in model.parameters():
                 p.add_(1.0)
-        for batch, x in probes.items():
-            tried = (f"{label}: compiled on a batch of 4, called with batch {batch}",
-                     f"{label}：以批大小 4 编译，以批大小 {batch} 调用")
+        for (en_probe, zh_probe, x), want in zip(probes, wants):
+            tried = (f"{label}: compiled on a batch of 4, called with {en_probe}",
+                     f"{label}：以批大小 4 编译；调用时的输入：{zh_probe}")
+            ops = _Ops()
+            fresh = x.detach().clone().requires_grad_(x.requires_grad)  # clone keeps a transposed view's strides
             try:
-                with quiet():
-                    got = run(x.clone())
+                with quiet(), _no_export() as exports, ops:
+                    got = run(fresh)
+            except _ExportedAgain:
+                got, exports = None, [1]
             except Exception as exc:
-                raise Wrong("the compiled module rejects this batch size: it was exported with a static batch. "
-                            "Export with dimension 0 dynamic before lowering (lecture 10, section 9 'Run it').",
-                            "编译出的模块拒绝这个批大小：导出时批维度是静态的。请在下降之前把第 0 维设为动态再导出（第 10 讲第 9 节）。",
-                            tried=tried, got=one_line_error(exc)) from None
+                text = str(exc)
+                if "requires grad" in text:
+                    en, zh = ("run fails on a tensor that requires grad: take the values out of autograd's "
+                              "tracking before handing them to NumPy.",
+                              "run 在需要梯度（requires grad）的张量上失败：交给 NumPy 之前，先把数值从 autograd 的跟踪中取出来。")
+                elif "mismatch" in text and "expected 4" in text:
+                    en, zh = ("the compiled module rejects this batch size: it was exported with a static batch. "
+                              "Export with dimension 0 dynamic before lowering (lecture 10, section 9 'Run it').",
+                              "编译出的模块拒绝这个批大小：导出时批维度是静态的。请在下降之前把第 0 维设为动态再导出（第 10 讲第 9 节）。")
+                else:
+                    en, zh = "run fails on this input.", "run 在这个输入上失败。"
+                raise Wrong(en, zh, tried=tried, got=one_line_error(exc)) from None
+            if exports:
+                raise Wrong("your run exports (and compiles) the model again when it is called: compile once, with a "
+                            "dynamic batch, in compile_with_iree, and let run only call the compiled module.",
+                            "你的 run 在被调用时又导出（并编译）了一次模型：请在 compile_with_iree 中以动态批维度只编译一次，"
+                            "run 只负责调用编译出的模块。", tried=tried)
+            torch_ops = sorted(set(ops.names) & _ARITHMETIC)
+            if torch_ops:
+                raise Wrong("your run computes with PyTorch (a copy of the model, or an exported program): call the "
+                            "compiled IREE module instead.",
+                            "你的 run 用 PyTorch 做了计算（模型的副本，或导出的程序）：请改为调用 IREE 编译出的模块。",
+                            tried=tried, got=(f"PyTorch ops run: {torch_ops}", f"在 PyTorch 中运行的算子：{torch_ops}"))
             if not isinstance(got, torch.Tensor):
                 raise Wrong("return a torch.Tensor, not the runtime's array or a NumPy array: convert the result.",
                             "请返回 torch.Tensor，而不是运行时的数组或 NumPy 数组：转换一下结果。",
                             tried=tried, got=describe(got))
-            diff = differs(got, wants[batch], rtol=1e-4, atol=1e-5)
+            diff = differs(got, want, rtol=1e-4, atol=1e-5)
             if diff:
                 if differs(got, _call(model, x), rtol=1e-4, atol=1e-5) is None:
                     raise Wrong("your function runs the PyTorch model (it follows a change of the weights made "
