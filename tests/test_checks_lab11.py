@@ -3,12 +3,14 @@ and the common mistakes get their specific messages."""
 from __future__ import annotations
 
 
+import math
+
 import pytest
 import torch
 
 from checking import expect_one_language, expect_passed, expect_wrong, solution
 from fxcourse import check, hint
-from fxcourse.checks.lab11 import py_cube_scale, py_softsign
+from fxcourse.checks.lab11 import py_cube_scale, py_softsign, windows_real
 
 
 def _stub(*args):
@@ -17,18 +19,39 @@ def _stub(*args):
 
 # -- answers written another way ------------------------------------------------------------
 
-def softsign_op_maker(fake=lambda x: torch.empty_like(x), with_fake=True, name_of=lambda name: name,
-                      return_op=True):
+def softsign_op_maker(fake=lambda x: x.new_empty(x.shape), with_fake=True, name_of=lambda name: name,
+                      return_op=True, kernel=None, returns="op", mutates_args=()):
     def make_softsign_op(name):
-        op = torch.library.custom_op(name_of(name), mutates_args=())(_softsign_kernel)
+        def softsign(x: torch.Tensor) -> torch.Tensor:
+            return (kernel or py_softsign)(x)
+        op = torch.library.custom_op(name_of(name), mutates_args=mutates_args)(softsign)
         if with_fake:
             op.register_fake(fake)
-        return op if return_op else py_softsign
+        if not return_op:
+            return py_softsign
+        if returns == "op":
+            return op
+        namespace, op_name = name.split("::")
+        packet = getattr(getattr(torch.ops, namespace), op_name)
+        return {"packet": packet, "overload": packet.default, "wrapper": lambda x: packet(x)}[returns]
     return make_softsign_op
 
 
-def _softsign_kernel(x: torch.Tensor) -> torch.Tensor:
-    return py_softsign(x)
+def define_and_impl(return_what):
+    """The older torch.library.define / impl / register_fake route."""
+    def make_softsign_op(name):
+        torch.library.define(name, "(Tensor x) -> Tensor")
+
+        @torch.library.impl(name, "cpu")
+        def softsign(x):
+            return py_softsign(x)
+
+        @torch.library.register_fake(name)
+        def _(x):
+            return x.new_empty(x.shape)
+        namespace, op_name = name.split("::")
+        return getattr(getattr(torch.ops, namespace), op_name) if return_what == "packet" else softsign
+    return make_softsign_op
 
 
 def windows_fake_other_way(x, size, step):
@@ -45,9 +68,25 @@ def autograd_adder(grad_of=lambda grad, x, s: grad * 3 * s * x ** 2, save_output
         def backward(ctx, grad):
             (saved,) = ctx.saved_tensors
             g = grad_of(grad, saved, ctx.s)
-            return (g, None) if returns == 2 else g
+            return {2: lambda: (g, None), 1: lambda: g, "list": lambda: [g, None],
+                    "s": lambda: (g, (grad * saved ** 3).sum())}[returns]()
         op.register_autograd(backward, setup_context=setup_context)
     return add_autograd
+
+
+def autograd_with_state(setup, backward):
+    """add_autograd from a setup_context(ctx, inputs, output, state) and backward(ctx, grad, state),
+    with a dict ``state`` kept in a closure (outside ctx)."""
+    def add_autograd(op):
+        state = {}
+        op.register_autograd(lambda ctx, grad: backward(ctx, grad, state),
+                             setup_context=lambda ctx, inputs, output: setup(ctx, inputs, output, state))
+    return add_autograd
+
+
+def _save_x_keep_s(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0])
+    ctx.s = inputs[1]
 
 
 @pytest.mark.parametrize("task_id, name", [
@@ -57,13 +96,64 @@ def test_reference_answers_pass(task_id, name):
     expect_passed(task_id, solution("lab11", name))
 
 
+def _keep_copy_on_ctx(ctx, inputs, output, state):
+    ctx.x, ctx.s = inputs[0].detach().clone(), inputs[1]
+
+
+def _save_s_as_tensor(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0], torch.tensor(inputs[1], dtype=inputs[0].dtype))
+
+
+def _backward_from_two_saved(ctx, grad, state):
+    x, s = ctx.saved_tensors
+    return grad * 3 * s * x * x, None
+
+
+def _register_with_torch_library(op):
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.s = inputs[1]
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return (3 * ctx.s * x.pow(2) * grad if ctx.needs_input_grad[0] else None), None
+    torch.library.register_autograd(op._qualname, backward, setup_context=setup_context)
+
+
 @pytest.mark.parametrize("task_id, answer", [
     ("lab11.1", softsign_op_maker(fake=lambda x: x.new_empty(x.shape))),
+    ("lab11.1", softsign_op_maker(fake=lambda x: torch.empty_like(x, memory_format=torch.contiguous_format))),
+    ("lab11.1", softsign_op_maker(fake=lambda x: torch.empty(x.shape, dtype=x.dtype, device=x.device))),
+    ("lab11.1", softsign_op_maker(returns="packet")),
+    ("lab11.1", softsign_op_maker(returns="overload")),
+    ("lab11.1", define_and_impl("packet")),
+    # a real kernel in torch ops keeps the input's layout: then empty_like is the matching fake
+    ("lab11.1", softsign_op_maker(kernel=lambda x: x / (1 + x.abs()), fake=lambda x: torch.empty_like(x))),
     ("lab11.2", windows_fake_other_way),
+    ("lab11.2", lambda x, size, step: x.unfold(-1, size, step).clone(memory_format=torch.contiguous_format)),
+    ("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], len(range(0, x.shape[-1] - size + 1, step)), size))),
+    ("lab11.2", lambda x, size, step: torch.empty(*x.shape[:-1], math.ceil((x.shape[-1] - size + 1) / step), size,
+                                                  dtype=x.dtype, device=x.device)),
     ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: 3 * s * x.pow(2) * grad)),
-])
+    ("lab11.3", autograd_with_state(_keep_copy_on_ctx, lambda ctx, grad, state: (grad * 3 * ctx.s * ctx.x ** 2, None))),
+    ("lab11.3", autograd_with_state(_save_s_as_tensor, _backward_from_two_saved)),
+    ("lab11.3", _register_with_torch_library),
+], ids=["1-new_empty", "1-empty_like-contiguous", "1-empty", "1-packet", "1-overload", "1-define-impl",
+        "1-torch-kernel", "2-other", "2-unfold-clone", "2-range", "2-ceil", "3-other", "3-ctx-copy", "3-s-tensor",
+        "3-torch-library"])
 def test_answers_written_another_way_pass(task_id, answer):
     expect_passed(task_id, answer)
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab11.1", softsign_op_maker(fake=lambda x: torch.empty_like(x))),
+    ("lab11.2", lambda x, size, step: torch.empty_like(x.unfold(-1, size, step))),
+    ("lab11.3", autograd_with_state(_keep_copy_on_ctx, lambda ctx, grad, state: (grad * 3 * ctx.s * ctx.x ** 2, None))),
+])
+def test_checking_leaves_the_learners_random_numbers_alone(task_id, answer):
+    before = torch.random.get_rng_state()
+    check(task_id, answer)
+    assert torch.equal(before, torch.random.get_rng_state())
 
 
 @pytest.mark.parametrize("task_id", ["lab11.1", "lab11.2", "lab11.3"])
@@ -92,7 +182,8 @@ def test_checking_twice_registers_no_clashing_names():
 
 def test_lab11_1_returning_the_python_function_is_named():
     result = expect_wrong("lab11.1", softsign_op_maker(return_op=False))
-    assert "plain function" in result.en and "普通函数" in result.zh
+    assert "plain Python function" in result.en and "产生图中断" in result.zh
+    assert "traces into" in result.en and "tolist" in result.got
 
 
 def test_lab11_1_no_fake_kernel_is_named():
@@ -114,6 +205,90 @@ def test_lab11_1_op_under_a_name_of_the_learners_own_is_named():
     counter = iter(range(1000))
     result = expect_wrong("lab11.1", softsign_op_maker(name_of=lambda name: f"mylab_t::softsign_{next(counter)}"))
     assert "name make_softsign_op is given" in result.en and "检查器用自己的名字" in result.zh
+
+
+def test_lab11_1_empty_like_fake_fails_on_a_transposed_input():
+    """The reviewer's defect: empty_like copies a transposed input's strides; py_softsign's output is contiguous."""
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: torch.empty_like(x)))
+    assert "strides" in result.en and "步长" in result.zh and "transposed" in result.tried[0]
+    assert "strides (3, 1)" in result.expected[0] and "strides (1, 4)" in result.got[0]
+
+
+@pytest.mark.parametrize("fake", [lambda x: x.clone(), lambda x: x / (1 + x.abs()), lambda x: torch.zeros_like(x),
+                                  lambda x: torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)],
+                         ids=["clone", "computes", "zeros_like", "empty_strided"])
+def test_lab11_1_fakes_that_keep_the_input_layout_are_named(fake):
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=fake))
+    assert "memory layout (strides)" in result.en and "内存布局（步长）" in result.zh
+
+
+@pytest.mark.parametrize("fake", [lambda x: x, lambda x: x.contiguous()], ids=["x", "contiguous"])
+def test_lab11_1_fake_returning_its_input_is_named(fake):
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=fake))
+    assert "returns its input, or a view of it" in result.en and "输入的视图" in result.zh
+
+
+def test_lab11_1_fake_on_the_default_device_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: torch.empty(x.shape, dtype=x.dtype)))
+    assert "input's device" in result.en and "设备" in result.zh and "'meta' device" in result.tried[0]
+    assert "device meta" in result.expected[0] and "device cpu" in result.got[0]
+
+
+@pytest.mark.parametrize("fake", [lambda x: x.new_empty(*x.shape),
+                                  lambda x: torch.empty(*x.shape, dtype=x.dtype, device=x.device)],
+                         ids=["new_empty", "empty"])
+def test_lab11_1_fake_that_fails_on_a_0d_input_is_named(fake):
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=fake))
+    assert "raised an error for this input" in result.en and "0 维" in result.zh and "0-d" in result.tried[0]
+
+
+def test_lab11_1_fake_reading_values_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: x.new_empty(x.shape) * float(x.sum() * 0 + 1)))
+    assert "reads the tensor's values" in result.en and "没有数值" in result.zh
+
+
+def test_lab11_1_real_kernel_writing_into_its_input_is_named():
+    def kernel(x):
+        y = py_softsign(x)
+        x.copy_(y)
+        return y
+    result = expect_wrong("lab11.1", softsign_op_maker(kernel=kernel))
+    assert "writes into its input" in result.en and "mutates_args" in result.zh
+
+
+def test_lab11_1_real_kernel_that_fails_on_a_transposed_input_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(kernel=lambda x: py_softsign(x.view(-1)).view(x.shape)))
+    assert "calling the op raised an error" in result.en and "非连续" in result.zh and "transposed" in result.tried[0]
+
+
+def test_lab11_1_fake_that_fails_on_a_transposed_input_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(fake=lambda x: x.new_empty(x.view(-1).shape).view(x.shape)))
+    assert "fake kernel raised an error" in result.en and "fake 内核抛出了异常" in result.zh
+    assert "transposed" in result.tried[0]
+
+
+def test_lab11_1_fake_output_requiring_grad_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(
+        fake=lambda x: torch.empty(x.shape, dtype=x.dtype, device=x.device, requires_grad=True)))
+    assert "requires grad" in result.en and "要求梯度" in result.zh
+
+
+@pytest.mark.parametrize("mutates_args", [("x",), "unknown"], ids=["x", "unknown"])
+def test_lab11_1_declaring_a_mutation_that_does_not_happen_is_named(mutates_args):
+    result = expect_wrong("lab11.1", softsign_op_maker(mutates_args=mutates_args))
+    assert "writing into its input" in result.en and "改写它的输入" in result.zh and "(a0!)" in result.got
+
+
+def test_lab11_1_a_python_function_around_the_op_is_named_truthfully():
+    result = expect_wrong("lab11.1", softsign_op_maker(returns="wrapper"))
+    assert "not a Python function around it" in result.en and "包着它的 Python 函数" in result.zh
+    assert "breaks" not in result.en
+
+
+def test_lab11_1_define_impl_returning_the_impl_decorators_result_is_named():
+    """torch.library.impl used as a decorator returns None: the learner's name is bound to None."""
+    result = expect_wrong("lab11.1", define_and_impl("impl"))
+    assert "returned None" in result.en and "torch.ops.<namespace>.<name>" in result.en and "None" in result.zh
 
 
 # -- exercise 2 mistakes --------------------------------------------------------------------
@@ -157,6 +332,50 @@ def test_lab11_2_running_the_real_kernel_on_values_is_named():
     assert "reads the tensor's values" in result.en and "没有数值" in result.zh
 
 
+def test_lab11_2_returning_the_unfold_view_is_named():
+    result = expect_wrong("lab11.2", lambda x, size, step: x.unfold(-1, size, step))
+    assert "returns its input, or a view of it" in result.en and "输入的视图" in result.zh
+
+
+def test_lab11_2_contiguous_view_aliases_the_input_with_one_window():
+    """.contiguous() of a one-window unfold is the view itself: still an alias of x."""
+    result = expect_wrong("lab11.2", lambda x, size, step: x.unfold(-1, size, step).contiguous())
+    assert "returns its input, or a view of it" in result.en and "one window" in result.tried[0]
+
+
+def test_lab11_2_empty_like_of_the_view_keeps_a_transposed_layout():
+    result = expect_wrong("lab11.2", lambda x, size, step: torch.empty_like(x.unfold(-1, size, step)))
+    assert "memory layout (strides)" in result.en and "步长" in result.zh and "transposed" in result.tried[0]
+
+
+def test_lab11_2_transposed_output_is_named_as_a_layout_mistake():
+    def fake(x, size, step):
+        return x.new_empty((*x.shape[:-1], size, (x.shape[-1] - size) // step + 1)).transpose(-1, -2)
+    result = expect_wrong("lab11.2", fake)
+    assert "memory layout (strides)" in result.en and "内存布局" in result.zh
+
+
+def test_lab11_2_fake_on_the_default_device_is_named():
+    def fake(x, size, step):
+        return torch.empty((*x.shape[:-1], (x.shape[-1] - size) // step + 1, size), dtype=x.dtype)
+    result = expect_wrong("lab11.2", fake)
+    assert "input's device" in result.en and "设备" in result.zh and "'meta' device" in result.tried[0]
+
+
+def test_lab11_2_fake_that_fails_on_a_transposed_input_is_named():
+    def fake(x, size, step):
+        return x.view(-1).new_empty((*x.shape[:-1], (x.shape[-1] - size) // step + 1, size))
+    result = expect_wrong("lab11.2", fake)
+    assert "fake kernel raised an error" in result.en and "非连续张量" in result.zh and "transposed" in result.tried[0]
+
+
+def test_lab11_2_the_real_kernel_never_returns_a_view():
+    """A custom op's output must not alias its input: the lab's real kernel copies even for one window."""
+    x = torch.randn(4, 7)
+    out = windows_real(x, 7, 3)
+    assert out.is_contiguous() and out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
 # -- exercise 3 mistakes --------------------------------------------------------------------
 
 def test_lab11_3_forgetting_s_is_named():
@@ -192,6 +411,89 @@ def test_lab11_3_registering_on_another_op_is_named():
     assert "no backward formula" in result.en and "没有注册反向传播公式" in result.zh
 
 
+_GLOBAL_STATE = {}
+
+
+def _setup_into_global(ctx, inputs, output, state):
+    _GLOBAL_STATE["x"], _GLOBAL_STATE["s"] = inputs
+
+
+def _setup_into_closure(ctx, inputs, output, state):
+    state["x"], state["s"] = inputs
+
+
+def _setup_s_into_global(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0])
+    _GLOBAL_STATE["s"] = inputs[1]
+
+
+def _backward_reading_s_from_global(ctx, grad, state):
+    (x,) = ctx.saved_tensors
+    return grad * 3 * _GLOBAL_STATE["s"] * x ** 2, None
+
+
+@pytest.mark.parametrize("answer", [
+    autograd_with_state(_setup_into_global, lambda ctx, grad, state: (grad * 3 * _GLOBAL_STATE["s"]
+                                                                      * _GLOBAL_STATE["x"] ** 2, None)),
+    autograd_with_state(_setup_into_closure, lambda ctx, grad, state: (grad * 3 * state["s"] * state["x"] ** 2, None)),
+    autograd_with_state(_setup_s_into_global, _backward_reading_s_from_global),
+], ids=["global", "closure", "s-only"])
+def test_lab11_3_state_kept_outside_ctx_is_named(answer):
+    result = expect_wrong("lab11.3", answer)
+    assert "outside ctx" in result.en and "ctx 之外" in result.zh and "y2 = op(x2" in result.tried[0]
+
+
+def test_lab11_3_x_kept_on_ctx_without_save_for_backward_is_named():
+    def setup(ctx, inputs, output, state):
+        ctx.x, ctx.s = inputs
+    result = expect_wrong("lab11.3", autograd_with_state(setup, lambda ctx, grad, state: (grad * 3 * ctx.s * ctx.x ** 2,
+                                                                                           None)))
+    assert "save_for_backward" in result.en and "原地修改" in result.zh and "x.add_" in result.tried[0]
+
+
+def test_lab11_3_writing_into_the_incoming_gradient_is_named():
+    def backward(ctx, grad, state):
+        (x,) = ctx.saved_tensors
+        grad *= 3 * ctx.s * x * x
+        return grad, None
+    result = expect_wrong("lab11.3", autograd_with_state(_save_x_keep_s, backward))
+    assert "writes into the gradient it receives" in result.en and "原地改写" in result.zh
+
+
+def test_lab11_3_saving_the_float_with_save_for_backward_is_named():
+    def setup(ctx, inputs, output, state):
+        ctx.save_for_backward(*inputs)
+    result = expect_wrong("lab11.3", autograd_with_state(setup, _backward_from_two_saved))
+    assert "setup_context raised an error" in result.en and "只能保存张量" in result.zh
+
+
+def test_lab11_3_a_gradient_for_s_is_named():
+    result = expect_wrong("lab11.3", autograd_adder(returns="s"))
+    assert "gradient for s" in result.en and "必须是 None" in result.zh
+
+
+def test_lab11_3_gradients_in_a_list_are_named():
+    result = expect_wrong("lab11.3", autograd_adder(returns="list"))
+    assert "a tuple with one gradient per input" in result.en and "元组" in result.zh
+
+
+def test_lab11_3_backward_that_fails_on_a_transposed_input_is_named():
+    def backward(ctx, grad, state):
+        (x,) = ctx.saved_tensors
+        return (grad.view(-1) * 3 * ctx.s * x.view(-1) ** 2).view(x.shape), None
+    result = expect_wrong("lab11.3", autograd_with_state(_save_x_keep_s, backward))
+    assert "raised an error for this input" in result.en and "非连续" in result.zh and "transposed" in result.tried[0]
+
+
+def test_lab11_3_an_untraceable_backward_is_named():
+    def backward(ctx, grad, state):
+        (x,) = ctx.saved_tensors
+        local = torch.tensor([3 * ctx.s * v * v for v in x.flatten().tolist()], dtype=x.dtype).reshape(x.shape)
+        return grad * local, None
+    result = expect_wrong("lab11.3", autograd_with_state(_save_x_keep_s, backward))
+    assert "traceable" in result.en and "追踪" in result.zh and "opcheck" in result.tried[0]
+
+
 def _cube_kernel(x: torch.Tensor, s: float) -> torch.Tensor:
     return py_cube_scale(x, s)
 
@@ -215,8 +517,12 @@ def test_a_learner_rerunning_cells_can_register_the_same_names_again():
 
 @pytest.mark.parametrize("task_id, answer", [
     ("lab11.1", softsign_op_maker(with_fake=False)),
+    ("lab11.1", softsign_op_maker(fake=lambda x: torch.empty_like(x))),
     ("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], (x.shape[-1] - size) // step, size))),
+    ("lab11.2", lambda x, size, step: torch.empty_like(x.unfold(-1, size, step))),
     ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: grad * s * x ** 2)),
-], ids=["lab11.1", "lab11.2", "lab11.3"])
+    ("lab11.3", autograd_with_state(_setup_into_closure,
+                                    lambda ctx, grad, state: (grad * 3 * state["s"] * state["x"] ** 2, None))),
+], ids=["lab11.1", "lab11.1-strides", "lab11.2", "lab11.2-strides", "lab11.3", "lab11.3-state"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)

@@ -60,6 +60,87 @@ def _compiled_matches(fn: Callable[..., Any], args: tuple[Any, ...], want: torch
 _ALL_SUCCESS = ("every test SUCCESS", "每项测试都是 SUCCESS")
 
 
+# -- shared: what a fake kernel promises ------------------------------------------------------
+
+def _strides_differ(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` (same shape) lay out their elements differently: a stride differs along a
+    dimension of size > 1 (the only strides that matter, as opcheck compares them)."""
+    if a.numel() == 0:
+        return False
+    return any(n > 1 and sa != sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
+
+
+def _layout(t: torch.Tensor) -> str:
+    return f"shape {tuple(t.shape)}, strides {tuple(t.stride())}, {t.dtype}, device {t.device.type}"
+
+
+def _layout_zh(t: torch.Tensor) -> str:
+    return f"形状 {tuple(t.shape)}，步长 {tuple(t.stride())}，{t.dtype}，设备 {t.device.type}"
+
+
+def _layouts(t: torch.Tensor) -> tuple[str, str]:
+    return _layout(t), _layout_zh(t)
+
+
+def _meta_twin(x: torch.Tensor) -> torch.Tensor:
+    """A tensor on the 'meta' device (no data) with ``x``'s shape, strides and dtype: an op runs
+    its fake kernel on it, so it shows whether the fake follows the input's device."""
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+
+
+_STRIDES = ("the fake kernel promises a memory layout (strides) that differs from that of the tensor the real "
+            "kernel returns for this input: a fake kernel must describe the real output exactly, layout "
+            "included, and the real kernel here returns a new tensor laid out row by row (contiguous) whatever "
+            "the input's layout (torch.empty_like copies the input's layout instead). Inductor lays out its "
+            "buffers from the fake kernel's promise, so compiled code fails at run time on such inputs "
+            "(lecture 11, section 2).",
+            "对这个输入，fake 内核承诺的内存布局（步长）与真实内核返回的张量不同：fake 内核必须如实描述真实输出，包括布局；"
+            "而这里的真实内核无论输入是什么布局，都返回一个按行连续存放的新张量（torch.empty_like 则会沿用输入的布局）。"
+            "Inductor 按 fake 内核的承诺安排缓冲区，所以在这样的输入上编译后的代码会在运行时出错（第 11 讲第 2 节）。")
+_DEVICE = ("the fake kernel's output is not on the input's device: a fake kernel must create its output on the "
+           "device of its input (tried with a tensor on the 'meta' device, which, like a FakeTensor, has no data; "
+           "under torch.compile on a GPU the input would be a CUDA FakeTensor).",
+           "fake 内核的输出不在输入所在的设备上：fake 内核必须在输入所在的设备上创建输出（这里用 'meta' 设备上的张量来试，"
+           "它和伪张量一样没有数据；在 GPU 上用 torch.compile 时，输入会是 CUDA 上的伪张量）。")
+_ALIAS = ("the fake kernel returns its input, or a view of it, but the real kernel returns a new tensor: a fake "
+          "kernel must return a new tensor too, or tracers believe the output shares memory with the input.",
+          "fake 内核返回的是它的输入（或输入的视图），而真实内核返回的是一个新张量：fake 内核也必须返回新张量，"
+          "否则追踪器会以为输出与输入共用内存。")
+_REQUIRES_GRAD = ("the fake kernel's output requires grad although the real kernel's does not: a fake kernel "
+                  "returns a plain empty tensor; whether the output takes part in autograd is decided by the "
+                  "op's autograd registration, not by the fake kernel.",
+                  "fake 内核的输出要求梯度，而真实内核的输出不要求：fake 内核只返回一个普通的空张量；输出是否参与自动微分，"
+                  "由算子的自动微分注册决定，而不是由 fake 内核决定。")
+_VALUES = ("the fake kernel reads the tensor's values, which a FakeTensor does not have: use only its shape, "
+           "dtype and device.",
+           "fake 内核读取了张量的数值，而伪张量没有数值：只能使用它的形状、dtype 和设备。")
+
+
+def _fake_output(op: Any, x: torch.Tensor, *args: Any) -> Any:
+    """``op`` traced on a FakeTensor copy of ``x`` (same shape, strides, dtype, device)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with quiet(), FakeTensorMode() as mode:
+        fx = mode.from_tensor(x)
+        out = op(fx, *args)
+        alias = isinstance(out, torch.Tensor) and torch._C._is_alias_of(out, fx)
+    return out, alias
+
+
+def _opcheck_reason(why: str) -> tuple[str, str] | None:
+    """The named explanation of an opcheck failure about the fake kernel's output, if any."""
+    low = why.lower()
+    if "outputs_alias_inputs" in low:
+        return _ALIAS
+    if "stride mismatch" in low:
+        return _STRIDES
+    if "device" in low and "mismatch" in low:
+        return _DEVICE
+    if "requires_grad" in low:
+        return _REQUIRES_GRAD
+    return None
+
+
 # -- exercise 1: a graph-breaking function as a custom op ----------------------------------
 
 def py_softsign(x: torch.Tensor) -> torch.Tensor:
@@ -68,9 +149,135 @@ def py_softsign(x: torch.Tensor) -> torch.Tensor:
     return torch.tensor(values, dtype=x.dtype).reshape(x.shape)
 
 
-_FAKE_HELP = ("the fake kernel must return an empty tensor with the shape, dtype and device the real function "
-              "returns, for every input (lecture 11, section 2)",
-              "fake 内核必须对每个输入都返回一个空张量，其形状、dtype 和设备与真实函数的返回值一致（第 11 讲第 2 节）")
+_FAKE_HELP = ("the fake kernel must return a new, empty tensor with the shape, dtype, device and memory layout "
+              "(strides) the real function returns, for every input (lecture 11, section 2)",
+              "fake 内核必须对每个输入都返回一个新的空张量，其形状、dtype、设备和内存布局（步长）都与真实函数的返回值一致"
+              "（第 11 讲第 2 节）")
+
+
+def _qualname(op: Any) -> str | None:
+    """The registered name of an operator object: what custom_op returns, torch.ops.ns.name or
+    torch.ops.ns.name.default; None for anything else."""
+    if isinstance(op, torch._library.custom_ops.CustomOpDef):
+        return op._qualname
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return op._qualified_op_name
+    if isinstance(op, torch._ops.OpOverload):
+        return op._schema.name
+    return None
+
+
+def _schema_of(op: Any) -> Any:
+    """The schema of an operator object that :func:`_qualname` names (None if it has no default overload)."""
+    try:
+        if isinstance(op, torch._library.custom_ops.CustomOpDef):
+            return op._opoverload._schema
+        if isinstance(op, torch._ops.OpOverloadPacket):
+            return op.default._schema
+        return op._schema
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _not_an_operator(op: Any) -> None:
+    """Raise the Wrong that says what came back instead of the operator."""
+    where = ("(If you registered it with torch.library.define and torch.library.impl, the operator is "
+             "torch.ops.<namespace>.<name>; the impl decorator returns None.)",
+             "（如果你是用 torch.library.define 和 torch.library.impl 注册的，算子是 torch.ops.<namespace>.<name>；"
+             "impl 装饰器返回的是 None。）")
+    if op is None:
+        raise Wrong("make_softsign_op returned None; it must return the operator it registered. " + where[0],
+                    "make_softsign_op 返回了 None；它必须返回它注册的算子。" + where[1], got="None")
+    if not callable(op):
+        raise Wrong("make_softsign_op must return the operator it registered. " + where[0],
+                    "make_softsign_op 必须返回它注册的算子。" + where[1], got=describe(op))
+    tried = ("torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) on a (3, 4) input",
+             "torch.compile(lambda x: op(x * 2) + 1, fullgraph=True)，输入形状 (3, 4)")
+    x = _tensors(119, (3, 4))[0]
+    why = _compiled_matches(lambda t: op(t * 2) + 1, (x,), x * 2 / (1 + (x * 2).abs()) + 1)
+    if why is not None:
+        raise Wrong("make_softsign_op must return the operator it registered (what the decorator returns); what "
+                    "came back is a plain Python function, and Dynamo traces into such a function: this one breaks "
+                    "the graph, as py_softsign does.",
+                    "make_softsign_op 必须返回它注册的算子（装饰器返回的对象）；你返回的是一个普通的 Python 函数，"
+                    "Dynamo 会追踪进这种函数的内部：这个函数会像 py_softsign 一样产生图中断。",
+                    tried=tried, expected=("a custom operator", "一个自定义算子"), got=why)
+    raise Wrong("make_softsign_op must return the operator itself, not a Python function around it: opcheck, "
+                "torch.export and this checker need the operator object (what the decorator returns). " + where[0],
+                "make_softsign_op 必须返回算子本身，而不是包着它的 Python 函数：opcheck、torch.export 和检查器需要的是算子对象"
+                "（装饰器返回的对象）。" + where[1],
+                expected=("a custom operator", "一个自定义算子"), got=describe(op))
+
+
+def _compare_fake(label: tuple[str, str], real: torch.Tensor, fake: Any, alias: bool, help_: tuple[str, str],
+                  *, device: str | None = None) -> None:
+    """Raise the named Wrong when the fake kernel's output breaks the contract with ``real`` (the
+    real kernel's output on the same input; on ``device`` when the probe was on another device)."""
+    if not isinstance(fake, torch.Tensor):
+        raise Wrong("the fake kernel must return a tensor.", "fake 内核必须返回一个张量。",
+                    tried=label, got=describe(fake))
+    want_device = device or real.device.type
+    expected = _layouts(real) if device is None else (_layout(real).replace("device cpu", f"device {device}"),
+                                                      _layout_zh(real).replace("设备 cpu", f"设备 {device}"))
+    got = _layouts(fake)
+    if tuple(fake.shape) != tuple(real.shape):
+        en, zh = ("the fake kernel returns the wrong shape for this input: " + help_[0] + ".",
+                  "对这个输入，fake 内核返回的形状不对：" + help_[1] + "。")
+    elif fake.dtype != real.dtype:
+        en, zh = ("the fake kernel returns the wrong dtype for this input: " + help_[0] + ".",
+                  "对这个输入，fake 内核返回的 dtype 不对：" + help_[1] + "。")
+    elif fake.device.type != want_device:
+        en, zh = _DEVICE
+    elif alias:
+        en, zh = _ALIAS
+    elif _strides_differ(fake, real):
+        en, zh = _STRIDES
+    elif fake.requires_grad and not real.requires_grad:
+        en, zh = _REQUIRES_GRAD
+        expected, got = ("a tensor that does not require grad", "不要求梯度的张量"), ("requires_grad=True", "requires_grad=True")
+    else:
+        return
+    raise Wrong(en, zh, tried=label, expected=expected, got=got)
+
+
+def _call_fake(call: Callable[[], Any], label: tuple[str, str],
+               inputs: tuple[str, str] = ("0-d and non-contiguous tensors", "0 维张量和非连续张量")) -> Any:
+    """``call()``, with the learner's fake-kernel errors turned into named feedback (``inputs``:
+    the kinds of input the message reminds of)."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException
+
+    try:
+        return call()
+    except NotImplementedError:
+        raise
+    except DataDependentOutputException as exc:
+        raise Wrong(*_VALUES, tried=label, got=one_line_error(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - reported to the learner
+        text = one_line_error(exc)
+        if "no fake impl" in text.lower() or "register_fake" in text:
+            raise Wrong("the op has no fake kernel, so FakeTensors (torch.compile, torch.export) cannot run it.",
+                        "这个算子没有 fake 内核，所以伪张量（FakeTensor，torch.compile 和 torch.export 都要用它）无法运行它。",
+                        tried=label, got=text) from None
+        if "meta" in text.lower() and ("item" in text.lower() or "data" in text.lower()):
+            raise Wrong(*_VALUES, tried=label, got=text) from None
+        raise Wrong("the fake kernel raised an error for this input: it must work for every input the real kernel "
+                    f"accepts ({inputs[0]} too).",
+                    f"对这个输入，fake 内核抛出了异常：凡是真实内核接受的输入（包括{inputs[1]}），fake 内核都必须能处理。",
+                    tried=label, got=text) from None
+
+
+def _softsign_probes() -> list[tuple[tuple[str, str], torch.Tensor]]:
+    wide = _tensors(115, (3, 8), dtype=torch.float64)[0]
+    return [(("a float32 tensor of shape (5,)", "形状 (5,) 的 float32 张量"), _tensors(110, (5,))[0]),
+            (("a float32 tensor of shape (3, 4)", "形状 (3, 4) 的 float32 张量"), _tensors(111, (3, 4))[0]),
+            (("a float64 tensor of shape (2, 3, 2)", "形状 (2, 3, 2) 的 float64 张量"),
+             _tensors(112, (2, 3, 2), dtype=torch.float64)[0]),
+            (("an empty float32 tensor of shape (0, 3)", "形状 (0, 3) 的空 float32 张量"), torch.empty(0, 3)),
+            (("a transposed float32 tensor: torch.randn(3, 4).t(), shape (4, 3), strides (1, 4)",
+              "转置的 float32 张量：torch.randn(3, 4).t()，形状 (4, 3)，步长 (1, 4)"), _tensors(113, (3, 4))[0].t()),
+            (("a 0-d float32 tensor (shape ())", "0 维的 float32 张量（形状 ()）"), torch.tensor(-1.75)),
+            (("every other column of a float64 (3, 8) tensor: x[:, ::2], shape (3, 4), strides (8, 2)",
+              "float64 的 (3, 8) 张量每隔一列取一列：x[:, ::2]，形状 (3, 4)，步长 (8, 2)"), wide[:, ::2])]
 
 
 @task("lab11.1", "a graph-breaking function as a custom op", "把导致图中断的函数变成自定义算子", hints=[
@@ -83,61 +290,71 @@ _FAKE_HELP = ("the fake kernel must return an empty tensor with the shape, dtype
      "kernel that describes the output without computing it.",
      "第 11 讲第 2 节“torch.library.custom_op、register_fake、register_autograd”：用给定的名字把函数注册为算子"
      "（类型注解会成为签名），再给它一个只描述输出、不做计算的 fake 内核。"),
-    ("The checker runs torch.library.opcheck on float32 and float64 inputs of several shapes: what must the "
-     "fake kernel's output share with its input?",
-     "检查器会在多种形状的 float32 和 float64 输入上运行 torch.library.opcheck：fake 内核的输出必须在哪些方面与输入一致？"),
+    ("The checker compares your fake kernel's output with the real kernel's on float32 and float64 inputs, "
+     "transposed and 0-d ones too, and on a 'meta' device tensor: shape, dtype, device and strides must all "
+     "agree. What layout does py_softsign's output have when its input is transposed?",
+     "检查器会在 float32 和 float64 输入（包括转置的和 0 维的）以及 'meta' 设备上的张量上，比较 fake 内核与真实内核的输出："
+     "形状、dtype、设备和步长都必须一致。输入是转置的张量时，py_softsign 的输出是什么布局？"),
 ], time_limit=180)
 def _softsign_op(answer: Any) -> None:
     need_callable(answer, "make_softsign_op")
     name = _fresh("softsign")
     op = answer(name)
-    if not isinstance(op, torch._library.custom_ops.CustomOpDef):
-        if callable(op):
-            tried = ("torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) on a (3, 4) input",
-                     "torch.compile(lambda x: op(x * 2) + 1, fullgraph=True)，输入形状 (3, 4)")
-            why = _compiled_matches(lambda x: op(x * 2) + 1, (torch.ones(3, 4),), torch.ones(3, 4))
-            raise Wrong("make_softsign_op must return the custom operator it registered (what the decorator "
-                        "returns); what came back is a plain function, which Dynamo traces into and breaks on.",
-                        "make_softsign_op 必须返回它注册的自定义算子（装饰器返回的对象）；你返回的是一个普通函数，"
-                        "Dynamo 会追踪进它的内部并在那里产生图中断。",
-                        tried=tried, expected=("a custom operator", "一个自定义算子"), got=why or describe(op))
-        raise Wrong("make_softsign_op must return the custom operator it registered.",
-                    "make_softsign_op 必须返回它注册的自定义算子。", got=describe(op))
-    if op._qualname != name:
+    registered = _qualname(op)
+    if registered is None:
+        _not_an_operator(op)
+    if registered != name:
         raise Wrong(f"register the op under the name make_softsign_op is given (here {name!r}); the checker "
                     "calls it with names of its own so that your notebook's op is left alone.",
                     f"请用传给 make_softsign_op 的名字注册算子（这里是 {name!r}）；检查器用自己的名字调用它，"
-                    "以免影响你笔记本中的算子。", expected=name, got=op._qualname)
-    probes = [(("a float32 tensor of shape (5,)", "形状 (5,) 的 float32 张量"), _tensors(110, (5,))[0]),
-              (("a float32 tensor of shape (3, 4)", "形状 (3, 4) 的 float32 张量"), _tensors(111, (3, 4))[0]),
-              (("a float64 tensor of shape (2, 3, 2)", "形状 (2, 3, 2) 的 float64 张量"),
-               _tensors(112, (2, 3, 2), dtype=torch.float64)[0]),
-              (("an empty float32 tensor of shape (0, 3)", "形状 (0, 3) 的空 float32 张量"), torch.empty(0, 3))]
+                    "以免影响你笔记本中的算子。", expected=name, got=registered)
+    schema = _schema_of(op)
+    if schema is not None and schema.is_mutable:
+        raise Wrong("the op is registered as writing into its input (mutates_args names it, or is \"unknown\"), but "
+                    "py_softsign changes nothing: the schema must say that the op mutates none of its arguments, "
+                    "or every tracer has to treat x as overwritten by each call (lecture 11, section 2).",
+                    "算子注册时声明会改写它的输入（mutates_args 列出了它，或者是 \"unknown\"），而 py_softsign 什么也不修改："
+                    "签名必须说明这个算子不修改任何参数，否则每一种追踪器都得把每次调用当作改写了 x（第 11 讲第 2 节）。",
+                    expected=("a schema without (a!) on x, such as ns::name(Tensor x) -> Tensor",
+                              "x 上没有 (a!) 的签名，例如 ns::name(Tensor x) -> Tensor"), got=str(schema))
+    probes = _softsign_probes()
     for label, x in probes:
         want = x / (1 + x.abs())
-        got = op(x.clone())
+        arg = x.clone()
+        try:
+            with quiet():
+                got = op(arg)
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported to the learner
+            raise Wrong("calling the op raised an error for this input: its real kernel must accept every tensor "
+                        "py_softsign accepts (0-d and non-contiguous ones too).",
+                        "对这个输入，调用算子时抛出了异常：凡是 py_softsign 接受的张量（包括 0 维和非连续的张量），"
+                        "算子的真实内核都必须接受。", tried=label, got=one_line_error(exc)) from None
         diff = differs(got, want)
         if diff is not None:
             raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
                         "compute exactly what py_softsign computes.",
                         "调用该算子的结果与 py_softsign 不同：算子的真实内核应当与 py_softsign 计算的完全一样。",
                         tried=label, expected=describe(want), got=diff)
+        if not torch.equal(arg, x):
+            raise Wrong("the op writes into its input, although it is registered as changing none of its "
+                        "arguments (mutates_args=()): the real kernel must leave its input as it was.",
+                        "算子改写了它的输入，而它注册时声明不修改任何参数（mutates_args=()）：真实内核必须保持输入不变。",
+                        tried=label, expected=describe(x), got=describe(arg))
+        fake, alias = _call_fake(lambda: _fake_output(op, x), label)
+        _compare_fake(label, got, fake, alias, _FAKE_HELP)
+    label, x = probes[1]
+    meta_label = (f"{label[0]}, on the 'meta' device", f"'meta' 设备上的{label[1]}")
+    with quiet():
+        real, on_meta = op(x.clone()), _call_fake(lambda: op(_meta_twin(x)), meta_label)
+    _compare_fake(meta_label, real, on_meta, False, _FAKE_HELP, device="meta")
+    for label, x in probes:
         failed = _failed_tests(op, (x,))
         if failed:
             test, why = next(iter(failed.items()))
-            if "fake" in why.lower() and ("no fake" in why.lower() or "abstract" in why.lower()
-                                          or "register_fake" in why):
-                en, zh = ("the op has no fake kernel, so FakeTensors (torch.compile, torch.export) cannot run it.",
-                          "这个算子没有 fake 内核，所以伪张量（FakeTensor，torch.compile 和 torch.export 都要用它）无法运行它。")
-            elif "dtype" in why.lower():
-                en, zh = ("the fake kernel returns the wrong dtype for this input: " + _FAKE_HELP[0] + ".",
-                          "对这个输入，fake 内核返回的 dtype 不对：" + _FAKE_HELP[1] + "。")
-            elif "shape" in why.lower():
-                en, zh = ("the fake kernel returns the wrong shape for this input: " + _FAKE_HELP[0] + ".",
-                          "对这个输入，fake 内核返回的形状不对：" + _FAKE_HELP[1] + "。")
-            else:
-                en, zh = (f"torch.library.opcheck fails its test {test}.",
-                          f"torch.library.opcheck 的测试 {test} 没有通过。")
+            en, zh = _opcheck_reason(why) or (f"torch.library.opcheck fails its test {test}.",
+                                              f"torch.library.opcheck 的测试 {test} 没有通过。")
             raise Wrong(en, zh, tried=(f"torch.library.opcheck(op, (x,)) with x {label[0]}",
                                        f"torch.library.opcheck(op, (x,))，x 为{label[1]}"),
                         expected=_ALL_SUCCESS, got=f"{test}: {why}")
@@ -154,24 +371,37 @@ def _softsign_op(answer: Any) -> None:
 # -- exercise 2: a fake kernel whose output shape depends on the inputs --------------------
 
 def windows_real(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
-    """The lab's real kernel: windows of ``size`` along the last dim, every ``step`` elements."""
-    return x.unfold(-1, size, step).contiguous()
+    """The lab's real kernel: windows of ``size`` along the last dim, every ``step`` elements, as a new
+    contiguous tensor (``.contiguous()`` would hand back a view of ``x`` when there is one window,
+    and a custom op's output must not alias its input)."""
+    return x.unfold(-1, size, step).clone(memory_format=torch.contiguous_format)
 
 
-_WINDOW_PROBES = [  # ((English, 中文) label, shape, size, step, dtype)
-    (("x of shape (10,), size 3, step 2", "形状 (10,) 的 x，size 3，step 2"), (10,), 3, 2, torch.float32),
-    (("x of shape (2, 9), size 4, step 1", "形状 (2, 9) 的 x，size 4，step 1"), (2, 9), 4, 1, torch.float32),
+_WINDOW_PROBES = [  # ((English, 中文) label, shape, size, step, dtype, transposed)
+    (("x of shape (10,), size 3, step 2", "形状 (10,) 的 x，size 3，step 2"), (10,), 3, 2, torch.float32, False),
+    (("x of shape (2, 9), size 4, step 1", "形状 (2, 9) 的 x，size 4，step 1"), (2, 9), 4, 1, torch.float32, False),
     (("x of shape (3, 2, 11), size 2, step 4 (step larger than size)",
-      "形状 (3, 2, 11) 的 x，size 2，step 4（step 大于 size）"), (3, 2, 11), 2, 4, torch.float32),
+      "形状 (3, 2, 11) 的 x，size 2，step 4（step 大于 size）"), (3, 2, 11), 2, 4, torch.float32, False),
     (("x of shape (4, 7), size 7, step 3 (one window)", "形状 (4, 7) 的 x，size 7，step 3（只有一个窗口）"),
-     (4, 7), 7, 3, torch.float64),
+     (4, 7), 7, 3, torch.float64, False),
+    (("a transposed x: torch.randn(9, 2).t(), shape (2, 9), strides (1, 2); size 3, step 3",
+      "转置的 x：torch.randn(9, 2).t()，形状 (2, 9)，步长 (1, 2)；size 3，step 3"), (2, 9), 3, 3, torch.float32, True),
 ]
+
+
+_WINDOW_INPUTS = ("non-contiguous tensors and tensors on other devices", "非连续张量和其他设备上的张量")
+
+
+def _window_input(seed: int, shape: tuple[int, ...], dtype: torch.dtype, transposed: bool) -> torch.Tensor:
+    if transposed:
+        return _tensors(seed, shape[::-1], dtype=dtype)[0].t()
+    return _tensors(seed, shape, dtype=dtype)[0]
 
 
 def _window_mistakes(got_shapes: list[tuple[int, ...] | None]) -> tuple[str, str] | None:
     """The named mistake whose shape formula explains the answer's shape on every probe."""
     candidates: dict[str, tuple[str, str]] | None = None
-    for got, (_, shape, size, step, _) in zip(got_shapes, _WINDOW_PROBES):
+    for got, (_, shape, size, step, _, _) in zip(got_shapes, _WINDOW_PROBES):
         if got is None:
             return None
         fits = {en: (en, zh) for en, zh in _window_formulas(got, shape, size, step)}
@@ -217,26 +447,22 @@ def _windows_fake(answer: Any) -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     need_callable(answer, "windows_fake")
-    xs = [_tensors(120 + i, p[1], dtype=p[4])[0] for i, p in enumerate(_WINDOW_PROBES)]
+    xs = [_window_input(120 + i, p[1], p[4], p[5]) for i, p in enumerate(_WINDOW_PROBES)]
 
     def fake_shape(x: torch.Tensor, size: int, step: int) -> tuple[int, ...] | None:
         try:
-            with FakeTensorMode() as mode:
+            with quiet(), FakeTensorMode() as mode:
                 out = answer(mode.from_tensor(x), size, step)
             return tuple(out.shape) if isinstance(out, torch.Tensor) else None
         except Exception:  # noqa: BLE001 - the loop below reports it
             return None
 
-    for (label, shape, size, step, dtype), x in zip(_WINDOW_PROBES, xs):
+    help_ = ("the fake kernel must return a new, empty tensor with the output's shape, the input's dtype and "
+             "device, and the real kernel's memory layout (lecture 11, section 2)",
+             "fake 内核必须返回一个新的空张量：形状是输出的形状，dtype 和设备与输入相同，内存布局与真实内核的输出相同（第 11 讲第 2 节）")
+    for (label, shape, size, step, dtype, _), x in zip(_WINDOW_PROBES, xs):
         want = windows_real(x, size, step)
-        try:
-            with FakeTensorMode() as mode:
-                got = answer(mode.from_tensor(x), size, step)
-        except torch._subclasses.fake_tensor.DataDependentOutputException as exc:
-            raise Wrong("the fake kernel reads the tensor's values, which a FakeTensor does not have: use only "
-                        "its shape, dtype and device.",
-                        "fake 内核读取了张量的数值，而伪张量没有数值：只能使用它的形状、dtype 和设备。",
-                        tried=label, got=one_line_error(exc)) from None
+        got, alias = _call_fake(lambda: _fake_output(answer, x, size, step), label, _WINDOW_INPUTS)
         if not isinstance(got, torch.Tensor):
             raise Wrong("the fake kernel must return a tensor.", "fake 内核必须返回一个张量。",
                         tried=label, got=describe(got))
@@ -251,21 +477,34 @@ def _windows_fake(answer: Any) -> None:
             raise Wrong("the fake kernel's output has the wrong dtype: it must follow the input's dtype.",
                         "fake 内核输出的 dtype 不对：它必须与输入的 dtype 一致。",
                         tried=label, expected=str(want.dtype), got=str(got.dtype))
+        _compare_fake(label, want, got, alias, help_)
+    label, _, size, step, _, _ = _WINDOW_PROBES[1]
+    meta_label = (f"{label[0]}, on the 'meta' device", f"{label[1]}，位于 'meta' 设备上")
+    with quiet():
+        on_meta = _call_fake(lambda: answer(_meta_twin(xs[1]), size, step), meta_label, _WINDOW_INPUTS)
+    _compare_fake(meta_label, windows_real(xs[1], size, step), on_meta, False, help_, device="meta")
     # The same fake behind a real op: opcheck (dynamic shapes too) and a fullgraph compile.
     name = _fresh("windows")
     op = torch.library.custom_op(name, mutates_args=())(_windows_kernel)
     op.register_fake(answer)
-    for label, shape, size, step, dtype in _WINDOW_PROBES[:3]:
-        x = _tensors(129, shape, dtype=dtype)[0]
+    for label, shape, size, step, dtype, transposed in _WINDOW_PROBES:
+        x = _window_input(129, shape, dtype, transposed)
         failed = _failed_tests(op, (x, size, step))
         if failed:
             test, why = next(iter(failed.items()))
-            raise Wrong(f"behind a real operator, torch.library.opcheck fails its test {test}: the fake kernel must "
-                        "also work when the sizes are symbols (it may compute with them, not branch on them).",
-                        f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过：当尺寸是符号时 fake 内核也必须能工作"
-                        "（可以用它们计算，但不能根据它们分支）。",
-                        tried=(f"opcheck with {label[0]}", f"opcheck，输入：{label[1]}"), expected=_ALL_SUCCESS,
-                        got=f"{test}: {why}")
+            if named := _opcheck_reason(why):
+                en, zh = named
+            elif test == "test_aot_dispatch_dynamic":
+                en, zh = (f"behind a real operator, torch.library.opcheck fails its test {test}, which traces the "
+                          "op with symbolic sizes: the fake kernel must also work when the sizes it reads are "
+                          "symbols rather than ints.",
+                          f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过；这项测试用符号尺寸追踪算子："
+                          "当 fake 内核读到的尺寸是符号而不是整数时，它也必须能工作。")
+            else:
+                en, zh = (f"behind a real operator, torch.library.opcheck fails its test {test}.",
+                          f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过。")
+            raise Wrong(en, zh, tried=(f"opcheck with {label[0]}", f"opcheck，输入：{label[1]}"),
+                        expected=_ALL_SUCCESS, got=f"{test}: {why}")
     x = _tensors(130, (3, 12))[0]
     why = _compiled_matches(lambda t: op(t.relu(), 5, 2).sum(-1), (x,), windows_real(x.relu(), 5, 2).sum(-1))
     if why is not None:
@@ -290,7 +529,7 @@ def py_cube_scale(x: torch.Tensor, s: float) -> torch.Tensor:
 
 def _cube_op() -> Any:
     op = torch.library.custom_op(_fresh("cube_scale"), mutates_args=())(_cube_kernel)
-    op.register_fake(lambda x, s: torch.empty_like(x))
+    op.register_fake(lambda x, s: x.new_empty(x.shape))  # py_cube_scale's output is contiguous
     return op
 
 
@@ -302,14 +541,66 @@ class _NoBackward(Exception):
     """The op's output does not require grad: no autograd formula is registered on it."""
 
 
+class _GradWritten(Exception):
+    """The backward wrote into the gradient it was handed."""
+
+
 def _grad_of(op: Any, x: torch.Tensor, s: float, grad_out: torch.Tensor) -> Any:
     xr = x.detach().clone().requires_grad_()
+    handed = grad_out.clone()
     with quiet():
         out = op(xr, s)
         if not (isinstance(out, torch.Tensor) and out.requires_grad):
             raise _NoBackward(f"the output of op(x, {s}) does not require grad although x does")
-        (g,) = torch.autograd.grad(out, xr, grad_out)
+        (g,) = torch.autograd.grad(out, xr, handed)
+    if not torch.equal(handed, grad_out):
+        raise _GradWritten(describe(handed))
     return g
+
+
+_BACKWARD_ERRORS = [  # (text in the error, English, 中文)
+    ("save_for_backward can only save", "setup_context raised an error: save_for_backward keeps tensors only, and s "
+     "is a Python float.", "setup_context 抛出了异常：save_for_backward 只能保存张量，而 s 是 Python 浮点数。"),
+    ("incorrect number of gradients", "the backward must return a tuple with one gradient per input of the op (x, "
+     "then s).", "反向传播必须返回一个元组，算子的每个输入（先 x，再 s）各对应一个梯度。"),
+    ("different than none at position 2", "the backward returns a gradient for s, but s is a Python float, not a "
+     "tensor: its gradient must be None.", "反向传播为 s 返回了梯度，但 s 是 Python 浮点数而不是张量：它的梯度必须是 None。"),
+    ("more than one element of the written-to tensor", "the backward writes into the gradient it receives "
+     "(an in-place operation such as *=): that tensor belongs to autograd and may be shared; compute a new "
+     "tensor instead.", "反向传播原地改写了它收到的梯度（例如用 *= 这样的原地运算）：这个张量属于自动微分引擎，可能被共享；"
+     "请计算一个新张量。"),
+]
+_GRAD_WRITTEN = ("the backward writes into the gradient it receives (an in-place operation such as *=): that "
+                 "tensor belongs to autograd and may be shared with other parts of the graph; compute a new "
+                 "tensor instead.",
+                 "反向传播原地改写了它收到的梯度（例如用 *= 这样的原地运算）：这个张量属于自动微分引擎，"
+                 "可能与计算图的其他部分共享；请计算一个新张量。")
+_OUTSIDE = ("the backward reads x or s from state kept outside ctx (a global, a closure, the op): when the op is "
+            "called twice before one backward, the first call's backward sees the second call's values. Keep "
+            "what the backward needs on ctx, tensors with ctx.save_for_backward.",
+            "反向传播从 ctx 之外保存的状态（全局变量、闭包、算子对象）读取 x 或 s：当算子在一次反向传播之前被调用两次时，"
+            "第一次调用的反向传播看到的是第二次调用的值。反向传播需要的东西要放在 ctx 上，张量要用 ctx.save_for_backward 保存。")
+_NOT_SAVED = ("the backward reads x from where autograd cannot watch it (a ctx attribute or other state, not "
+              "ctx.save_for_backward): when x is changed in place after the forward, the backward silently uses "
+              "the new values and returns a wrong gradient, where a tensor saved with save_for_backward makes "
+              "autograd raise an error.",
+              "反向传播从自动微分无法监控的地方读取 x（ctx 的属性或其他状态，而不是 ctx.save_for_backward）：前向传播之后如果 x "
+              "被原地修改，反向传播会悄悄用上新值，返回错误的梯度；而用 save_for_backward 保存的张量会让自动微分报错。")
+
+
+def _backward_error(exc: BaseException, label: tuple[str, str]) -> Wrong:
+    text = one_line_error(exc)
+    if isinstance(exc, _NoBackward) or "no autograd formula was registered" in text:
+        return Wrong("no backward formula is registered on the op you were given: add_autograd must register it on "
+                     "that op.", "传给你的算子上没有注册反向传播公式：add_autograd 必须在这个算子上注册它。",
+                     tried=label, got=text)
+    for needle, en, zh in _BACKWARD_ERRORS:
+        if needle in text.lower():
+            return Wrong(en, zh, tried=label, got=text)
+    return Wrong("setup_context or the backward raised an error for this input: they must work for every x the op "
+                 "accepts (0-d and non-contiguous ones too) and return one gradient per input of the op (x and s).",
+                 "对这个输入，setup_context 或反向传播抛出了异常：它们必须适用于算子接受的每一个 x（包括 0 维和非连续的 x），"
+                 "并为算子的每个输入（x 和 s）各返回一个梯度。", tried=label, got=text)
 
 
 @task("lab11.3", "an autograd formula for a custom op", "为自定义算子注册自动微分公式", hints=[
@@ -320,6 +611,10 @@ def _grad_of(op: Any, x: torch.Tensor, s: float, grad_out: torch.Tensor) -> Any:
      "backward needs (inputs[0] is x, inputs[1] is s), and the backward returns one gradient per input.",
      "第 11 讲第 2 节：register_autograd 接收 backward 和 setup_context；setup_context 保存反向传播需要的值"
      "（inputs[0] 是 x，inputs[1] 是 s），backward 为每个输入返回一个梯度。"),
+    ("The checker also calls the op twice before one backward, and changes x in place between the forward and "
+     "the backward: where must the backward find x and s so that both work?",
+     "检查器还会在一次反向传播之前调用算子两次，并在前向和反向传播之间原地修改 x：反向传播应当从哪里取得 x 和 s，"
+     "这两种情况才都正确？"),
 ], time_limit=180)
 def _cube_autograd(answer: Any) -> None:
     need_callable(answer, "add_autograd")
@@ -330,21 +625,22 @@ def _cube_autograd(answer: Any) -> None:
               (("x of shape (3, 4) with s = -0.5", "形状 (3, 4) 的 x，s = -0.5"),
                _tensors(132, (3, 4), dtype=torch.float64)[0], -0.5),
               (("x of shape (2, 2, 3) with s = 3.0", "形状 (2, 2, 3) 的 x，s = 3.0"),
-               _tensors(133, (2, 2, 3), dtype=torch.float64)[0], 3.0)]
+               _tensors(133, (2, 2, 3), dtype=torch.float64)[0], 3.0),
+              (("a 0-d x (shape ()) with s = 1.5", "0 维的 x（形状 ()），s = 1.5"),
+               torch.tensor(-1.25, dtype=torch.float64), 1.5),
+              (("a transposed x: torch.randn(4, 3).t(), shape (3, 4), with s = -2.0",
+                "转置的 x：torch.randn(4, 3).t()，形状 (3, 4)，s = -2.0"),
+               _tensors(135, (4, 3), dtype=torch.float64)[0].t(), -2.0)]
     for label, x, s in probes:
         grad_out = _tensors(134, tuple(x.shape), dtype=torch.float64)[0] + 0.5
         want = grad_out * 3 * s * x * x
         try:
             got = _grad_of(op, x, s, grad_out)
+        except _GradWritten as exc:
+            raise Wrong(*_GRAD_WRITTEN, tried=label, expected=("the incoming gradient unchanged", "传入的梯度保持不变"),
+                        got=(f"it became {exc}", f"它变成了 {exc}")) from None
         except Exception as exc:  # noqa: BLE001 - reported to the learner
-            text = one_line_error(exc)
-            if isinstance(exc, _NoBackward) or "no autograd formula was registered" in text:
-                raise Wrong("no backward formula is registered on the op you were given: add_autograd must register "
-                            "it on that op.", "传给你的算子上没有注册反向传播公式：add_autograd 必须在这个算子上注册它。",
-                            tried=label, got=text) from None
-            raise Wrong("the backward raised an error: it must return one gradient per input of the op (x and s).",
-                        "反向传播抛出了异常：它必须为算子的每个输入（x 和 s）各返回一个梯度。",
-                        tried=label, got=text) from None
+            raise _backward_error(exc, label) from None
         diff = differs(got, want)
         if diff is None:
             continue
@@ -365,18 +661,70 @@ def _cube_autograd(answer: Any) -> None:
                 raise Wrong(en, zh, tried=label, expected=describe(want), got=diff)
         raise Wrong("the gradient differs from d/dx (s * x**3) times the incoming gradient.",
                     "梯度与 d/dx (s * x**3) 乘以传入梯度的结果不同。", tried=label, expected=describe(want), got=diff)
+    _two_calls_then_backward(op)
+    _changed_in_place_after_forward(op)
     x, s = probes[0][1].detach().clone().requires_grad_(), probes[0][2]
     with quiet():
         ok = torch.autograd.gradcheck(lambda t: op(t, s), (x,), raise_exception=False)
     if not ok:
         raise Wrong("torch.autograd.gradcheck disagrees with your backward.",
                     "torch.autograd.gradcheck 与你的反向传播不一致。", tried=probes[0][0])
-    failed = _failed_tests(op, (torch.randn(3, 2, requires_grad=True), 1.5))
+    failed = _failed_tests(op, (torch.randn(3, 2, generator=torch.Generator().manual_seed(136), requires_grad=True),
+                                1.5))
     if failed:
         test, why = next(iter(failed.items()))
-        raise Wrong(f"torch.library.opcheck fails its test {test}: the backward must be traceable (tensor "
-                    "operations only, no .item() or Python floats of tensors).",
-                    f"torch.library.opcheck 的测试 {test} 没有通过：反向传播必须可以被追踪（只用张量运算，"
-                    "不要 .item()，也不要把张量转成 Python 浮点数）。",
+        low = why.lower()
+        if any(w in low for w in ("data-dependent", "data dependent", "_local_scalar_dense", "tolist", "item()")):
+            en, zh = ("the backward must be traceable (tensor operations only, no .item(), .tolist() or Python "
+                      "floats of tensors)", "反向传播必须可以被追踪（只用张量运算，不要 .item()、.tolist()，也不要把张量转成 Python 浮点数）")
+        else:
+            en, zh = "read the reason below", "原因见下面"
+        raise Wrong(f"torch.library.opcheck fails its test {test}: {en}.",
+                    f"torch.library.opcheck 的测试 {test} 没有通过：{zh}。",
                     tried=("opcheck with x of shape (3, 2), s = 1.5", "opcheck，x 的形状为 (3, 2)，s = 1.5"),
                     expected=_ALL_SUCCESS, got=f"{test}: {why}")
+
+
+def _two_calls_then_backward(op: Any) -> None:
+    """Two forwards, then the backward of the first: each backward must use its own call's x and s."""
+    label = ("y1 = op(x1, 2.0); y2 = op(x2, -0.5); then the gradient of y1 (x1, x2 of shape (4,))",
+             "y1 = op(x1, 2.0)；y2 = op(x2, -0.5)；然后求 y1 的梯度（x1、x2 的形状为 (4,)）")
+    x1, x2 = (t.requires_grad_() for t in _tensors(137, (4,), (4,), dtype=torch.float64))
+    grad_out = _tensors(138, (4,), dtype=torch.float64)[0] + 0.5
+    try:
+        with quiet():
+            y1, y2 = op(x1, 2.0), op(x2, -0.5)
+            (g1,) = torch.autograd.grad(y1, x1, grad_out)
+    except Exception as exc:  # noqa: BLE001 - reported to the learner
+        raise _backward_error(exc, label) from None
+    want = grad_out * 6 * x1.detach() ** 2
+    diff = differs(g1, want)
+    if diff is not None:
+        raise Wrong(*_OUTSIDE, tried=label, expected=describe(want), got=diff)
+    del y2
+
+
+def _changed_in_place_after_forward(op: Any) -> None:
+    """x changed in place between forward and backward: autograd must raise, or the gradient must
+    still be the one at the forward's x (a saved copy); a silently new gradient is wrong."""
+    label = ("y = op(x, 2.0); then x.add_(1.0) under torch.no_grad(); then the gradient of y (x of shape (4,))",
+             "y = op(x, 2.0)；然后在 torch.no_grad() 下执行 x.add_(1.0)；再求 y 的梯度（x 的形状为 (4,)）")
+    x = _tensors(139, (4,), dtype=torch.float64)[0].requires_grad_()
+    before = x.detach().clone()
+    grad_out = _tensors(140, (4,), dtype=torch.float64)[0] + 0.5
+    try:
+        with quiet():
+            y = op(x, 2.0)
+            with torch.no_grad():
+                x.add_(1.0)
+            (g,) = torch.autograd.grad(y, x, grad_out)
+    except RuntimeError as exc:
+        if "modified by an inplace operation" in str(exc):
+            return
+        raise _backward_error(exc, label) from None
+    want = grad_out * 6 * before ** 2
+    diff = differs(g, want)
+    if diff is not None:
+        raise Wrong(*_NOT_SAVED, tried=label,
+                    expected=("autograd's error about the in-place change (or the gradient at the forward's x)",
+                              "自动微分关于原地修改的报错（或者前向传播时 x 处的梯度）"), got=diff)
