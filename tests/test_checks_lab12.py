@@ -3,6 +3,7 @@ mistakes are rejected with their own messages."""
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import pickle
 import pickletools
@@ -37,8 +38,9 @@ def test_lab12_1_another_right_answer_passes():
     expect_passed("lab12.1", copy_of_tensors)
 
 
-def test_lab12_1_stub_is_not_implemented():
-    assert check("lab12.1", _stub).status == "not_implemented"
+@pytest.mark.parametrize("task_id", ["lab12.1", "lab12.2", "lab12.3"])
+def test_lab12_stub_is_not_implemented(task_id):
+    assert check(task_id, _stub).status == "not_implemented"
 
 
 def test_lab12_1_whole_module_pickled():
@@ -105,49 +107,299 @@ def test_lab12_1_writes_nothing():
     assert "Nothing was written" in result.en and "没有写入" in result.zh
 
 
-# -- lab12.2: export with a dynamic batch, save, load ------------------------------------------
+def test_lab12_1_keeps_buffers_and_parameters_as_tensors_passes():
+    def parameters_and_buffers(model, make_model, folder):
+        path = os.path.join(folder, "tensors.pt")
+        tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+        torch.save({k: v.detach() for k, v in tensors.items()}, path, _use_new_zipfile_serialization=False)
+        fresh = make_model()
+        fresh.eval()
+        fresh.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
+        return fresh
+
+    expect_passed("lab12.1", parameters_and_buffers)
+
+
+def test_lab12_1_saved_in_double_precision_passes():
+    def in_double(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()}, path)
+        fresh = make_model().eval()
+        fresh.load_state_dict(torch.load(path))
+        return fresh
+
+    expect_passed("lab12.1", in_double)
+
+
+def test_lab12_1_switches_the_given_model_to_eval():
+    def eval_first(model, make_model, folder):
+        model.eval()
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", eval_first)
+    assert "out of training mode" in result.en and "切出了训练模式" in result.zh
+    assert "training == True" in result.expected
+
+
+def test_lab12_1_eval_then_train_again_changes_a_submodule():
+    def eval_and_back(model, make_model, folder):
+        was_training = model.training
+        model.eval()
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        model.train(was_training)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", eval_and_back)
+    assert "changed the model it was given" in result.en and "修改了传入的模型" in result.zh
+    assert "drop.training == False" in result.expected
+
+
+def test_lab12_1_freezes_the_given_model():
+    def frozen(model, make_model, folder):
+        model.requires_grad_(False)
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", frozen)
+    assert "requires_grad or the dtype" in result.en and "requires_grad 或 dtype" in result.zh
+    assert "conv.weight.requires_grad == True" in result.expected
+
+
+def test_lab12_1_casts_the_given_model():
+    def in_double(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.double().state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", in_double)
+    assert "requires_grad or the dtype" in result.en and "requires_grad 或 dtype" in result.zh
+    assert "torch.float32" in result.expected and "torch.float64" in result.got
+
+
+def test_lab12_1_highest_pickle_protocol():
+    def newest_protocol(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path, weights_only=False))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", newest_protocol)
+    assert "pickle protocol 2" in result.en and "pickle 协议 2" in result.zh
+
+
+def test_lab12_1_state_kept_in_a_global():
+    kept = {}
+
+    def on_the_side(model, make_model, folder):
+        kept["state"] = {k: v.clone() for k, v in model.state_dict().items()}
+        torch.save({}, os.path.join(folder, "weights.pt"))
+        fresh = make_model()
+        fresh.load_state_dict(kept["state"])
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", on_the_side)
+    assert "the file does not" in result.en and "文件里没有" in result.zh
+
+
+def test_lab12_1_saves_into_a_sub_folder():
+    def nested_folder(model, make_model, folder):
+        os.makedirs(os.path.join(folder, "checkpoints"))
+        path = os.path.join(folder, "checkpoints", "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", nested_folder)
+    assert "is a folder" in result.en and "是一个文件夹" in result.zh
+
+
+def test_lab12_2_trains_the_given_model():
+    def in_training(model, example_args, path):
+        model.train()
+        auto = {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(auto, auto)), path)
+
+    result = expect_wrong("lab12.2", in_training)
+    assert "switched the mode" in result.en and "切换了模型" in result.zh
+
+
+def test_lab12_1_buffers_copied_from_the_model_not_the_file():
+    def buffers_on_the_side(model, make_model, folder):
+        path = os.path.join(folder, "params.pt")
+        torch.save({k: v.detach() for k, v in model.named_parameters()}, path)
+        fresh = make_model()
+        fresh.load_state_dict({**torch.load(path), **dict(model.named_buffers())})
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", buffers_on_the_side)
+    assert "the file does not" in result.en and "文件里没有" in result.zh
+    assert "norm.running_mean" in result.en
+
+
+def test_lab12_1_nested_checkpoint_loaded_loosely():
+    def nested(model, make_model, folder):
+        path = os.path.join(folder, "checkpoint.pt")
+        torch.save({"model": model.state_dict(), "epoch": 3}, path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path), strict=False)
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", nested)
+    assert "do not hold the saved values" in result.en and "与保存时不同" in result.zh
+
+
+# -- lab12.2: two inputs, a dynamic batch and length, save, load ----------------------------------
 
 def test_lab12_2_reference_passes():
     expect_passed("lab12.2", solution("lab12", "export_and_save"))
 
 
-def test_lab12_2_another_right_answer_passes():
-    def automatic(model, example, path):
-        program = torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim.AUTO},))
+def test_lab12_2_automatic_dims_pass():
+    def automatic(model, example_args, path):
+        auto = {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}
+        program = torch.export.export(model, example_args, dynamic_shapes=[auto, auto])
         with open(path, "wb") as fh:
             torch.export.save(program, fh)
 
     expect_passed("lab12.2", automatic)
 
 
+def test_lab12_2_dims_by_argument_name_pass():
+    def by_name(model, example_args, path):
+        names = list(inspect.signature(model.forward).parameters)
+        batch = torch.export.Dim("batch", min=1)
+        length = torch.export.Dim("length", min=1, max=len(model.pos))
+        shapes = {name: {0: batch, 1: length} for name in names}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=shapes), path)
+
+    expect_passed("lab12.2", by_name)
+
+
 def test_lab12_2_static_batch():
-    def static(model, example, path):
-        torch.export.save(torch.export.export(model, (example,)), path)
+    def static(model, example_args, path):
+        torch.export.save(torch.export.export(model, tuple(example_args)), path)
 
     result = expect_wrong("lab12.2", static)
-    assert "fixed to the example's" in result.en and "固定成了示例的大小" in result.zh
+    assert "batch 1" in result.en and "batch was fixed to the example's" in result.en
+    assert "batch 被固定成了示例的大小" in result.zh
+
+
+def test_lab12_2_lecture_copy_fixes_the_length():
+    def batch_only(model, example_args, path):
+        batch = torch.export.Dim("batch")
+        program = torch.export.export(model, tuple(example_args), dynamic_shapes=({0: batch}, {0: batch}))
+        torch.export.save(program, path)
+
+    result = expect_wrong("lab12.2", batch_only)
+    assert "length 1" in result.en and "the batch is not the only one" in result.en
+    assert "长度被固定成了示例的大小" in result.zh
 
 
 def test_lab12_2_batch_range_too_small():
-    def at_most_sixteen(model, example, path):
+    def at_most_sixteen(model, example_args, path):
         batch = torch.export.Dim("batch", max=16)
-        torch.export.save(torch.export.export(model, (example,), dynamic_shapes=({0: batch},)), path)
+        length = torch.export.Dim("length", max=model.pos.shape[0])
+        dims = {0: batch, 1: length}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
 
     result = expect_wrong("lab12.2", at_most_sixteen)
-    assert "batch 33" in result.en and "取值范围不包括" in result.zh
+    assert "(33, 9, 4)" in result.en and "取值范围不包括" in result.zh
+
+
+def test_lab12_2_length_one_short():
+    def one_short(model, example_args, path):
+        batch = torch.export.Dim("batch")
+        length = torch.export.Dim("length", max=model.pos.shape[0] - 1)
+        dims = {0: batch, 1: length}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
+
+    result = expect_wrong("lab12.2", one_short)
+    assert "(4, 16)" in result.en and "leaves these sizes out" in result.en and "取值范围不包括" in result.zh
+
+
+def test_lab12_2_length_bound_of_one_model_only():
+    def sixteen_for_all(model, example_args, path):
+        dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length", max=16)}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
+
+    result = expect_wrong("lab12.2", sixteen_for_all)
+    assert "12 positions" in result.en and "12 个位置" in result.zh
+
+
+def test_lab12_2_unbounded_length():
+    def unbounded(model, example_args, path):
+        dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length")}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
+
+    result = expect_wrong("lab12.2", unbounded)
+    assert "16 positions" in result.en and "16 个位置" in result.zh
+
+
+def test_lab12_2_a_dim_per_input():
+    def separate(model, example_args, path):
+        shapes = tuple({0: torch.export.Dim(f"batch{i}"), 1: torch.export.Dim(f"length{i}", max=len(model.pos))}
+                       for i in range(2))
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=shapes), path)
+
+    result = expect_wrong("lab12.2", separate)
+    assert "one Dim object" in result.en and "同一个 Dim 对象" in result.zh
+
+
+def test_lab12_2_keys_named_after_the_first_model():
+    def named_x(model, example_args, path):
+        dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length", max=len(model.pos))}
+        program = torch.export.export(model, tuple(example_args), dynamic_shapes={"x": dims, "mask": dims})
+        torch.export.save(program, path)
+
+    result = expect_wrong("lab12.2", named_x)
+    assert "names of forward's arguments" in result.en and "参数的名字" in result.zh
+
+
+def test_lab12_2_only_the_first_input_dynamic():
+    def first_only(model, example_args, path):
+        dims = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length", max=len(model.pos))}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, None)), path)
+
+    result = expect_wrong("lab12.2", first_only)
+    assert "in both inputs" in result.en and "两个输入上都标记" in result.zh
+
+
+def test_lab12_2_features_marked_dynamic():
+    def every_dimension(model, example_args, path):
+        batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=len(model.pos))
+        shapes = ({0: batch, 1: length, 2: torch.export.Dim("features")}, {0: batch, 1: length})
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=shapes), path)
+
+    result = expect_wrong("lab12.2", every_dimension)
+    assert "fixed by the model's linear layer" in result.en and "线性层固定" in result.zh
 
 
 def test_lab12_2_torch_save_of_the_program():
-    def pickled_program(model, example, path):
-        batch = torch.export.Dim("batch")
-        torch.save(torch.export.export(model, (example,), dynamic_shapes=({0: batch},)), path)
+    def pickled_program(model, example_args, path):
+        torch.save(torch.export.export(model, tuple(example_args), dynamic_shapes=({0: torch.export.Dim.AUTO,
+                                                                                   1: torch.export.Dim.AUTO},) * 2),
+                   path)
 
     result = expect_wrong("lab12.2", pickled_program)
     assert "torch.export.load cannot read" in result.en and "无法读取" in result.zh
 
 
 def test_lab12_2_state_dict_saved():
-    def state_dict_only(model, example, path):
+    def state_dict_only(model, example_args, path):
         torch.save(model.state_dict(), path)
 
     result = expect_wrong("lab12.2", state_dict_only)
@@ -156,23 +408,11 @@ def test_lab12_2_state_dict_saved():
 
 # -- lab12.3: spot the unsafe files ------------------------------------------------------------
 
-_SAFE_PREFIXES = ("torch._utils._rebuild", "collections.OrderedDict", "torch.FloatStorage",
-                  "torch.storage", "torch._tensor._rebuild")
-
-
-def _pickle_bytes(path):
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            (name,) = [n for n in archive.namelist() if n.endswith("data.pkl")]
-            return archive.read(name)
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
 def _globals_in(data):
+    """The lecture's imports_of: the names a pickle imports, read without running it."""
     names, pushed, memo = [], [], {}
     for op, arg, _ in pickletools.genops(data):
-        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
             pushed.append(arg)
         elif op.name in ("BINGET", "LONG_BINGET", "GET"):
             pushed.append(memo.get(arg))
@@ -189,13 +429,104 @@ def _globals_in(data):
     return names
 
 
+def _data_pkl(path):
+    """The pickle inside a torch.save archive, or None for any other file."""
+    if not zipfile.is_zipfile(path):
+        return None
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        pickles = [n for n in names if n.endswith("/data.pkl")]
+        if len(pickles) != 1 or not any(n.endswith("/version") for n in names):
+            return None
+        return archive.read(pickles[0])
+
+
+def _lecture_allow_list(path):
+    """What a torch.save of the lecture's state_dict imports: its allow-list, nothing more."""
+    data = _data_pkl(path)
+    if data is None:
+        return True
+    return any(name not in ("collections.OrderedDict", "torch._utils._rebuild_tensor_v2", "torch.FloatStorage")
+               for name in _globals_in(data))
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_lab12_3_kinds_agree_with_the_weights_only_loader(tmp_path):
+    from fxcourse.checks import lab12
+
+    for round_ in range(2):
+        folder = tmp_path / str(round_)
+        folder.mkdir()
+        kinds = lab12._build_files(str(folder), round_)
+        assert set(kinds.values()) == set(lab12._KINDS)
+        for name, kind in kinds.items():
+            try:
+                torch.load(folder / name, weights_only=True)
+                refused = False
+            except Exception:
+                refused = True
+            assert refused == lab12._unsafe(kind), (name, kind)
+        assert not lab12._TRIPPED
+
+
 def test_lab12_3_reference_passes():
     expect_passed("lab12.3", solution("lab12", "is_unsafe"))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_lab12_3_reference_on_files_a_learner_makes(tmp_path):
+    is_unsafe = solution("lab12", "is_unsafe")
+    made = {
+        "int.pkl": (lambda p: pickle.dump(3, open(p, "wb")), True),
+        "int_p2.pkl": (lambda p: pickle.dump(3, open(p, "wb"), protocol=2), True),
+        "dict.pkl": (lambda p: pickle.dump({"step": 7}, open(p, "wb")), True),
+        "list_p2.pkl": (lambda p: pickle.dump([1, 2.5], open(p, "wb"), protocol=2), True),
+        "int64.pt": (lambda p: torch.save(torch.arange(4), p), False),
+        "float64.pt": (lambda p: torch.save(torch.ones(2, dtype=torch.float64), p), False),
+        "batch_norm.pt": (lambda p: torch.save(torch.nn.BatchNorm2d(3).state_dict(), p), False),
+        "module.pt": (lambda p: torch.save(torch.nn.Linear(2, 2), p), True),
+        "zeros_call.pt": (lambda p: torch.save({"z": _Call(torch.zeros, (2,))}, p), True),
+        "size_call.pt": (lambda p: torch.save({"z": _Call(torch.Size, ((2,),))}, p), False),
+        "legacy.pt": (lambda p: torch.save({"w": torch.ones(2)}, p, _use_new_zipfile_serialization=False), False),
+        "empty.pt": (lambda p: open(p, "wb").close(), True),
+        "text.pt": (lambda p: open(p, "w").write("step = 7"), True),
+        "other.zip": (lambda p: zipfile.ZipFile(p, "w").writestr("a/b.txt", "hi"), True),
+    }
+    for name, (write, unsafe) in made.items():
+        write(str(tmp_path / name))
+        assert is_unsafe(str(tmp_path / name)) is unsafe, name
+
+
+class _Call:
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def test_lab12_3_public_scanner_answer_passes():
+    def by_public_scan(path):
+        try:
+            return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        except Exception:  # not a torch.save archive
+            return True
+
+    expect_passed("lab12.3", by_public_scan)
+
+
 def test_lab12_3_pickletools_answer_passes():
     def by_opcodes(path):
-        return any(not name.startswith(_SAFE_PREFIXES) for name in _globals_in(_pickle_bytes(path)))
+        data = _data_pkl(path)
+        if data is None:
+            return True
+        try:
+            names = _globals_in(data)
+        except Exception:
+            return True
+        allowed = set(torch._weights_only_unpickler._get_allowed_globals())
+        # protocol 2 names Python's builtins by their Python 2 module, as the loader knows
+        return any(name.replace("__builtin__.", "builtins.") not in allowed for name in names)
 
     expect_passed("lab12.3", by_opcodes)
 
@@ -234,7 +565,7 @@ def test_lab12_3_only_raw_pickles_unsafe():
         return not zipfile.is_zipfile(path)
 
     result = expect_wrong("lab12.3", raw_only)
-    assert "judged wrongly" in result.en and "判断错了" in result.zh
+    assert "names a class or function" in result.en and "指定了要导入并调用的类或函数" in result.zh
 
 
 def test_lab12_3_not_a_bool():
@@ -243,6 +574,91 @@ def test_lab12_3_not_a_bool():
 
     result = expect_wrong("lab12.3", says_yes)
     assert "True or False" in result.en and "True 或 False" in result.zh
+
+
+def test_lab12_3_only_refusals_caught():
+    def refusals(path):
+        try:
+            torch.load(path, weights_only=True)
+        except pickle.UnpicklingError:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", refusals)
+    assert "raised on" in result.en and "抛出了异常" in result.zh
+    assert "pickle.dump of the int 3" in result.tried[0] and "整数 3" in result.tried[1]
+    assert "Invalid magic number" in result.got
+
+
+def test_lab12_3_refusals_and_runtime_errors_caught():
+    def two_kinds(path):
+        try:
+            torch.load(path, weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError):
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", two_kinds)
+    assert "raised on" in result.en and "an empty file" in result.tried[0] and "EOFError" in result.got
+
+
+def test_lab12_3_unreadable_files_called_safe():
+    def unknown_is_fine(path):
+        try:
+            torch.load(path, weights_only=True)
+        except pickle.UnpicklingError:
+            return True
+        except Exception:
+            return False
+        return False
+
+    result = expect_wrong("lab12.3", unknown_is_fine)
+    assert "pickle.dump file safe" in result.en and "pickle.dump 文件只包含普通数据" in result.zh
+
+
+def test_lab12_3_plain_pickles_judged_by_their_imports():
+    def imports_nothing_is_safe(path):
+        data = _data_pkl(path)
+        if data is not None:
+            return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        try:
+            with open(path, "rb") as fh:
+                return bool(_globals_in(fh.read()))
+        except Exception:
+            return True
+
+    result = expect_wrong("lab12.3", imports_nothing_is_safe)
+    assert "pickle.dump file safe" in result.en and "完整的反序列化器" in result.zh
+
+
+def test_lab12_3_torch_functions_trusted():
+    def torch_is_trusted(path):
+        data = _data_pkl(path)
+        if data is None:
+            return True
+        return any(not name.startswith(("torch.", "collections.", "__builtin__.", "_codecs."))
+                   for name in _globals_in(data))
+
+    result = expect_wrong("lab12.3", torch_is_trusted)
+    assert "torch function" in result.en and "torch 函数" in result.zh
+
+
+def test_lab12_3_allow_list_of_the_lecture():
+    result = expect_wrong("lab12.3", _lecture_allow_list)
+    assert "narrower than the loader's" in result.en and "比加载器的窄" in result.zh
+
+
+def test_lab12_3_other_zips_called_safe():
+    def zips_without_globals(path):
+        if not zipfile.is_zipfile(path):
+            return True
+        try:
+            return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        except Exception:  # no pickle in it: nothing to import
+            return False
+
+    result = expect_wrong("lab12.3", zips_without_globals)
+    assert "no checkpoint at all" in result.en and "根本不是检查点" in result.zh
 
 
 def test_lab12_hints_are_ladders():
@@ -262,8 +678,8 @@ def _whole_module(model, make_model, folder):
     return fresh.eval()
 
 
-def _static_batch(model, example, path):
-    torch.export.save(torch.export.export(model, (example,)), path)
+def _static_batch(model, example_args, path):
+    torch.export.save(torch.export.export(model, tuple(example_args)), path)
 
 
 @pytest.mark.parametrize("task_id, answer", [
