@@ -132,3 +132,39 @@ def test_untouched_restores_a_modules_attribute_and_a_parameters_grad():
         lin.eval()
     assert not hasattr(lin, "extra") and lin.training and lin.weight.grad is None
     assert fxcourse.aot_graphs is aot_graphs
+
+
+# -- whose error: inductor_code and aot_graphs name the cause, as capture does -----------------
+
+def _own_error(x: torch.Tensor) -> torch.Tensor:
+    raise ValueError("the learner's own bug")
+
+
+def _breaks(x: torch.Tensor) -> torch.Tensor:
+    if x.sum().item() > 0:
+        return x.sin()
+    return x.cos()
+
+
+@pytest.mark.parametrize("helper", ["inductor_code", "aot_graphs"])
+def test_the_functions_own_error_is_named_as_its_own(helper, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    with pytest.raises(fxcourse.FxCourseError) as caught:
+        HELPERS[helper](_own_error, torch.ones(2))
+    assert f"{helper}: got _own_error raising ValueError: the learner's own bug" in str(caught.value)
+    assert f"call it without {helper} first" in str(caught.value)
+
+
+def test_aot_graphs_names_a_graph_break(monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "both")
+    with pytest.raises(fxcourse.FxCourseError) as caught:
+        aot_graphs(_breaks, torch.ones(2))
+    text = str(caught.value)
+    assert "needs a graph break" in text and "fullgraph=True" in text and "图中断" in text
+
+
+def test_a_shape_error_in_the_function_is_the_functions(monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    with pytest.raises(fxcourse.FxCourseError) as caught:
+        inductor_code(lambda x: x @ torch.ones(3, 2), torch.ones(2, 4))
+    assert "raising RuntimeError" in str(caught.value)

@@ -409,14 +409,15 @@ def _run(compiled: Callable[..., Any], fn: Any, args: tuple[Any, ...], kwargs: d
         with process_kept(), untouched(fn, args), quiet(stderr=False) as caught, recording(rec.log):
             result = compiled(*fresh(args), **fresh(kwargs))
     except Exception as exc:
-        raise _failure(exc, fn, args, kwargs, backend_name) from exc
+        raise whose_error(exc, fn, args, kwargs, backend_name) from exc
     notes.extend(caught)
     return result
 
 
-def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-             backend_name: str) -> FxCourseError:
-    """Say whose error it is: the backend's, Dynamo's, or the function's own."""
+def whose_error(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                backend_name: str, where: str = "capture") -> FxCourseError:
+    """Say whose error it is: the backend's, Dynamo's, or the function's own (``where``: the
+    helper that ran it, as the message names it; inductor_code and aot_graphs use it too)."""
     from torch._dynamo.exc import BackendCompilerFailed
 
     if isinstance(exc, BackendCompilerFailed):
@@ -426,12 +427,12 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
             accepted="a backend that compiles every graph Dynamo hands it",
             fix=f"the error is the backend's, not the model's: fix or replace backend {backend_name}, "
                 'or use backend="eager" to see the graphs without compiling them',
-            where="capture",
-            zh=f"capture：后端 {backend_name} 在编译 {_name(fn)} 的一个计算图时失败：{one_line_error(inner)}。"
+            where=where,
+            zh=f"{where}：后端 {backend_name} 在编译 {_name(fn)} 的一个计算图时失败：{one_line_error(inner)}。"
                f"这是后端的错误，不是模型的错误：请修复或换掉后端 {backend_name}，"
                '或者用 backend="eager" 只查看计算图而不编译。')
-    eager_error = _eager_error(fn, args, kwargs)
-    if eager_error is None:
+    own = eager_error(fn, args, kwargs)
+    if own is None:
         return FxCourseError(
             got=f"{_name(fn)}, which runs without torch.compile, but Dynamo fails on it with "
                 f"{one_line_error(exc, limit=300)}",
@@ -439,21 +440,21 @@ def _failure(exc: Exception, fn: Any, args: tuple[Any, ...], kwargs: dict[str, A
             fix="keep the part Dynamo cannot trace out of the compiled region (torch.compiler.disable), "
                 "or rewrite it (a TorchRuntimeError means an op failed on fake tensors: for a custom op, "
                 "check that its fake kernel agrees with the real one)",
-            where="capture",
-            zh=f"capture：{_name(fn)} 不经 torch.compile 能运行，但 Dynamo 处理它时失败："
+            where=where,
+            zh=f"{where}：{_name(fn)} 不经 torch.compile 能运行，但 Dynamo 处理它时失败："
                f"{one_line_error(exc, limit=300)}。这是 Dynamo 的局限，不是函数的错误。修复：把 Dynamo "
                "无法追踪的部分移出编译区域（torch.compiler.disable），或者改写它"
                "（TorchRuntimeError 表示某个算子在伪张量上失败：如果是自定义算子，请检查它的 fake 内核与真实内核是否一致）。")
     return FxCourseError(
-        got=f"{_name(fn)} raising {one_line_error(eager_error)}",
+        got=f"{_name(fn)} raising {one_line_error(own)}",
         accepted="a function or nn.Module that runs on the arguments given",
-        fix=f"call it without capture first ({_name(fn)}(*args)) and fix that error",
-        where="capture",
-        zh=f"capture：{_name(fn)} 本身就报错：{one_line_error(eager_error)}；需要能在给定参数上运行的函数或 "
-           f"nn.Module。修复：先不用 capture 直接调用它（{_name(fn)}(*args)），把这个错误改掉。")
+        fix=f"call it without {where} first ({_name(fn)}(*args)) and fix that error",
+        where=where,
+        zh=f"{where}：{_name(fn)} 本身就报错：{one_line_error(own)}；需要能在给定参数上运行的函数或 "
+           f"nn.Module。修复：先不用 {where} 直接调用它（{_name(fn)}(*args)），把这个错误改掉。")
 
 
-def _eager_error(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException | None:
+def eager_error(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BaseException | None:
     """What ``fn`` raises without Dynamo (None when it runs), its output kept out of sight."""
     try:
         with process_kept(), untouched(fn, args), quiet(stderr=True), contextlib.redirect_stdout(io.StringIO()):

@@ -30,8 +30,9 @@ from torch import fx
 from .._caller_state import process_kept, untouched
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
-from .._text import quiet
+from .._text import one_line_error, quiet
 from ..errors import FxCourseError, describe
+from .capture import eager_error, whose_error
 
 __all__ = ["AOTGraphs", "Extern", "InductorCode", "Kernel", "aot_graphs", "inductor_code"]
 
@@ -176,9 +177,15 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
                             "例如 'freezing'、'cpp_wrapper'。") from None
     torch._dynamo.reset()
     origins: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    with stack, _recording_kernels(origins), quiet(), process_kept(), untouched(fn, args):
-        _, code = run_and_get_code(torch.compile(fn, backend="inductor", dynamic=dynamic), *args)
-    torch._dynamo.reset()
+    try:
+        with stack, _recording_kernels(origins), quiet(), process_kept(), untouched(fn, args):
+            _, code = run_and_get_code(torch.compile(fn, backend="inductor", dynamic=dynamic), *args)
+    except FxCourseError:
+        raise
+    except Exception as exc:  # the function's own error, Dynamo's or Inductor's: say whose
+        raise whose_error(exc, fn, args, {}, "inductor", where="inductor_code") from None
+    finally:
+        torch._dynamo.reset()
     result = _parse([_clean(c) for c in code], origins)
     result.post_grad = post_grad
     return result
@@ -400,6 +407,10 @@ def aot_graphs(fn: Callable[..., Any], *args: Any, partitioner: str = "default",
                        if isinstance(t, torch.Tensor) and t.requires_grad]
             if tensors:
                 sum(t.sum() for t in tensors).backward()  # type: ignore[union-attr]
+    except FxCourseError:
+        raise
+    except Exception as exc:  # a graph break, the function's own error, or AOTAutograd's: say which
+        raise _aot_failure(exc, fn, args, decompositions is not None) from None
     finally:
         torch._dynamo.reset()
     if "forward" not in seen:
@@ -410,3 +421,23 @@ def aot_graphs(fn: Callable[..., Any], *args: Any, partitioner: str = "default",
     saved = [n.name for n in backward.graph.nodes if n.op == "placeholder"
              and not n.name.startswith("tangents")] if backward is not None else []
     return AOTGraphs(seen.get("joint"), seen["forward"], backward, saved, partitioner)
+
+
+def _aot_failure(exc: Exception, fn: Any, args: tuple[Any, ...], decomposed: bool) -> FxCourseError:
+    """aot_graphs needs one whole graph: a graph break is named as such; other failures say
+    whose error they are (the function's own, Dynamo's, or AOTAutograd's)."""
+    from torch._dynamo.exc import Unsupported, UserError
+
+    # Dynamo reports the function's own exception as Unsupported under fullgraph: run it eagerly first
+    if isinstance(exc, (Unsupported, UserError)) and eager_error(fn, args, {}) is None:
+        return FxCourseError(
+            got=f"{describe(fn)}, on which Dynamo needs a graph break: {one_line_error(exc, limit=200)}",
+            accepted="a function Dynamo captures as one whole graph (aot_graphs compiles with fullgraph=True)",
+            fix="remove what breaks the graph (a print, .item() or .tolist(), an `if` on a tensor's value), or "
+                "look at the pieces with fxcourse.capture(fn, *args)",
+            where="aot_graphs",
+            zh=f"aot_graphs：Dynamo 需要在 {describe(fn)} 中产生图中断：{one_line_error(exc, limit=200)}；"
+               "aot_graphs 以 fullgraph=True 编译，需要能捕获成一整张图的函数。修复：去掉导致图中断的代码（print、"
+               ".item() 或 .tolist()、依赖张量值的 if），或者用 fxcourse.capture(fn, *args) 查看各个片段。")
+    name = "AOTAutograd (with your decompositions)" if decomposed else "AOTAutograd"
+    return whose_error(exc, fn, args, {}, name, where="aot_graphs")
