@@ -81,3 +81,43 @@ def test_plotting_leaves_pyplot_alone():
             "print('matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- ordinary data is drawn as it is, or refused clearly (never a matplotlib or TypeError) ------
+
+@pytest.mark.parametrize("values, kwargs, says", [
+    ({"a": None}, {}, "not None, NaN, inf or bool"),
+    ({"a": float("nan")}, {}, "not None, NaN, inf or bool"),
+    ({"a": float("inf")}, {}, "not None, NaN, inf or bool"),
+    ({"a": True}, {}, "not None, NaN, inf or bool"),
+    ({"a": 1.0}, {"title": None}, "title as a str"),
+    ({"a": 1.0}, {"unit": 3}, "unit as a str"),
+    ({"a": 1.0}, {"fmt": "{:q}"}, "a format string with one field"),
+    ({"a": 1.0}, {"fmt": "{} {}"}, "a format string with one field"),
+    ({"a": 1.0}, {"fmt": 3}, "a format string with one field"),
+    ({"a": -1.0}, {"log": True}, "only positive numbers on a logarithmic axis"),
+    ({"a": 0.0}, {"log": True}, "only positive numbers on a logarithmic axis"),
+    ({"a": 1.0}, {"log": "yes"}, "log=True or log=False"),
+    ({"a": {}, "b": {"eager": 1.0}}, {}, "at least one series"),
+    ({"a": {"eager": 1.0}}, {"series": "abc"}, "a list of series names"),
+    ({"a": {"eager": 1.0}, "b": 2.0}, {}, "every value a number, or every value a dict"),
+])
+def test_data_matplotlib_would_refuse_or_misdraw_is_refused_clearly(values, kwargs, says, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    kwargs = {"title": "t", **kwargs}
+    with pytest.raises(FxCourseError) as caught:
+        bar_plot(values, **kwargs)
+    assert says in str(caught.value) and str(caught.value).startswith("bar_plot: got ")
+
+
+def test_integer_labels_dollar_signs_negative_values_and_zeros_are_drawn():
+    p = bar_plot({1: {"eager": -2.0, "compiled": 3.0}, 8: {"eager": 0.0}, "cost $5": {"compiled": 1.0}},
+                 title="speed-up in $")
+    ax = p.figure.axes[0]
+    left, right = ax.get_xlim()
+    assert left < -2.0 and right > 3.0  # the negative bar is on the axis, not cut at 0
+    labels = sorted(t.get_text().strip() for t in ax.texts)
+    assert labels == ["-2", "0", "1", "3"]  # a 0 is a measurement: it has its label; a missing one has none
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "8", r"cost \$5"]
+    assert p.to_png()[:4] == b"\x89PNG"
+    assert "cost $5" in p.to_text() and "speed-up in $" in p.to_text()

@@ -12,6 +12,7 @@ Without one, the plot keeps the English half of each label, so no glyph is missi
 from __future__ import annotations
 
 import base64
+import math
 import io
 from typing import Any, Mapping, Sequence, Union
 
@@ -63,6 +64,8 @@ def _find_font() -> str | None:
 def _text(label: Label, cjk: bool) -> str:
     if isinstance(label, str):
         return label
+    if not isinstance(label, (tuple, list)):  # a batch size, a None series name, ...
+        return str(label)
     parts = [str(p) for p in label]
     if len(parts) == 2:
         if not cjk:  # no glyphs for 中文: English whatever the language
@@ -157,7 +160,15 @@ def bar_plot(values: Mapping[Any, Any], *, title: Label, unit: Label = "", log: 
     >>> p.to_png()[:4] == b"\\x89PNG"
     True
     """
+    _check_options(title, unit, log, series, fmt)
     rows, series_names = _rows(values, series)
+    if log and any(v <= 0 for _, _, v in rows):
+        bad = next((c, v) for c, _, v in rows if v <= 0)
+        raise FxCourseError(got=f"log=True with {bad[0]!r}: {bad[1]:g}", where="bar_plot",
+                            accepted="only positive numbers on a logarithmic axis",
+                            fix="leave log=False, or plot only positive numbers (a ratio, a time)",
+                            zh=f"bar_plot：log=True 时 {bad[0]!r} 的值为 {bad[1]:g}；对数坐标只能画正数。"
+                               "修复：保持 log=False，或者只画正数（比值、时间）。")
     cjk = cjk_font()
     notes = [] if cjk else [pick(*_NO_FONT)]
     rows = [(_text(c, cjk is not None), _text(s, cjk is not None) if s else "", v) for c, s, v in rows]
@@ -167,16 +178,66 @@ def bar_plot(values: Mapping[Any, Any], *, title: Label, unit: Label = "", log: 
     return Plot(figure, _text(title, cjk is not None), rows, _text(unit, cjk is not None), notes)
 
 
+def _is_label(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, tuple) and len(value) == 2
+                                       and all(isinstance(p, str) for p in value))
+
+
+def _check_options(title: Any, unit: Any, log: Any, series: Any, fmt: Any) -> None:
+    """Refuse options that matplotlib would refuse later, or would draw as something else."""
+    for name, value in (("title", title), ("unit", unit)):
+        if not _is_label(value):
+            raise FxCourseError(got=f"{name}={describe(value)}", where="bar_plot",
+                                accepted=f"{name} as a str or an (English, 中文) pair of str",
+                                fix=f'pass e.g. {name}=("time per call", "每次调用耗时")',
+                                zh=f"bar_plot：{name}={describe(value)} 不可用；需要字符串或（英文, 中文）字符串对，"
+                                   f'例如 {name}=("time per call", "每次调用耗时")。')
+    if not isinstance(log, bool):
+        raise FxCourseError(got=f"log={describe(log)}", where="bar_plot", accepted="log=True or log=False",
+                            fix="pass log=True for numbers spanning decades", zh="bar_plot：log 只能是 True 或 False。")
+    if series is not None and (isinstance(series, (str, bytes)) or not isinstance(series, Sequence)):
+        raise FxCourseError(got=f"series={describe(series)}", where="bar_plot",
+                            accepted="a list of series names (a str would be split into letters)",
+                            fix='pass e.g. series=["eager", "compiled"]',
+                            zh=f"bar_plot：series={describe(series)} 不可用；需要系列名的列表（字符串会被拆成单个字母），"
+                               '例如 series=["eager", "compiled"]。')
+    if fmt is not None:
+        try:
+            if not isinstance(fmt, str):
+                raise TypeError(type(fmt).__name__)
+            fmt.format(1.5)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            raise FxCourseError(got=f"fmt={describe(fmt)} ({type(exc).__name__}: {exc})", where="bar_plot",
+                                accepted="a format string with one field for the number, e.g. '{:.2f} s'",
+                                fix="pass e.g. fmt='{:.1f}×' or leave fmt out",
+                                zh=f"bar_plot：fmt={describe(fmt)} 无法格式化数值；需要含一个数值字段的格式字符串，"
+                                   "例如 '{:.2f} s'。修复：传入 fmt='{:.1f}×' 或不传 fmt。") from None
+
+
 def _rows(values: Any, series: Sequence[Label] | None) -> tuple[list[tuple[Label, Label, float]], list[Label]]:
     if not isinstance(values, Mapping) or not values:
         raise FxCourseError(got=describe(values), where="bar_plot",
                             accepted="a non-empty dict of label -> number, or label -> {series -> number}",
                             fix='pass for example {"eager": 1.2, "compiled": 0.4}',
                             zh='bar_plot：需要非空的字典（标签 -> 数值，或标签 -> {系列 -> 数值}），例如 {"eager": 1.2}。')
+    grouped = [isinstance(v, Mapping) for v in values.values()]
+    if any(grouped) and not all(grouped):
+        plain = next(k for k, g in zip(values, grouped) if not g)
+        raise FxCourseError(got=f"{plain!r}: a number beside labels holding {{series: number}}", where="bar_plot",
+                            accepted="every value a number, or every value a dict of series -> number",
+                            fix=f'give {plain!r} its series too, e.g. {{{plain!r}: {{"eager": 1.2}}}}',
+                            zh=f"bar_plot：{plain!r} 的值是一个数，而其他标签的值是“系列 -> 数值”的字典；要么全是数，"
+                               f"要么全是字典。修复：也给 {plain!r} 写上系列名。")
     rows: list[tuple[Label, Label, float]] = []
     names: list[Label] = list(series or [])
     for category, value in values.items():
         if isinstance(value, Mapping):
+            if not value:
+                raise FxCourseError(got=f"{category!r}: an empty dict", where="bar_plot",
+                                    accepted="at least one series -> number for every label",
+                                    fix=f"leave {category!r} out, or give it its numbers",
+                                    zh=f"bar_plot：{category!r} 对应的是空字典；每个标签至少要有一个“系列 -> 数值”。"
+                                       f"修复：去掉 {category!r}，或给出它的数值。")
             for name, number in value.items():
                 if name not in names:
                     names.append(name)
@@ -188,13 +249,23 @@ def _rows(values: Any, series: Sequence[Label] | None) -> tuple[list[tuple[Label
 
 def _number(value: Any, label: Any) -> float:
     try:
+        if isinstance(value, bool):
+            raise TypeError("bool")
         number = float(value)
+        if not math.isfinite(number):
+            raise ValueError("not finite")
     except (TypeError, ValueError):
         raise FxCourseError(got=f"{label!r}: {describe(value)}", where="bar_plot",
-                            accepted="numbers (int or float) as the values",
-                            fix="pass measured numbers, e.g. seconds as floats",
-                            zh=f"bar_plot：{label!r} 的值 {describe(value)} 不是数值；请传入测得的数字。") from None
+                            accepted="finite numbers (int or float) as the values, not None, NaN, inf or bool",
+                            fix="pass measured numbers, e.g. seconds as floats; leave out what was not measured",
+                            zh=f"bar_plot：{label!r} 的值 {describe(value)} 不是有限的数值（None、NaN、inf、bool 都不行）；"
+                               "请传入测得的数字，没有测到的项请省略。") from None
     return number
+
+
+def _plain(text: str) -> str:
+    """Text matplotlib draws as it is: a `$` would start math mode."""
+    return text.replace("$", r"\$")
 
 
 def _figure(rows: list[tuple[str, str, float]], series: list[str], title: str, unit: str, log: bool,
@@ -214,23 +285,31 @@ def _figure(rows: list[tuple[str, str, float]], series: list[str], title: str, u
         ax = figure.add_subplot()
         bar = 0.8 / len(groups)
         lookup = {(c, s): v for c, s, v in rows}
-        largest = max((abs(v) for _, _, v in rows), default=1.0) or 1.0
+        largest = max((v for _, _, v in rows), default=1.0)
+        smallest = min((v for _, _, v in rows), default=0.0)
+        span = (max(largest, 0.0) - min(smallest, 0.0)) or 1.0
         for k, name in enumerate(groups):
             ys = [i + (k - (len(groups) - 1) / 2) * bar for i in range(len(categories))]
-            xs = [lookup.get((c, name), 0.0) for c in categories]
-            ax.barh(ys, xs, height=bar * 0.92, label=name or None, color=f"C{k}")
+            xs = [lookup.get((c, name)) for c in categories]  # None: this label has no such series
+            ax.barh(ys, [math.nan if x is None else x for x in xs], height=bar * 0.92, label=_plain(name) or None,
+                    color=f"C{k}")
             for y, x in zip(ys, xs):
-                if x:
-                    ax.text(x, y, " " + (fmt.format(x) if fmt else _number_text(x)), va="center", fontsize=8)
-        ax.set_yticks(range(len(categories)), categories)
+                if x is not None:  # a 0 is a measurement too: it gets its label
+                    shown = fmt.format(x) if fmt else _number_text(x)
+                    ax.text(x, y, _plain(f" {shown}" if x >= 0 else f"{shown} "), va="center", fontsize=8,
+                            ha="left" if x >= 0 else "right")
+        ax.set_yticks(range(len(categories)), [_plain(c) for c in categories])
         ax.invert_yaxis()
-        ax.set_xlabel(unit)
-        ax.set_title(title, fontsize=11, loc="left")
+        ax.set_xlabel(_plain(unit))
+        ax.set_title(_plain(title), fontsize=11, loc="left")
         if log:
             ax.set_xscale("log")
             ax.set_xlim(right=largest * 4)
         else:
-            ax.set_xlim(0, largest * 1.18)
+            ax.set_xlim(min(smallest, 0.0) - (0.18 * span if smallest < 0 else 0.0),
+                        max(largest, 0.0) + 0.18 * span)
+            if smallest < 0:
+                ax.axvline(0, color="0.3", linewidth=0.8)
         ax.grid(axis="x", alpha=0.3)
         ax.spines[["top", "right"]].set_visible(False)
         if series:
