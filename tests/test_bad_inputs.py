@@ -342,7 +342,7 @@ def test_nb_run_checks_every_notebook_before_running_any(tmp_path, monkeypatch):
 def _library_errors():
     import torch
 
-    from fxcourse import graph_table, zoo
+    from fxcourse import graph_table, inductor_code, lowering, zoo
     from fxcourse.tooling import nbrun
 
     chain = torch.fx.symbolic_trace(lambda x: x + 1)
@@ -352,6 +352,16 @@ def _library_errors():
     yield "zoo.example typo", lambda tmp: zoo.example("resnet81")
     yield "labs outside the course", lambda tmp: labs.find_root(tmp)
     yield "read an empty notebook", lambda tmp: nbrun.read(_file(tmp, b""))
+    yield "graph_table columns=3", lambda tmp: graph_table(chain, columns=3)
+    yield "graph_table columns=[1]", lambda tmp: graph_table(chain, columns=[1])
+    yield "graph_table columns=dict", lambda tmp: graph_table(chain, columns={"name": 1})
+    yield "zoo.example list", lambda tmp: zoo.example(["mlp"])
+    yield "zoo.example seed='a'", lambda tmp: zoo.example("mlp", seed="a")
+    yield "zoo.example seed=True", lambda tmp: zoo.example("mlp", seed=True)
+    yield "lowering stages=None", lambda tmp: lowering(torch.nn.ReLU(), torch.ones(2), stages=None)
+    yield "lowering stages=[1]", lambda tmp: lowering(torch.nn.ReLU(), torch.ones(2), stages=[1])
+    yield "inductor_code simdlen='x'", lambda tmp: inductor_code(lambda x: x + 1, torch.ones(2), simdlen="x")
+    yield "inductor_code simdlen=-1", lambda tmp: inductor_code(lambda x: x + 1, torch.ones(2), simdlen=-1)
 
 
 @pytest.mark.parametrize("call", [c for _, c in _library_errors()], ids=[n for n, _ in _library_errors()])

@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .errors import FxCourseError
+from .errors import FxCourseError, describe
 
 __all__ = [
     "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv", "GraphParts",
@@ -216,9 +216,12 @@ def names() -> list[str]:
 
 def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """Build zoo model ``name`` (seeded, eval mode) and its example inputs."""
-    if name not in _ENTRIES:
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise FxCourseError(got=f"seed={describe(seed)}", accepted="a whole number", fix="pass e.g. seed=0",
+                            where="zoo.example", zh=f"zoo.example：seed={describe(seed)} 不可用；需要整数，例如 seed=0。")
+    if not isinstance(name, str) or name not in _ENTRIES:
         raise FxCourseError(
-            got=repr(name), accepted=f"one of {', '.join(names())}",
+            got=describe(name) if not isinstance(name, str) else repr(name), accepted=f"one of {', '.join(names())}",
             fix="pick a name from fxcourse.zoo.names()", where="zoo.example",
             zh=f"zoo.example：没有名为 {name!r} 的模型；可选：{'、'.join(names())}。"
                "修复：从 fxcourse.zoo.names() 中选一个名字。",

@@ -5,7 +5,7 @@ what the graph already holds; nothing runs the model.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from torch import fx
 
@@ -159,7 +159,18 @@ def _choose(columns: Sequence[str] | str | None, default: tuple[str, ...],
     """The column names to show: defaults, defaults plus ``+name``s, or exactly ``names``."""
     if columns is None:
         return default
+    if not isinstance(columns, str) and not (isinstance(columns, Iterable) and not isinstance(columns, Mapping)):
+        raise FxCourseError(got=f"columns={describe(columns)}", where="graph_table",
+                            accepted="None, a list of column names, or one string of names ('name, shape')",
+                            fix="pass e.g. columns=['name', 'shape'] or columns='+users'",
+                            zh=f"graph_table：columns={describe(columns)} 不可用；需要 None、列名列表，"
+                               "或一个由列名组成的字符串（'name, shape'），例如 columns=['name', 'shape']。")
     names = columns.replace(",", " ").split() if isinstance(columns, str) else list(columns)
+    if not all(isinstance(n, str) for n in names):
+        odd = next(n for n in names if not isinstance(n, str))
+        raise FxCourseError(got=f"column {describe(odd)}", where="graph_table", accepted="column names as str",
+                            fix="pass e.g. columns=['name', 'shape']",
+                            zh=f"graph_table：列 {describe(odd)} 不是字符串；列名要写成字符串，例如 ['name', 'shape']。")
     added = [n[1:] for n in names if isinstance(n, str) and n.startswith("+")]
     if added and len(added) != len(names):
         raise FxCourseError(got=f"columns={names!r}", where="graph_table",

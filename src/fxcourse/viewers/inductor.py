@@ -154,6 +154,14 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
         raise FxCourseError(got=f"options={describe(options)}", accepted="a dict of Inductor config settings "
                             "(options must be a dict)", fix="pass e.g. options={'freezing': True}", where="inductor_code",
                             zh="options 应是 Inductor 配置的 dict。修复：例如传入 options={'freezing': True}。")
+    if simdlen is not None and (isinstance(simdlen, bool) or not isinstance(simdlen, int) or simdlen < 0):
+        raise FxCourseError(got=f"simdlen={describe(simdlen)}", where="inductor_code",
+                            accepted="simdlen=0 (scalar C++, the same on every CPU), a vector width in bits such as "
+                                     "256 or 512, or None (Inductor's own setting)",
+                            fix="leave simdlen out, or pass simdlen=None to see the vectorised code",
+                            zh=f"inductor_code：simdlen={describe(simdlen)} 不可用；需要 0（标量 C++，在每种 CPU 上都一样）、"
+                               "以比特计的向量宽度（如 256、512），或 None（沿用 Inductor 自己的设置）。修复：不传 simdlen，"
+                               "或传 simdlen=None 查看向量化代码。")
     import torch._dynamo
     import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .._lang import only
 from .._render import Table, Viewable, table_style
@@ -209,8 +209,9 @@ def lowering(model: Any, *args: Any, dynamic_shapes: Any = None, stages: Sequenc
     >>> low.stage("stablehlo").dialects
     ('stablehlo', 'func', 'arith')
     """
-    unknown = [s for s in stages if s not in MLIR_STAGES]
-    if isinstance(stages, str) or unknown or not stages:
+    named = not isinstance(stages, (str, bytes)) and isinstance(stages, Iterable)
+    unknown = [s for s in stages if not isinstance(s, str) or s not in MLIR_STAGES] if named else [stages]
+    if not named or unknown or not stages:
         raise FxCourseError(got=repr(stages), accepted=f"a non-empty sequence of names from {list(MLIR_STAGES)}",
                             fix='pass e.g. stages=("torch", "linalg-on-tensors")', where="lowering",
                             zh=f"收到 {stages!r}；需要由 {list(MLIR_STAGES)} 中的名字组成的非空序列。"
