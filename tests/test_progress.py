@@ -1,6 +1,7 @@
 """fxcourse progress: verdicts read from the saved lab notebooks and this kernel's checks."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -100,4 +101,17 @@ def test_a_lab_not_saved_anywhere_yet_reads_this_kernels_checks(tmp_path, monkey
 
 def test_a_broken_notebook_reads_as_not_run(course):
     (course / "labs" / "lab00_warmup.ipynb").write_text("{ not json", encoding="utf-8")
+    assert {t.status for t in progress(course, lab="lab00").tasks} == {"not run"}
+
+
+@pytest.mark.parametrize("cells", [
+    [{"cell_type": "code", "source": 3, "outputs": "x"}],
+    [{"cell_type": "code", "source": "", "outputs": [{"output_type": "display_data", "data": 5}]}],
+    [{"cell_type": "code", "source": "", "outputs": [{"output_type": "display_data", "data": {"text/html": 7}}]}],
+    [{"cell_type": "code", "source": "", "outputs": [None, 3, "x"]}],
+])
+def test_malformed_cells_and_outputs_read_as_not_run(course, cells):
+    """JSON that is a notebook in shape but not in its cells: no statuses, no exception."""
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (course / "labs" / "lab00_warmup.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     assert {t.status for t in progress(course, lab="lab00").tasks} == {"not run"}

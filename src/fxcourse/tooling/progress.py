@@ -51,9 +51,11 @@ def statuses_in(notebook: str | Path) -> dict[str, str]:
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        for output in cell.get("outputs", []):
-            html = (output.get("data") or {}).get("text/html", "") if isinstance(output, dict) else ""
-            html = "".join(html) if isinstance(html, list) else str(html)
+        outputs = cell.get("outputs")
+        for output in outputs if isinstance(outputs, list) else []:
+            data = output.get("data") if isinstance(output, dict) else None
+            html = data.get("text/html", "") if isinstance(data, dict) else ""
+            html = "".join(map(str, html)) if isinstance(html, list) else str(html)
             for status, task in _HTML.findall(html):
                 found[task] = status
     return found
