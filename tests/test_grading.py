@@ -275,3 +275,22 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     written[0].path.chmod(0o664)  # the instructor's own choice survives a rerun
     export_course(tmp_path / "grading", [LAB], root=REPO)
     assert oct(written[0].path.stat().st_mode & 0o777) == "0o664"
+
+
+@pytest.mark.parametrize("broken", [b"{ not json", b'{"cells": [], "nbformat": 4, "nbformat_minor": 5}'])
+def test_a_broken_solution_stops_the_export_before_anything_is_written(tmp_path, broken, capsys, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "labs").mkdir()
+    shutil.copy(REPO / "solutions" / "lab03_fx_ir.ipynb", course / "solutions")
+    (course / "solutions" / "lab00_warmup.ipynb").write_bytes(broken)
+    (course / "pyproject.toml").write_text("[project]\nname = 'fxcourse'\n")
+    out = tmp_path / "out"
+    monkeypatch.chdir(course)
+    from fxcourse.tooling.cli import main
+    assert main(["grading", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "unexpected" not in err
+    assert "grading: got " in err and "lab00_warmup.ipynb" in err
+    assert not out.exists()

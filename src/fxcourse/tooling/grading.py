@@ -36,6 +36,7 @@ import nbformat
 from .._lang import pick
 from ..errors import FxCourseError
 from .labs import BEGIN, STUB, find_root
+from .nbrun import read
 
 __all__ = ["POINTS", "Written", "add_grading_cells", "export_course"]
 
@@ -284,13 +285,14 @@ def export_course(out: str | Path, labs: list[str] | None = None, root: str | Pa
                                 fix="use a lab's number, e.g. lab00", where="grading",
                                 zh=f"grading：没有实验 {', '.join(unknown)}；可选：{', '.join(sorted(known))}。")
         solutions = [p for p in solutions if p.name.split("_")[0] in wanted]
+    # every solution read and marked before anything is written: a broken one stops the export cleanly
+    graded = [(path.name.split("_")[0], path, add_grading_cells(read(path, where="grading"), path.name.split("_")[0]))
+              for path in solutions]
     out.mkdir(parents=True, exist_ok=True)
     writer = _Writer(out, report)
     written = [w for w in [writer.folder(out / "source")] if w is not None]
     written.append(writer.write(out / "nbgrader_config.py", CONFIG.format(stub=STUB), None))
-    for path in solutions:
-        lab = path.name.split("_")[0]
-        nb = add_grading_cells(nbformat.read(path, as_version=4), lab)
+    for lab, path, nb in graded:
         for cell in nb.cells:  # a source notebook carries no stale outputs
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
