@@ -127,20 +127,25 @@ def _register_with_torch_library(op):
     ("lab11.1", softsign_op_maker(returns="packet")),
     ("lab11.1", softsign_op_maker(returns="overload")),
     ("lab11.1", define_and_impl("packet")),
-    # a real kernel in torch ops keeps the input's layout: then empty_like is the matching fake
-    ("lab11.1", softsign_op_maker(kernel=lambda x: x / (1 + x.abs()), fake=lambda x: torch.empty_like(x))),
+    # a real kernel in torch ops, made contiguous as the task asks
+    ("lab11.1", softsign_op_maker(kernel=lambda x: (x / (1 + x.abs())).contiguous())),
+    ("lab11.1", softsign_op_maker(kernel=lambda x: py_softsign(x.contiguous()))),
     ("lab11.2", windows_fake_other_way),
     ("lab11.2", lambda x, size, step: x.unfold(-1, size, step).clone(memory_format=torch.contiguous_format)),
     ("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], len(range(0, x.shape[-1] - size + 1, step)), size))),
     ("lab11.2", lambda x, size, step: torch.empty(*x.shape[:-1], math.ceil((x.shape[-1] - size + 1) / step), size,
                                                   dtype=x.dtype, device=x.device)),
+    ("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], (x.shape[-1] - size + step) // step, size))),
     ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: 3 * s * x.pow(2) * grad)),
     ("lab11.3", autograd_with_state(_keep_copy_on_ctx, lambda ctx, grad, state: (grad * 3 * ctx.s * ctx.x ** 2, None))),
     ("lab11.3", autograd_with_state(_save_s_as_tensor, _backward_from_two_saved)),
     ("lab11.3", _register_with_torch_library),
+    ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: grad * (3 * s) * x.square())),
+    ("lab11.3", autograd_with_state(_save_x_keep_s, lambda ctx, grad, state: (
+        grad.mul(ctx.saved_tensors[0].pow(2)).mul(3.0 * ctx.s), None))),
 ], ids=["1-new_empty", "1-empty_like-contiguous", "1-empty", "1-packet", "1-overload", "1-define-impl",
-        "1-torch-kernel", "2-other", "2-unfold-clone", "2-range", "2-ceil", "3-other", "3-ctx-copy", "3-s-tensor",
-        "3-torch-library"])
+        "1-torch-kernel", "1-contiguous-first", "2-other", "2-unfold-clone", "2-range", "2-ceil", "2-plus-step", "3-other", "3-ctx-copy", "3-s-tensor",
+        "3-torch-library", "3-square", "3-mul-chain"])
 def test_answers_written_another_way_pass(task_id, answer):
     expect_passed(task_id, answer)
 
@@ -267,6 +272,40 @@ def test_lab11_1_fake_that_fails_on_a_transposed_input_is_named():
     assert "transposed" in result.tried[0]
 
 
+def test_lab11_1_real_kernel_keeping_a_transposed_layout_is_named():
+    """The attackers' answer: empty_like + copy_ gives a transposed output for a transposed input,
+    and a fake that says the same agrees with it; the task says the output is contiguous."""
+    def kernel(x):
+        out = torch.empty_like(x)
+        out.copy_(py_softsign(x))
+        return out
+    for fake in (lambda x: torch.empty_like(x), lambda x: x.new_empty(x.shape)):
+        result = expect_wrong("lab11.1", softsign_op_maker(kernel=kernel, fake=fake))
+        assert "not laid out row by row (contiguous)" in result.en and "按行连续存放" in result.zh
+        assert "transposed" in result.tried[0] and "strides (1, 4)" in result.got[0] and "步长 (3, 1)" in result.expected[1]
+
+
+def test_lab11_1_real_kernel_in_torch_ops_keeping_the_layout_is_named():
+    result = expect_wrong("lab11.1", softsign_op_maker(kernel=lambda x: x / (1 + x.abs()), fake=torch.empty_like))
+    assert "not laid out row by row" in result.en and "连续" in result.zh
+
+
+@pytest.mark.parametrize("kernel", [lambda x: py_softsign(x.float()).to(x.dtype),
+                                    lambda x: (x.float() / (1 + x.float().abs())).to(x.dtype).contiguous()],
+                         ids=["py_softsign", "torch"])
+def test_lab11_1_float32_arithmetic_on_float64_inputs_is_named(kernel):
+    result = expect_wrong("lab11.1", softsign_op_maker(kernel=kernel))
+    assert "only float32 precision" in result.en and "float32 的精度" in result.zh and "float64" in result.tried[0]
+
+
+def test_lab11_1_0d_float64_coming_back_as_float32_is_named():
+    def kernel(x):
+        return torch.tensor(x.item() / (1 + abs(x.item()))) if x.dim() == 0 else py_softsign(x)
+    result = expect_wrong("lab11.1", softsign_op_maker(kernel=kernel))
+    assert "returns a torch.float32 tensor for a torch.float64 input" in result.en and "默认是 float32" in result.zh
+    assert "0-d float64" in result.tried[0] and result.expected == "torch.float64"
+
+
 def test_lab11_1_fake_output_requiring_grad_is_named():
     result = expect_wrong("lab11.1", softsign_op_maker(
         fake=lambda x: torch.empty(x.shape, dtype=x.dtype, device=x.device, requires_grad=True)))
@@ -317,6 +356,17 @@ def test_lab11_2_losing_the_leading_dims_is_named():
     assert "leading dimensions" in result.en and "前面的维度" in result.zh
 
 
+@pytest.mark.parametrize("count", [lambda n, size, step: -(-n // step) - (size - 1) // step,
+                                   lambda n, size, step: (n + step - 1) // step - (size - 1) // step],
+                         ids=["ceil-minus", "plus-step-minus"])
+def test_lab11_2_counting_starts_then_removing_too_few_is_named(count):
+    """The attackers' count: right on every earlier probe, wrong for (5,), size 2, step 2 (3 instead of 2)."""
+    result = expect_wrong("lab11.2", lambda x, size, step: x.new_empty((*x.shape[:-1], count(x.shape[-1], size, step),
+                                                                         size)))
+    assert "takes off too few" in result.en and "减去的个数不够" in result.zh
+    assert "(2, 5)" in result.tried[0] and "shape (2, 2, 2)" in result.expected[0] and "shape (2, 3, 2)" in result.got[0]
+
+
 def test_lab11_2_default_dtype_is_named():
     def fake(x, size, step):
         return torch.empty(*x.shape[:-1], (x.shape[-1] - size) // step + 1, size)
@@ -338,7 +388,8 @@ def test_lab11_2_returning_the_unfold_view_is_named():
 
 
 def test_lab11_2_contiguous_view_aliases_the_input_with_one_window():
-    """.contiguous() of a one-window unfold is the view itself: still an alias of x."""
+    """.contiguous() of an unfold whose windows already lie row by row (one window per row) is the
+    view itself: still an alias of x."""
     result = expect_wrong("lab11.2", lambda x, size, step: x.unfold(-1, size, step).contiguous())
     assert "returns its input, or a view of it" in result.en and "one window" in result.tried[0]
 
@@ -460,6 +511,49 @@ def test_lab11_3_writing_into_the_incoming_gradient_is_named():
     assert "writes into the gradient it receives" in result.en and "原地改写" in result.zh
 
 
+def test_lab11_3_float32_gradient_for_float64_x_is_named():
+    result = expect_wrong("lab11.3", autograd_adder(grad_of=lambda grad, x, s: (grad * 3 * s * x * x).float()))
+    assert "only float32 precision" in result.en and "float32 的精度" in result.zh
+
+
+def test_lab11_3_float32_local_derivative_is_named():
+    result = expect_wrong("lab11.3", autograd_adder(grad_of=lambda grad, x, s: grad * (3 * s * x.float() ** 2)))
+    assert "only float32 precision" in result.en and "x 的 dtype" in result.zh
+
+
+def _square_saved_in_place(ctx, grad, state):
+    (x,) = ctx.saved_tensors
+    x **= 2
+    return grad * 3 * ctx.s * x, None
+
+
+def _mul_saved_in_place(ctx, grad, state):
+    (x,) = ctx.saved_tensors
+    return grad * x.mul_(x).mul_(3 * ctx.s), None
+
+
+@pytest.mark.parametrize("backward", [_square_saved_in_place, _mul_saved_in_place], ids=["pow-assign", "mul_"])
+def test_lab11_3_backward_writing_into_the_saved_x_is_named(backward):
+    """The attackers' answer: the gradient is right, but the caller's x is squared by the backward."""
+    result = expect_wrong("lab11.3", autograd_with_state(_save_x_keep_s, backward))
+    assert "writes into a tensor it saved" in result.en and "保存的张量" in result.zh
+    assert "x unchanged" in result.expected[0] and "x:" in result.got[0] and "x：" in result.got[1]
+
+
+def test_lab11_3_backward_writing_into_a_saved_copy_is_named():
+    """Writing into a saved clone leaves x alone, but a second backward through the graph fails."""
+    def setup(ctx, inputs, output, state):
+        ctx.save_for_backward(inputs[0].clone())
+        ctx.s = inputs[1]
+
+    def backward(ctx, grad, state):
+        (x,) = ctx.saved_tensors
+        return grad * x.mul_(x) * 3 * ctx.s, None
+    result = expect_wrong("lab11.3", autograd_with_state(setup, backward))
+    assert "second backward through the same graph" in result.en and "第二次反向传播" in result.zh
+    assert "gradcheck" in result.tried[0] and "modified by an inplace operation" in result.got
+
+
 def test_lab11_3_saving_the_float_with_save_for_backward_is_named():
     def setup(ctx, inputs, output, state):
         ctx.save_for_backward(*inputs)
@@ -523,6 +617,10 @@ def test_a_learner_rerunning_cells_can_register_the_same_names_again():
     ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: grad * s * x ** 2)),
     ("lab11.3", autograd_with_state(_setup_into_closure,
                                     lambda ctx, grad, state: (grad * 3 * state["s"] * state["x"] ** 2, None))),
-], ids=["lab11.1", "lab11.1-strides", "lab11.2", "lab11.2-strides", "lab11.3", "lab11.3-state"])
+    ("lab11.1", softsign_op_maker(kernel=lambda x: py_softsign(x.float()).to(x.dtype))),
+    ("lab11.3", autograd_with_state(_save_x_keep_s, _square_saved_in_place)),
+    ("lab11.3", autograd_adder(grad_of=lambda grad, x, s: (grad * 3 * s * x * x).float())),
+], ids=["lab11.1", "lab11.1-strides", "lab11.2", "lab11.2-strides", "lab11.3", "lab11.3-state", "lab11.1-float32",
+        "lab11.3-saved-written", "lab11.3-float32"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)

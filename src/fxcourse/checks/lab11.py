@@ -91,10 +91,10 @@ def _meta_twin(x: torch.Tensor) -> torch.Tensor:
 _STRIDES = ("the fake kernel promises a memory layout (strides) that differs from that of the tensor the real "
             "kernel returns for this input: a fake kernel must describe the real output exactly, layout "
             "included, and the real kernel here returns a new tensor laid out row by row (contiguous) whatever "
-            "the input's layout (torch.empty_like copies the input's layout instead). Inductor lays out its "
+            "the input's layout (torch.empty_like follows the input's layout instead). Inductor lays out its "
             "buffers from the fake kernel's promise, so compiled code fails at run time on such inputs "
             "(lecture 11, section 2).",
-            "对这个输入，fake 内核承诺的内存布局（步长）与真实内核返回的张量不同：fake 内核必须如实描述真实输出，包括布局；"
+            "对这个输入，fake 内核承诺的内存布局（步长）与真实内核返回的张量的布局不同：fake 内核必须如实描述真实输出，包括布局；"
             "而这里的真实内核无论输入是什么布局，都返回一个按行连续存放的新张量（torch.empty_like 则会沿用输入的布局）。"
             "Inductor 按 fake 内核的承诺安排缓冲区，所以在这样的输入上编译后的代码会在运行时出错（第 11 讲第 2 节）。")
 _DEVICE = ("the fake kernel's output is not on the input's device: a fake kernel must create its output on the "
@@ -182,9 +182,12 @@ def _schema_of(op: Any) -> Any:
 def _not_an_operator(op: Any) -> None:
     """Raise the Wrong that says what came back instead of the operator."""
     where = ("(If you registered it with torch.library.define and torch.library.impl, the operator is "
-             "torch.ops.<namespace>.<name>; the impl decorator returns None.)",
-             "（如果你是用 torch.library.define 和 torch.library.impl 注册的，算子是 torch.ops.<namespace>.<name>；"
-             "impl 装饰器返回的是 None。）")
+             "torch.ops.<namespace>.<name>: used as a decorator, torch.library.impl(\"ns::name\", ...) returns "
+             "None, and torch.library.impl(lib, \"name\", ...) with a Library object returns your Python "
+             "function unchanged.)",
+             "（如果你是用 torch.library.define 和 torch.library.impl 注册的，算子是 torch.ops.<namespace>.<name>："
+             "作为装饰器使用时，torch.library.impl(\"ns::name\", ...) 返回 None，而传入 Library 对象的 "
+             "torch.library.impl(lib, \"name\", ...) 原样返回你的 Python 函数。）")
     if op is None:
         raise Wrong("make_softsign_op returned None; it must return the operator it registered. " + where[0],
                     "make_softsign_op 返回了 None；它必须返回它注册的算子。" + where[1], got="None")
@@ -262,8 +265,52 @@ def _call_fake(call: Callable[[], Any], label: tuple[str, str],
             raise Wrong(*_VALUES, tried=label, got=text) from None
         raise Wrong("the fake kernel raised an error for this input: it must work for every input the real kernel "
                     f"accepts ({inputs[0]} too).",
-                    f"对这个输入，fake 内核抛出了异常：凡是真实内核接受的输入（包括{inputs[1]}），fake 内核都必须能处理。",
+                    f"对这个输入，fake 内核抛出了异常：凡是真实内核接受的输入（包括 {inputs[1]}），fake 内核都必须能处理。",
                     tried=label, got=text) from None
+
+
+#: float64 results are compared this tightly: float32 arithmetic on the way shows (about 1e-8 off).
+_FLOAT64_TOL = dict(rtol=1e-12, atol=1e-15)
+_FLOAT64_WANT = ("float64 precision: a relative difference below 1e-12", "float64 精度：相对误差小于 1e-12")
+
+
+def _precision_got(got: torch.Tensor, want: torch.Tensor) -> tuple[str, str]:
+    """How far float32 arithmetic took ``got`` from ``want``, in both languages."""
+    err = ((got.detach() - want) / want.abs().clamp_min(1e-300)).abs().max().item()
+    return (f"a relative difference of up to {err:.2g}", f"相对误差最大为 {err:.2g}")
+
+
+def _real_matches(label: tuple[str, str], x: torch.Tensor, got: Any, want: torch.Tensor) -> None:
+    """Raise the named Wrong when the op's real output ``got`` is not what py_softsign returns (``want``):
+    values (float64 ones to float64 precision), dtype, and a contiguous layout."""
+    tol = _FLOAT64_TOL if x.dtype == torch.float64 else {}
+    diff = differs(got, want, **tol)
+    if diff is not None:
+        if isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype != want.dtype:
+            raise Wrong(f"calling the op returns a {got.dtype} tensor for a {x.dtype} input: the op returns a "
+                        "tensor with its input's dtype, as py_softsign does (a tensor built from Python floats "
+                        "is float32 unless told otherwise).",
+                        f"对 {x.dtype} 的输入，调用算子返回的是 {got.dtype} 张量：算子返回的张量 dtype 必须与输入相同，"
+                        "py_softsign 就是这样（用 Python 浮点数构造的张量默认是 float32）。",
+                        tried=label, expected=str(want.dtype), got=str(got.dtype))
+        if x.dtype == torch.float64 and differs(got, want) is None:
+            raise Wrong("calling the op on a float64 input gives values with only float32 precision: the real "
+                        "kernel computes in float32 somewhere (a conversion to float32 and back, or a float32 "
+                        "tensor); it must compute what py_softsign computes, in the input's dtype.",
+                        "对 float64 的输入，调用算子得到的数值只有 float32 的精度：真实内核在某处用 float32 计算"
+                        "（先转成 float32 再转回来，或者用了 float32 张量）；它必须在输入的 dtype 下算出与 py_softsign 相同的结果。",
+                        tried=label, expected=_FLOAT64_WANT, got=_precision_got(got, want))
+        raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
+                    "compute exactly what py_softsign computes.",
+                    "调用该算子的结果与 py_softsign 不同：算子的真实内核应当与 py_softsign 计算的完全一样。",
+                    tried=label, expected=describe(want), got=diff)
+    if _strides_differ(got, want):
+        raise Wrong("calling the op returns a tensor that is not laid out row by row (contiguous) for this input: "
+                    "the op must return a new contiguous tensor whatever the input's strides, as py_softsign "
+                    "does (a tensor made with torch.empty_like follows the input's layout).",
+                    "对这个输入，调用算子返回的张量不是按行连续存放（contiguous）的：不论输入的步长如何，算子都必须返回一个"
+                    "新的连续张量，py_softsign 就是这样（用 torch.empty_like 创建的张量会沿用输入的布局）。",
+                    tried=label, expected=_layouts(want), got=_layouts(got))
 
 
 def _softsign_probes() -> list[tuple[tuple[str, str], torch.Tensor]]:
@@ -276,6 +323,8 @@ def _softsign_probes() -> list[tuple[tuple[str, str], torch.Tensor]]:
             (("a transposed float32 tensor: torch.randn(3, 4).t(), shape (4, 3), strides (1, 4)",
               "转置的 float32 张量：torch.randn(3, 4).t()，形状 (4, 3)，步长 (1, 4)"), _tensors(113, (3, 4))[0].t()),
             (("a 0-d float32 tensor (shape ())", "0 维的 float32 张量（形状 ()）"), torch.tensor(-1.75)),
+            (("a 0-d float64 tensor: torch.tensor(0.1, dtype=torch.float64)",
+              "0 维的 float64 张量：torch.tensor(0.1, dtype=torch.float64)"), torch.tensor(0.1, dtype=torch.float64)),
             (("every other column of a float64 (3, 8) tensor: x[:, ::2], shape (3, 4), strides (8, 2)",
               "float64 的 (3, 8) 张量每隔一列取一列：x[:, ::2]，形状 (3, 4)，步长 (8, 2)"), wide[:, ::2])]
 
@@ -319,7 +368,7 @@ def _softsign_op(answer: Any) -> None:
                               "x 上没有 (a!) 的签名，例如 ns::name(Tensor x) -> Tensor"), got=str(schema))
     probes = _softsign_probes()
     for label, x in probes:
-        want = x / (1 + x.abs())
+        want = py_softsign(x)  # a new contiguous tensor of x's dtype, computed in double precision
         arg = x.clone()
         try:
             with quiet():
@@ -331,12 +380,7 @@ def _softsign_op(answer: Any) -> None:
                         "py_softsign accepts (0-d and non-contiguous ones too).",
                         "对这个输入，调用算子时抛出了异常：凡是 py_softsign 接受的张量（包括 0 维和非连续的张量），"
                         "算子的真实内核都必须接受。", tried=label, got=one_line_error(exc)) from None
-        diff = differs(got, want)
-        if diff is not None:
-            raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
-                        "compute exactly what py_softsign computes.",
-                        "调用该算子的结果与 py_softsign 不同：算子的真实内核应当与 py_softsign 计算的完全一样。",
-                        tried=label, expected=describe(want), got=diff)
+        _real_matches(label, x, got, want)
         if not torch.equal(arg, x):
             raise Wrong("the op writes into its input, although it is registered as changing none of its "
                         "arguments (mutates_args=()): the real kernel must leave its input as it was.",
@@ -372,8 +416,9 @@ def _softsign_op(answer: Any) -> None:
 
 def windows_real(x: torch.Tensor, size: int, step: int) -> torch.Tensor:
     """The lab's real kernel: windows of ``size`` along the last dim, every ``step`` elements, as a new
-    contiguous tensor (``.contiguous()`` would hand back a view of ``x`` when there is one window,
-    and a custom op's output must not alias its input)."""
+    contiguous tensor (``.contiguous()`` would hand back a view of ``x`` whenever the windows already
+    lie row by row in ``x``'s memory, e.g. one window per row, or ``size == step`` on a contiguous
+    1-d ``x``; a custom op's output must not alias its input)."""
     return x.unfold(-1, size, step).clone(memory_format=torch.contiguous_format)
 
 
@@ -384,6 +429,8 @@ _WINDOW_PROBES = [  # ((English, 中文) label, shape, size, step, dtype, transp
       "形状 (3, 2, 11) 的 x，size 2，step 4（step 大于 size）"), (3, 2, 11), 2, 4, torch.float32, False),
     (("x of shape (4, 7), size 7, step 3 (one window)", "形状 (4, 7) 的 x，size 7，step 3（只有一个窗口）"),
      (4, 7), 7, 3, torch.float64, False),
+    (("x of shape (2, 5), size 2, step 2 (the last element is left over)",
+      "形状 (2, 5) 的 x，size 2，step 2（最后一个元素用不上）"), (2, 5), 2, 2, torch.float32, False),
     (("a transposed x: torch.randn(9, 2).t(), shape (2, 9), strides (1, 2); size 3, step 3",
       "转置的 x：torch.randn(9, 2).t()，形状 (2, 9)，步长 (1, 2)；size 3，step 3"), (2, 9), 3, 3, torch.float32, True),
 ]
@@ -423,6 +470,11 @@ def _window_formulas(got: tuple[int, ...], shape: tuple[int, ...], size: int, st
          "窗口数向上取整了：最后那个不完整的窗口不算窗口（unfold 会丢掉它）。"),
         (n // step, "the number of windows ignores the window size: the last window must fit inside the row.",
          "窗口数没有考虑窗口大小：最后一个窗口必须完整地落在这一行之内。"),
+        (-(-n // step) - (size - 1) // step,
+         "the number of windows counts the window starts inside the row, then takes off too few of the windows "
+         "that run past its end: a window starting at position i * step is kept only if i * step + size <= n.",
+         "窗口数先数了这一行里所有的窗口起点，再减去超出末尾的窗口，但减去的个数不够：从位置 i * step 开始的窗口，"
+         "只有在 i * step + size <= n 时才保留。"),
     ]
     if got == (right, size) or (not lead and got == lead + (right, size)):
         found.append(("the leading dimensions are lost: windows are taken along the last dimension only, and "
@@ -439,9 +491,10 @@ def _window_formulas(got: tuple[int, ...], shape: tuple[int, ...], size: int, st
      "windows fit, and where do the other dimensions go?",
      "先在纸上算一算：一行 n 个元素，窗口大小为 size，每隔 step 个元素开始一个窗口。能放下几个窗口？其他维度放在哪里？"),
     ("Lecture 11, section 2: a fake kernel gets FakeTensors (shape, dtype, device, no data) and the other "
-     "arguments as they are, and returns an empty tensor of the output's shape and dtype.",
+     "arguments as they are, and returns a new, empty tensor with the output's shape, dtype, device and "
+     "memory layout (strides).",
      "第 11 讲第 2 节：fake 内核接收伪张量（FakeTensor：有形状、dtype 和设备，没有数据）以及原样传入的其他参数，"
-     "并返回一个具有输出形状和 dtype 的空张量。"),
+     "并返回一个新的空张量，其形状、dtype、设备和内存布局（步长）都与输出相同。"),
 ], time_limit=180)
 def _windows_fake(answer: Any) -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -498,11 +551,11 @@ def _windows_fake(answer: Any) -> None:
                 en, zh = (f"behind a real operator, torch.library.opcheck fails its test {test}, which traces the "
                           "op with symbolic sizes: the fake kernel must also work when the sizes it reads are "
                           "symbols rather than ints.",
-                          f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过；这项测试用符号尺寸追踪算子："
+                          f"注册到真实算子上之后，torch.library.opcheck 的测试 {test} 没有通过；这项测试用符号尺寸追踪算子："
                           "当 fake 内核读到的尺寸是符号而不是整数时，它也必须能工作。")
             else:
                 en, zh = (f"behind a real operator, torch.library.opcheck fails its test {test}.",
-                          f"放到真实算子后面时，torch.library.opcheck 的测试 {test} 没有通过。")
+                          f"注册到真实算子上之后，torch.library.opcheck 的测试 {test} 没有通过。")
             raise Wrong(en, zh, tried=(f"opcheck with {label[0]}", f"opcheck，输入：{label[1]}"),
                         expected=_ALL_SUCCESS, got=f"{test}: {why}")
     x = _tensors(130, (3, 12))[0]
@@ -545,6 +598,10 @@ class _GradWritten(Exception):
     """The backward wrote into the gradient it was handed."""
 
 
+class _InputWritten(Exception):
+    """The op's input x changed during the forward or the backward (the backward wrote into a saved tensor)."""
+
+
 def _grad_of(op: Any, x: torch.Tensor, s: float, grad_out: torch.Tensor) -> Any:
     xr = x.detach().clone().requires_grad_()
     handed = grad_out.clone()
@@ -555,7 +612,15 @@ def _grad_of(op: Any, x: torch.Tensor, s: float, grad_out: torch.Tensor) -> Any:
         (g,) = torch.autograd.grad(out, xr, handed)
     if not torch.equal(handed, grad_out):
         raise _GradWritten(describe(handed))
+    if not torch.equal(xr.detach(), x):
+        raise _InputWritten(_changed(xr.detach(), x, "x"))
     return g
+
+
+def _changed(now: torch.Tensor, before: torch.Tensor, name: str) -> tuple[str, str]:
+    """How ``now`` differs from ``before``, in both languages."""
+    return (differs(now, before, where=name) or "",
+            differs(now, before, where=name, expected="期望", lang="zh") or "")
 
 
 _BACKWARD_ERRORS = [  # (text in the error, English, 中文)
@@ -575,6 +640,19 @@ _GRAD_WRITTEN = ("the backward writes into the gradient it receives (an in-place
                  "tensor instead.",
                  "反向传播原地改写了它收到的梯度（例如用 *= 这样的原地运算）：这个张量属于自动微分引擎，"
                  "可能与计算图的其他部分共享；请计算一个新张量。")
+_SAVED_WRITTEN = ("the backward writes into a tensor it saved (an in-place operation such as **=, *= or mul_ on "
+                  "the saved x): save_for_backward keeps the caller's tensor x itself, not a copy, so the backward "
+                  "changes the learner's x; compute a new tensor instead.",
+                  "反向传播原地改写了它保存的张量（例如对保存的 x 使用 **=、*= 或 mul_ 这样的原地运算）："
+                  "save_for_backward 保存的就是调用者的张量 x 本身，而不是副本，所以反向传播改掉了调用者的 x；"
+                  "请计算一个新张量。")
+_SAVED_WRITTEN_TWICE = ("the backward writes into a tensor it saved (an in-place operation such as **=, *= or mul_ "
+                        "on a saved tensor): a second backward through the same graph (gradcheck runs one per "
+                        "output element, keeping the graph) finds the saved tensor changed, and autograd raises "
+                        "an error; compute a new tensor instead.",
+                        "反向传播原地改写了它保存的张量（例如对保存的张量使用 **=、*= 或 mul_ 这样的原地运算）："
+                        "同一张计算图上的第二次反向传播（gradcheck 会保留计算图，为每个输出元素各做一次）发现保存的张量被改过，"
+                        "自动微分于是报错；请计算一个新张量。")
 _OUTSIDE = ("the backward reads x or s from state kept outside ctx (a global, a closure, the op): when the op is "
             "called twice before one backward, the first call's backward sees the second call's values. Keep "
             "what the backward needs on ctx, tensors with ctx.save_for_backward.",
@@ -586,6 +664,13 @@ _NOT_SAVED = ("the backward reads x from where autograd cannot watch it (a ctx a
               "autograd raise an error.",
               "反向传播从自动微分无法监控的地方读取 x（ctx 的属性或其他状态，而不是 ctx.save_for_backward）：前向传播之后如果 x "
               "被原地修改，反向传播会悄悄用上新值，返回错误的梯度；而用 save_for_backward 保存的张量会让自动微分报错。")
+
+
+_FLOAT32_GRAD = ("the gradient for a float64 x has only float32 precision: the backward computes in float32 "
+                 "somewhere (a .float(), or a float32 tensor); autograd then converts the result back to float64, "
+                 "but the digits are lost. Compute in x's dtype.",
+                 "对 float64 的 x，梯度只有 float32 的精度：反向传播在某处用 float32 计算（.float()，或者一个 float32 张量）；"
+                 "自动微分随后会把结果转回 float64，但丢掉的有效数字回不来了。请在 x 的 dtype 下计算。")
 
 
 def _backward_error(exc: BaseException, label: tuple[str, str]) -> Wrong:
@@ -639,11 +724,15 @@ def _cube_autograd(answer: Any) -> None:
         except _GradWritten as exc:
             raise Wrong(*_GRAD_WRITTEN, tried=label, expected=("the incoming gradient unchanged", "传入的梯度保持不变"),
                         got=(f"it became {exc}", f"它变成了 {exc}")) from None
+        except _InputWritten as exc:
+            raise Wrong(*_SAVED_WRITTEN, tried=label, expected=("x unchanged", "x 保持不变"), got=exc.args[0]) from None
         except Exception as exc:  # noqa: BLE001 - reported to the learner
             raise _backward_error(exc, label) from None
-        diff = differs(got, want)
+        diff = differs(got, want, **_FLOAT64_TOL)
         if diff is None:
             continue
+        if differs(got, want) is None:
+            raise Wrong(*_FLOAT32_GRAD, tried=label, expected=_FLOAT64_WANT, got=_precision_got(got, want))
         mistakes = [
             (grad_out * 3 * x * x, "the gradient leaves out the scale s: the derivative of s * x**3 keeps s.",
              "梯度漏掉了缩放因子 s：s * x**3 的导数仍然带着 s。"),
@@ -664,8 +753,15 @@ def _cube_autograd(answer: Any) -> None:
     _two_calls_then_backward(op)
     _changed_in_place_after_forward(op)
     x, s = probes[0][1].detach().clone().requires_grad_(), probes[0][2]
-    with quiet():
-        ok = torch.autograd.gradcheck(lambda t: op(t, s), (x,), raise_exception=False)
+    try:
+        with quiet():
+            ok = torch.autograd.gradcheck(lambda t: op(t, s), (x,), raise_exception=False)
+    except RuntimeError as exc:
+        if "modified by an inplace operation" not in str(exc):
+            raise _backward_error(exc, probes[0][0]) from None
+        raise Wrong(*_SAVED_WRITTEN_TWICE, tried=(f"torch.autograd.gradcheck with {probes[0][0][0]}",
+                                                  f"torch.autograd.gradcheck，{probes[0][0][1]}"),
+                    got=one_line_error(exc)) from None
     if not ok:
         raise Wrong("torch.autograd.gradcheck disagrees with your backward.",
                     "torch.autograd.gradcheck 与你的反向传播不一致。", tried=probes[0][0])
@@ -689,7 +785,8 @@ def _two_calls_then_backward(op: Any) -> None:
     """Two forwards, then the backward of the first: each backward must use its own call's x and s."""
     label = ("y1 = op(x1, 2.0); y2 = op(x2, -0.5); then the gradient of y1 (x1, x2 of shape (4,))",
              "y1 = op(x1, 2.0)；y2 = op(x2, -0.5)；然后求 y1 的梯度（x1、x2 的形状为 (4,)）")
-    x1, x2 = (t.requires_grad_() for t in _tensors(137, (4,), (4,), dtype=torch.float64))
+    pristine = _tensors(137, (4,), (4,), dtype=torch.float64)
+    x1, x2 = (t.clone().requires_grad_() for t in pristine)
     grad_out = _tensors(138, (4,), dtype=torch.float64)[0] + 0.5
     try:
         with quiet():
@@ -697,8 +794,11 @@ def _two_calls_then_backward(op: Any) -> None:
             (g1,) = torch.autograd.grad(y1, x1, grad_out)
     except Exception as exc:  # noqa: BLE001 - reported to the learner
         raise _backward_error(exc, label) from None
-    want = grad_out * 6 * x1.detach() ** 2
-    diff = differs(g1, want)
+    if not torch.equal(x1.detach(), pristine[0]):
+        raise Wrong(*_SAVED_WRITTEN, tried=label, expected=("x1 unchanged", "x1 保持不变"),
+                    got=_changed(x1.detach(), pristine[0], "x1"))
+    want = grad_out * 6 * pristine[0] ** 2
+    diff = differs(g1, want, **_FLOAT64_TOL)
     if diff is not None:
         raise Wrong(*_OUTSIDE, tried=label, expected=describe(want), got=diff)
     del y2
@@ -723,7 +823,7 @@ def _changed_in_place_after_forward(op: Any) -> None:
             return
         raise _backward_error(exc, label) from None
     want = grad_out * 6 * before ** 2
-    diff = differs(g, want)
+    diff = differs(g, want, **_FLOAT64_TOL)
     if diff is not None:
         raise Wrong(*_NOT_SAVED, tried=label,
                     expected=("autograd's error about the in-place change (or the gradient at the forward's x)",
