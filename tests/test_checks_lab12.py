@@ -2,8 +2,10 @@
 mistakes are rejected with their own messages."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import io
 import os
 import pickle
 import pickletools
@@ -197,7 +199,76 @@ def test_lab12_1_highest_pickle_protocol():
         return fresh.eval()
 
     result = expect_wrong("lab12.1", newest_protocol)
-    assert "pickle protocol 2" in result.en and "pickle 协议 2" in result.zh
+    assert f"pickle protocol {pickle.HIGHEST_PROTOCOL}," in result.en and "default protocol, 2" in result.en
+    assert f"pickle 协议 {pickle.HIGHEST_PROTOCOL} 保存" in result.zh and "默认协议 2" in result.zh
+
+
+def test_lab12_1_older_format_with_protocol_4():
+    def legacy_newer_protocol(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path, pickle_protocol=4, _use_new_zipfile_serialization=False)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path, weights_only=False))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", legacy_newer_protocol)
+    assert "pickle protocol 4," in result.en and "pickle 协议 4 保存" in result.zh
+
+
+def test_lab12_1_written_with_pickle_dump():
+    def pickled(model, make_model, folder):
+        path = os.path.join(folder, "weights.pkl")
+        with open(path, "wb") as fh:
+            pickle.dump(model.state_dict(), fh)
+        fresh = make_model()
+        with open(path, "rb") as fh:
+            fresh.load_state_dict(pickle.load(fh))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", pickled)
+    assert "written with pickle, not torch.save" in result.en and "是用 pickle 而不是 torch.save 写出的" in result.zh
+
+
+def test_lab12_1_numpy_archive():
+    import numpy as np
+
+    def npz(model, make_model, folder):
+        path = os.path.join(folder, "weights.npz")
+        np.savez(path, **{k: v.numpy() for k, v in model.state_dict().items()})
+        fresh = make_model()
+        arrays = np.load(path)
+        fresh.load_state_dict({k: torch.from_numpy(arrays[k]) for k in arrays.files})
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", npz)
+    assert "is no torch.save file" in result.en and "不是 torch.save 写出的文件" in result.zh
+
+
+def test_lab12_1_returned_model_cast_to_float32():
+    def cast_back(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.float().eval()
+
+    result = expect_wrong("lab12.1", cast_back)
+    assert "without casting" in result.en and "不要转换" in result.zh
+    assert "torch.float64" in result.expected and "torch.float32" in result.got
+
+
+def test_lab12_1_extra_file_in_the_folder():
+    def with_a_note(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        with open(os.path.join(folder, "README"), "w") as fh:
+            fh.write("weights of the model")
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", with_a_note)
+    assert "wrote 2 files" in result.en and "写了 2 个文件" in result.zh
 
 
 def test_lab12_1_state_kept_in_a_global():
@@ -260,6 +331,149 @@ def test_lab12_1_nested_checkpoint_loaded_loosely():
 
     result = expect_wrong("lab12.1", nested)
     assert "do not hold the saved values" in result.en and "与保存时不同" in result.zh
+
+
+def test_lab12_1_loads_from_the_given_model_with_assign():
+    def assigned(model, make_model, folder):
+        torch.save(model.state_dict(), os.path.join(folder, "weights.pt"))
+        fresh = make_model()
+        fresh.load_state_dict(model.state_dict(), assign=True)
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", assigned)
+    assert "never opened the saved file" in result.en and "从未打开保存的文件" in result.zh
+
+
+def test_lab12_1_copies_from_the_given_model_not_the_file():
+    def copied(model, make_model, folder):
+        torch.save(model.state_dict(), os.path.join(folder, "weights.pt"))
+        fresh = make_model()
+        fresh.load_state_dict(model.state_dict())
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", copied)
+    assert "never opened the saved file" in result.en and "从未打开保存的文件" in result.zh
+
+
+def test_lab12_1_reads_the_file_but_shares_the_given_tensors():
+    def shared(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        loaded = torch.load(path)
+        fresh.load_state_dict({k: model.state_dict()[k] for k in loaded}, assign=True)
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", shared)
+    assert "shares its tensors" in result.en and "共用张量" in result.zh
+
+
+def test_lab12_1_saved_in_single_precision():
+    def as_float(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save({k: v.float() if v.is_floating_point() else v for k, v in model.state_dict().items()}, path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", as_float)
+    assert "bit for bit" in result.en and "逐位还原" in result.zh
+    assert "torch.float64" in result.expected[0] and "torch.float32" in result.got[0]
+
+
+def test_lab12_1_moves_the_given_model_to_float32():
+    def to_float32(model, make_model, folder):
+        model.to("cpu", torch.float32)
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", to_float32)
+    assert "requires_grad or the dtype" in result.en and "requires_grad 或 dtype" in result.zh
+    assert "torch.float64" in result.expected and "torch.float32" in result.got
+
+
+def test_lab12_1_parameters_and_buffers_in_two_files():
+    def two_files(model, make_model, folder):
+        names = {k for k, _ in model.named_buffers()}
+        state = model.state_dict()
+        for part, keep in (("params.pt", False), ("buffers.pt", True)):
+            torch.save({k: v for k, v in state.items() if (k in names) == keep}, os.path.join(folder, part))
+        fresh = make_model()
+        fresh.load_state_dict({**torch.load(os.path.join(folder, "params.pt")),
+                               **torch.load(os.path.join(folder, "buffers.pt"))})
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", two_files)
+    assert "wrote 2 files" in result.en and "2 个文件" in result.zh
+
+
+def test_lab12_1_clears_the_given_gradients():
+    def zero_grad_first(model, make_model, folder):
+        model.zero_grad(set_to_none=True)
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", zero_grad_first)
+    assert "gradients" in result.en and "梯度" in result.zh and "None" in result.got
+
+
+def test_lab12_1_zeroes_the_given_gradients():
+    def zeroed(model, make_model, folder):
+        model.zero_grad(set_to_none=False)
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return fresh.eval()
+
+    result = expect_wrong("lab12.1", zeroed)
+    assert "gradients" in result.en and "梯度" in result.zh and "changed tensor" in result.got
+
+
+def test_lab12_1_nested_checkpoint_with_kept_variables_passes():
+    def nested(model, make_model, folder):
+        path = os.path.join(folder, "ckpt")
+        torch.save({"sd": model.state_dict(keep_vars=True), "meta": {"v": 1}}, path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path)["sd"], assign=True)
+        fresh.train(False)
+        return fresh
+
+    expect_passed("lab12.1", nested)
+
+
+def test_lab12_1_older_format_through_memory_passes():
+    def through_bytes(model, make_model, folder):
+        buffer = io.BytesIO()
+        torch.save(model.state_dict(), buffer, _use_new_zipfile_serialization=False)
+        path = os.path.join(folder, "x.bin")
+        with open(path, "wb") as fh:
+            fh.write(buffer.getvalue())
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path, weights_only=True, mmap=False))
+        return fresh.eval()
+
+    expect_passed("lab12.1", through_bytes)
+
+
+def test_lab12_1_values_in_order_mapped_passes():
+    def values_in_order(model, make_model, folder):
+        path = os.path.join(folder, "values.pt")
+        torch.save([v.clone() for v in model.state_dict().values()], path)
+        fresh = make_model()
+        keys = list(fresh.state_dict())
+        fresh.load_state_dict(dict(zip(keys, torch.load(path, weights_only=True, mmap=True))))
+        for module in fresh.modules():
+            module.training = False
+        return fresh
+
+    expect_passed("lab12.1", values_in_order)
 
 
 # -- lab12.2: two inputs, a dynamic batch and length, save, load ----------------------------------
@@ -388,6 +602,47 @@ def test_lab12_2_features_marked_dynamic():
     assert "fixed by the model's linear layer" in result.en and "线性层固定" in result.zh
 
 
+def test_lab12_2_batch_capped_at_4096():
+    def capped(model, example_args, path):
+        dims = {0: torch.export.Dim("batch", max=4096), 1: torch.export.Dim("length", max=model.pos.shape[0])}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
+
+    result = expect_wrong("lab12.2", capped)
+    assert "leaves these sizes out" in result.en and "取值范围不包括" in result.zh and "(100003, 1, 4)" in result.en
+
+
+def test_lab12_2_batch_capped_above_every_probe():
+    def capped(model, example_args, path):
+        dims = {0: torch.export.Dim("batch", max=10**7), 1: torch.export.Dim("length", max=model.pos.shape[0])}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=(dims, dims)), path)
+
+    result = expect_wrong("lab12.2", capped)
+    assert "at most 10000000" in result.en and "最多 10000000" in result.zh
+
+
+def test_lab12_2_names_from_the_signature_strict_passes():
+    def strict_names(model, example_args, path):
+        names = list(inspect.signature(model.forward).parameters)[:2]
+        batch = torch.export.Dim("batch", min=1)
+        length = torch.export.Dim("length", min=1, max=model.pos.size(0))
+        shapes = {names[0]: [batch, length, None], names[1]: [batch, length]}
+        torch.export.save(torch.export.export(model, tuple(example_args), dynamic_shapes=shapes, strict=True), path)
+
+    expect_passed("lab12.2", strict_names)
+
+
+def test_lab12_2_dynamic_dims_through_memory_passes():
+    def through_bytes(model, example_args, path):
+        dims = (torch.export.Dim.DYNAMIC, torch.export.Dim.DYNAMIC)
+        program = torch.export.export(model, tuple(example_args), dynamic_shapes=(dims + (None,), dims))
+        buffer = io.BytesIO()
+        torch.export.save(program, buffer)
+        with open(path, "wb") as fh:
+            fh.write(buffer.getvalue())
+
+    expect_passed("lab12.2", through_bytes)
+
+
 def test_lab12_2_torch_save_of_the_program():
     def pickled_program(model, example_args, path):
         torch.save(torch.export.export(model, tuple(example_args), dynamic_shapes=({0: torch.export.Dim.AUTO,
@@ -505,17 +760,19 @@ class _Call:
         return (self.fn, self.args)
 
 
-def test_lab12_3_public_scanner_answer_passes():
+def test_lab12_3_public_scanner_misses_a_broken_archive():
     def by_public_scan(path):
         try:
             return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
         except Exception:  # not a torch.save archive
             return True
 
-    expect_passed("lab12.3", by_public_scan)
+    result = expect_wrong("lab12.3", by_public_scan)
+    assert "missing from the archive or cut short" in result.en and "数据记录缺失或被截短" in result.zh
+    assert "data record missing" in result.tried[0] and "数据记录" in result.tried[1]
 
 
-def test_lab12_3_pickletools_answer_passes():
+def test_lab12_3_pickletools_answer_misses_the_protocol():
     def by_opcodes(path):
         data = _data_pkl(path)
         if data is None:
@@ -528,7 +785,8 @@ def test_lab12_3_pickletools_answer_passes():
         # protocol 2 names Python's builtins by their Python 2 module, as the loader knows
         return any(name.replace("__builtin__.", "builtins.") not in allowed for name in names)
 
-    expect_passed("lab12.3", by_opcodes)
+    result = expect_wrong("lab12.3", by_opcodes)
+    assert "pickle_protocol=4" in result.en and "pickle_protocol=4" in result.zh and "协议 4" in result.zh
 
 
 def test_lab12_3_full_load_runs_the_payload():
@@ -620,7 +878,10 @@ def test_lab12_3_plain_pickles_judged_by_their_imports():
     def imports_nothing_is_safe(path):
         data = _data_pkl(path)
         if data is not None:
-            return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+            try:
+                return bool(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+            except Exception:
+                return True
         try:
             with open(path, "rb") as fh:
                 return bool(_globals_in(fh.read()))
@@ -659,6 +920,188 @@ def test_lab12_3_other_zips_called_safe():
 
     result = expect_wrong("lab12.3", zips_without_globals)
     assert "no checkpoint at all" in result.en and "根本不是检查点" in result.zh
+
+
+def test_lab12_3_widens_the_allow_list():
+    def widened(path):
+        torch.serialization.add_safe_globals([torch.nn.Linear, torch.nn.Module])
+        try:
+            torch.load(path, weights_only=True)
+        except Exception:
+            return True
+        return False
+
+    found = set(torch.serialization.get_safe_globals())
+    try:
+        result = expect_wrong("lab12.3", widened)
+        assert "widened the weights-only loader's allow-list" in result.en and "扩大了仅权重加载器的允许列表" in result.zh
+        assert set(torch.serialization.get_safe_globals()) == found  # put back as it was found
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_widens_the_allow_list_inside_a_with_block():
+    def inside(path):
+        with torch.serialization.safe_globals([getattr]):
+            try:
+                torch.load(path, weights_only=True)
+            except Exception:
+                return True
+        return False
+
+    result = expect_wrong("lab12.3", inside)
+    assert "widened" in result.en and "getattr" in result.en and "扩大了" in result.zh
+
+
+def test_lab12_3_memory_mapped_loading():
+    def mapped(path):
+        try:
+            torch.load(path, weights_only=True, mmap=True)
+        except Exception:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", mapped)
+    assert "mmap=True" in result.en and "mmap=True" in result.zh
+
+
+def test_lab12_3_only_zip_archives_loaded():
+    def zips_only(path):
+        if not zipfile.is_zipfile(path):  # "every torch.save file is a zip"
+            return True
+        try:
+            torch.load(path, weights_only=True)
+        except Exception:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", zips_only)
+    assert "older format" in result.en and "旧格式" in result.zh
+
+
+def test_lab12_3_adding_what_is_already_allowed_passes():
+    def same_list(path):
+        with torch.serialization.safe_globals(torch.serialization.get_safe_globals()):
+            try:
+                torch.load(path, weights_only=True)
+            except Exception:
+                return True
+        return False
+
+    found = set(torch.serialization.get_safe_globals())
+    try:
+        expect_passed("lab12.3", same_list)
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_loading_without_the_data():
+    def on_meta(path):
+        try:
+            torch.load(path, weights_only=True, map_location="meta")
+        except Exception:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", on_meta)
+    assert "cut short" in result.en and "map_location='meta'" in result.en and "截短" in result.zh
+
+
+def test_lab12_3_allow_list_set_directly():
+    def set_directly(path):
+        from torch import _weights_only_unpickler as unpickler
+
+        unpickler._marked_safe_globals_set = set(unpickler._marked_safe_globals_set) | {getattr}
+        try:
+            torch.load(path, weights_only=True)
+        except Exception:
+            return True
+        return False
+
+    found = set(torch.serialization.get_safe_globals())
+    try:
+        result = expect_wrong("lab12.3", set_directly)
+        assert "widened" in result.en and "getattr" in result.en and "扩大了" in result.zh
+        assert set(torch.serialization.get_safe_globals()) == found
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_scan_of_global_opcodes_only():
+    allowed = set(torch._weights_only_unpickler._get_allowed_globals())
+
+    def global_only(path):
+        data = _data_pkl(path)
+        if data is None:
+            return True
+        try:
+            for op, arg, _ in pickletools.genops(data):
+                if op.name == "GLOBAL":
+                    name = arg.replace(" ", ".").replace("__builtin__.", "builtins.")
+                    module, _, attr = name.rpartition(".")
+                    if name not in allowed and not (module == "torch" and isinstance(getattr(torch, attr, None),
+                                                                                     torch.dtype)):
+                        return True
+        except Exception:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", global_only)
+    assert "STACK_GLOBAL" in result.en and "STACK_GLOBAL" in result.zh
+
+
+def test_lab12_3_builtins_trusted():
+    def builtins_trusted(path):
+        data = _data_pkl(path)
+        if data is None:
+            return True
+        allowed = set(torch._weights_only_unpickler._get_allowed_globals())
+        try:
+            return any(not (name.startswith("__builtin__.") or name in allowed) for name in _globals_in(data))
+        except Exception:
+            return True
+
+    result = expect_wrong("lab12.3", builtins_trusted)
+    assert "Python builtin" in result.en and "Python 内置函数" in result.zh
+
+
+def test_lab12_3_loading_from_memory_passes():
+    def from_memory(path):
+        try:
+            with open(path, "rb") as fh:
+                buffer = io.BytesIO(fh.read())
+            torch.load(buffer, weights_only=True, map_location="cpu")
+            return False
+        except BaseException:
+            return True
+
+    expect_passed("lab12.3", from_memory)
+
+
+def test_lab12_3_serialization_load_passes():
+    def by_serialization(path):
+        readable = True
+        try:
+            torch.serialization.load(path, weights_only=True)
+        except Exception:
+            readable = False
+        return not readable
+
+    expect_passed("lab12.3", by_serialization)
+
+
+def test_lab12_3_suppressed_errors_pass():
+    def suppressed(path):
+        with contextlib.suppress(Exception):
+            with open(path, "rb") as fh:
+                torch.load(fh, weights_only=True, mmap=False)
+            return False
+        return True
+
+    expect_passed("lab12.3", suppressed)
 
 
 def test_lab12_hints_are_ladders():

@@ -6,17 +6,20 @@ weights-only loader or ``torch.export.load``, and never unpickle the files they 
 exercise 3: the learner's function is what reads those, and a harmless tripwire payload
 records whether it ran.
 
-Exercise 3's definition, which the lab states in both languages: a file is *safe* exactly when
-``torch.load(path, weights_only=True)`` reads it; a file that loader refuses, and a file it cannot
-read at all (a ``pickle.dump`` file, even of plain data; an empty or broken file; a zip that
-``torch.save`` did not write), is *unsafe*. ``tests/test_checks_lab12.py`` checks the kinds of
-file built here against what the installed torch's loader does.
+Exercise 3's rule, which the lab states in both languages: a file is *safe* exactly when
+``torch.load(path, weights_only=True)`` reads it with torch's own allow-list (nothing added to it);
+every other file, refused or unreadable, is *unsafe*. The verdict of each kind of file built here
+follows from that rule alone, and ``tests/test_checks_lab12.py`` checks each kind against what the
+installed torch's loader does. The answer's calls run with the allow-list as found; whatever it adds
+is named as a mistake and taken out again.
 """
 from __future__ import annotations
 
 import copy
 import os
 import pickle
+import pickletools
+import sys
 import tempfile
 import zipfile
 from typing import Any, Callable
@@ -85,6 +88,28 @@ def _trained_norm(seed: int) -> _ConvNorm:
     return model.train()
 
 
+def _with_grads(model: nn.Module, x: torch.Tensor) -> nn.Module:
+    """``model`` after one backward pass: its parameters hold gradients, as in the middle of a
+    training step (an answer must not clear them). The pass runs in eval mode (no dropout draw
+    from the global generator, no running statistics moved); every module keeps its flag."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    model(x).square().sum().backward()
+    for m, training in modes:
+        m.training = training
+    return model
+
+
+def _in_double(model: nn.Module, seed: int) -> nn.Module:
+    """``model`` in float64 with parameters drawn in float64, so that float32 cannot hold them."""
+    model = seeded(model, seed).double()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 1e-3)
+    return model
+
+
 def _half_switched(model: nn.Module) -> nn.Module:
     """``model`` in training mode except its dropout: flags an answer that switches the model to
     eval and back (``model.train(was_training)``) would not restore."""
@@ -98,12 +123,16 @@ def _weights_cases() -> list[tuple[tuple[str, str], Callable[[], nn.Module], nn.
         (("a conv + batch-norm model in training mode whose running statistics were updated",
           "处于训练模式、运行统计量已更新的 conv + batch norm 模型"),
          _ConvNorm,
-         _trained_norm(121), _inputs(1210, (3, 2, 5, 5), (1, 2, 4, 6))),
+         _with_grads(_trained_norm(121), *_inputs(1211, (2, 2, 5, 5))), _inputs(1210, (3, 2, 5, 5), (1, 2, 4, 6))),
         (("a linear model with dropout, in training mode except its dropout",
           "带 dropout 的线性模型，除 dropout 外处于训练模式"), _Gated, _half_switched(seeded(_Gated(), 122)),
          _inputs(1220, (4, 5), (2, 5))),
         (("a linear model with dropout, in eval mode", "带 dropout 的线性模型，处于 eval 模式"), _Gated,
          seeded(_Gated(), 123).eval(), _inputs(1230, (3, 5))),
+        (("a float64 linear model with dropout, in training mode, its parameters holding gradients",
+          "float64 的带 dropout 线性模型，处于训练模式，参数带有梯度"), lambda: _Gated().double(),
+         _with_grads(_in_double(_Gated(), 124).train(), _inputs(1241, (3, 5))[0].double()),
+         [x.double() for x in _inputs(1240, (3, 5))]),
     ]
 
 
@@ -115,6 +144,56 @@ def _flags(model: nn.Module) -> dict[str, Any]:
     flags.update({f"{name}.requires_grad": p.requires_grad for name, p in model.named_parameters()})
     flags.update({f"{name}.dtype": str(v.dtype) for name, v in model.state_dict().items()})
     return flags
+
+
+def _grads(model: nn.Module) -> dict[str, torch.Tensor | None]:
+    """A copy of every parameter's ``.grad`` (None where there is none)."""
+    return {name: None if p.grad is None else p.grad.detach().clone() for name, p in model.named_parameters()}
+
+
+def _grads_changed(before: dict[str, torch.Tensor | None], model: nn.Module) -> list[str]:
+    now = dict(model.named_parameters())
+    return [name for name, g in before.items()
+            if name not in now or (g is None) != (now[name].grad is None)
+            or (g is not None and not torch.equal(g, now[name].grad))]
+
+
+# Which files the answer opened for reading, seen through Python's audit hooks ("open" is raised by
+# open(), io.open() and os.open(), so by torch.load on a path or a file object). The hook is
+# installed once and records nothing unless a check is recording (a private helper of this lab).
+_RECORDING: list[list[tuple[str, bool]]] = []
+_HOOKED: list[bool] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or not _RECORDING:
+        return
+    try:
+        path, mode, flags = args
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            return
+        if isinstance(mode, str):
+            reads = "r" in mode or "+" in mode
+        else:
+            reads = isinstance(flags, int) and (flags & os.O_ACCMODE) != os.O_WRONLY
+        _RECORDING[-1].append((os.path.realpath(os.fsdecode(path)), reads))
+    except Exception:  # never let the recorder break the answer
+        pass
+
+
+class _Opens:
+    """Records the paths opened inside the ``with`` block, and whether each was opened to read."""
+
+    def __enter__(self) -> list[tuple[str, bool]]:
+        if not _HOOKED:
+            sys.addaudithook(_audit)
+            _HOOKED.append(True)
+        self.seen: list[tuple[str, bool]] = []
+        _RECORDING.append(self.seen)
+        return self.seen
+
+    def __exit__(self, *exc: Any) -> None:
+        _RECORDING.remove(self.seen)
 
 
 def _weights_only_error(path: str) -> str | None:
@@ -132,6 +211,69 @@ def _weights_only_error(path: str) -> str | None:
             said = lines[0] if lines else ""
         return f"{type(exc).__name__}: {said[:160]}"
     return None
+
+
+def _layout(path: str) -> tuple[str, int | None]:
+    """How the file is laid out, read without unpickling anything: "torch" (a zip with a data.pkl, or
+    torch.save's older format, which opens with its magic number), "pickle" (a bare pickle, as
+    pickle.dump writes) or "other"; and the protocol its pickle's PROTO instruction names (None:
+    protocol 0 or 1, or no pickle)."""
+    def first_ops(fh: Any) -> tuple[int | None, Any]:
+        protocol, first = None, None
+        for op, arg, _ in pickletools.genops(fh):
+            if op.name == "PROTO":
+                protocol = arg
+            if op.name in ("PROTO", "FRAME"):
+                continue
+            first = (op.name, arg)
+            break
+        return protocol, first
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                pickles = [n for n in archive.namelist() if n.endswith("data.pkl")]
+                if not pickles:
+                    return "other", None
+                with archive.open(pickles[0]) as fh:
+                    head = fh.read(2)
+            return "torch", head[1] if len(head) == 2 and head[0] == 0x80 else None
+        with open(path, "rb") as fh:
+            protocol, first = first_ops(fh)
+    except Exception:  # not a pickle at all
+        return "other", None
+    legacy = first is not None and first[0] == "LONG1" and first[1] == torch.serialization.MAGIC_NUMBER
+    return ("torch" if legacy else "pickle"), protocol
+
+
+def _weights_only_load(path: str) -> Any:
+    with quiet():
+        return torch.load(path, weights_only=True)
+
+
+def _shares_memory(got: nn.Module, given: nn.Module) -> list[str]:
+    """The state entries of ``got`` that change when ``given``'s tensors change (``given`` is the
+    checker's own model; this runs after everything else about it was compared)."""
+    mine = {k: v.detach().clone() for k, v in got.state_dict().items()}
+    with torch.no_grad():
+        for v in given.state_dict().values():
+            v.add_(1)
+    return [k for k, v in got.state_dict().items() if k in mine and not torch.equal(v, mine[k])]
+
+
+def _under_key(obj: Any, key: str) -> list[torch.Tensor]:
+    """The tensors stored under ``key`` in the dicts of what the weights-only loader returned."""
+    found: list[torch.Tensor] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key and isinstance(v, torch.Tensor):
+                found.append(v)
+            else:
+                found += _under_key(v, key)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            found += _under_key(v, key)
+    return found
 
 
 def _tensors_in(obj: Any) -> list[torch.Tensor]:
@@ -172,7 +314,7 @@ def _check_weights(answer: Any) -> None:
         reference = copy.deepcopy(model).eval()  # the outputs to match, without touching the model handed over
         with torch.no_grad():
             want = [reference(x) for x in xs]
-        before, flags = Snapshot.of(model), _flags(model)
+        before, flags, grads = Snapshot.of(model), _flags(model), _grads(model)
         built: list[nn.Module] = []
 
         def make_model() -> nn.Module:
@@ -182,12 +324,19 @@ def _check_weights(answer: Any) -> None:
 
         tried = (f"{label[0]}; your function was given an empty folder", f"{label[1]}；传给你的函数的是一个空文件夹")
         with _Folder() as folder:
-            with quiet():
+            with quiet(), _Opens() as opened:
                 got_model = answer(model, make_model, folder)
             files = sorted(os.listdir(folder))
             if not files:
                 raise Wrong("Nothing was written to the folder: save the weights into a file inside `folder`.",
                             "文件夹中没有写入任何文件：请把权重保存到 `folder` 中的一个文件里。", tried=tried)
+            if len(files) > 1:
+                raise Wrong(f"Your function wrote {len(files)} files into the folder ({', '.join(files[:4])}); the lab "
+                            "asks for one file that holds every value the model needs.",
+                            f"你的函数在文件夹中写了 {len(files)} 个文件（{', '.join(files[:4])}）；实验要求的是一个文件，"
+                            "其中包含模型所需的每一个值。",
+                            tried=tried, expected=("one file in the folder", "文件夹中的一个文件"),
+                            got=(f"{len(files)} files", f"{len(files)} 个文件"))
             for name in files:
                 path = os.path.join(folder, name)
                 if not os.path.isfile(path):
@@ -196,13 +345,32 @@ def _check_weights(answer: Any) -> None:
                                 tried=tried, expected=("one file in the folder", "文件夹中的一个文件"),
                                 got=("a sub-folder", "一个子文件夹"))
                 refused = _weights_only_error(path)
-                if refused is not None and "Unsupported operand" in refused:
+                layout, protocol = _layout(path)
+                if refused is not None and layout == "pickle":
                     raise Wrong(
-                        f"The file {name!r} is refused by torch.load's weights-only loader ({refused}): that loader "
-                        "reads the instructions of pickle protocol 2, torch.save's default, and this file was "
-                        "saved with a higher pickle_protocol. Keep torch.save's default protocol.",
-                        f"文件 {name!r} 被 torch.load 的仅权重加载器拒绝（{refused}）：该加载器读取的是 pickle 协议 2 "
-                        "（torch.save 的默认协议）的指令，而这个文件是用更高的 pickle_protocol 保存的。请保留 torch.save 的默认协议。",
+                        f"The file {name!r} was written with pickle, not torch.save: torch.load's weights-only loader "
+                        f"cannot read it ({refused}), and opening it takes pickle.load, a full unpickler that can run "
+                        "code. Save the state_dict with torch.save.",
+                        f"文件 {name!r} 是用 pickle 而不是 torch.save 写出的：torch.load 的仅权重加载器读不了它（{refused}），"
+                        "打开它需要 pickle.load 这个可能执行代码的完整反序列化器。请用 torch.save 保存 state_dict。",
+                        tried=tried, expected=("a file torch.load(path, weights_only=True) reads",
+                                               "torch.load(path, weights_only=True) 能读取的文件"), got=refused)
+                if refused is not None and layout == "other":
+                    raise Wrong(
+                        f"The file {name!r} is no torch.save file: torch.load's weights-only loader cannot read it "
+                        f"({refused}). Save the weights with torch.save.",
+                        f"文件 {name!r} 不是 torch.save 写出的文件：torch.load 的仅权重加载器读不了它（{refused}）。"
+                        "请用 torch.save 保存权重。",
+                        tried=tried, expected=("a file torch.load(path, weights_only=True) reads",
+                                               "torch.load(path, weights_only=True) 能读取的文件"), got=refused)
+                if refused is not None and "Unsupported operand" in refused and protocol != 2:
+                    raise Wrong(
+                        f"The file {name!r} is refused by torch.load's weights-only loader ({refused}): it was saved "
+                        f"with pickle protocol {protocol if protocol is not None else '0 or 1'}, whose instructions that "
+                        "loader does not all read. Keep torch.save's default protocol, 2.",
+                        f"文件 {name!r} 被 torch.load 的仅权重加载器拒绝（{refused}）：它是用 pickle 协议 "
+                        f"{protocol if protocol is not None else '0 或 1'} 保存的，该加载器并不读取这个协议的全部指令。"
+                        "请保留 torch.save 的默认协议 2。",
                         tried=tried, expected=("a file torch.load(path, weights_only=True) reads",
                                                "torch.load(path, weights_only=True) 能读取的文件"), got=refused)
                 if refused is not None:
@@ -227,6 +395,18 @@ def _check_weights(answer: Any) -> None:
                        if to_eval else "它改变了其中一些部分的模式、requires_grad 或 dtype。"),
                     tried=tried, expected=", ".join(f"{k} == {flags.get(k)}" for k in changed[:3]),
                     got=", ".join(f"{k} == {_flags(model).get(k)}" for k in changed[:3]))
+            cleared = _grads_changed(grads, model)
+            if cleared:
+                now = dict(model.named_parameters())
+                raise Wrong(
+                    "Your function changed the gradients of the model it was given (for example by zeroing or "
+                    "clearing them): a model in the middle of training keeps the gradients it has accumulated. Leave "
+                    "the model you were given as it is; saving needs only its state_dict.",
+                    "你的函数改动了传入模型的梯度（例如把它们清零或清空）：正在训练中的模型要保留已经累积的梯度。"
+                    "请让传入的模型保持原样；保存只需要它的 state_dict。",
+                    tried=tried, expected=f"{cleared[0]}.grad == the gradient it held",
+                    got=f"{cleared[0]}.grad == " + ("None" if cleared[0] not in now or now[cleared[0]].grad is None
+                                                     else "a changed tensor"))
             require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
                               zh="你的函数修改了传入的模型。")
             if got_model is model:
@@ -246,7 +426,30 @@ def _check_weights(answer: Any) -> None:
                             tried=tried, expected="model.training == False", got="model.training == True")
             state = got_model.state_dict()
             missing = [k for k, v in before.state.items() if k not in state or not torch.equal(state[k], v)]
+            recast = [k for k in missing if k in state and state[k].dtype != before.state[k].dtype]
+            if recast:
+                k = recast[0]
+                raise Wrong(
+                    f"The model you returned holds {recast[:3]} as {state[k].dtype}, but the saved model's are "
+                    f"{before.state[k].dtype}: make_model() builds the model in the right dtype; load the file into it "
+                    "without casting it.",
+                    f"你返回的模型中 {recast[:3]} 是 {state[k].dtype}，而保存的模型中是 {before.state[k].dtype}："
+                    "make_model() 建出的模型 dtype 是对的；请把文件装入其中，不要转换它的 dtype。",
+                    tried=tried, expected=f"{k}.dtype == {before.state[k].dtype}", got=f"{k}.dtype == {state[k].dtype}")
             if missing:
+                saved = [_weights_only_load(os.path.join(folder, name)) for name in files]
+                cast = next(((k, t.dtype) for k in missing for obj in saved for t in _under_key(obj, k)
+                             if t.shape == before.state[k].shape and t.dtype != before.state[k].dtype), None)
+                if cast is not None:
+                    k, dtype = cast
+                    raise Wrong(
+                        f"After reloading, {missing[:3]} do not hold the saved values exactly: the file holds "
+                        f"{k} as {dtype}, but the model's is {before.state[k].dtype}. A round trip must give back "
+                        "every value bit for bit: save the tensors in the dtype they have.",
+                        f"重新加载后，{missing[:3]} 的值与保存时不完全相同：文件中的 {k} 是 {dtype}，而模型中的是 "
+                        f"{before.state[k].dtype}。保存再加载必须逐位还原每一个值：请按张量原有的 dtype 保存。",
+                        tried=tried, expected=(f"{k} saved as {before.state[k].dtype}", f"{k} 以 {before.state[k].dtype} 保存"),
+                        got=(f"{k} saved as {dtype}", f"{k} 以 {dtype} 保存"))
                 buffers = {name for name, _ in model.named_buffers()}
                 only_buffers = all(k in buffers for k in missing)
                 raise Wrong(
@@ -268,6 +471,25 @@ def _check_weights(answer: Any) -> None:
                     "（就像在另一个进程中那样），而不是从传入的模型中取得。",
                     tried=tried, expected=("every entry of the state_dict in the file", "文件中有 state_dict 的每一项"),
                     got=(f"{len(absent)} entries missing from the file", f"文件中缺少 {len(absent)} 项"))
+            where = {os.path.realpath(os.path.join(folder, name)) for name in files}
+            if not any(reads and path in where for path, reads in opened):
+                raise Wrong(
+                    "The new model holds the right values, but your function never opened the saved file to read it: "
+                    "it took the values from the model it was given. Load the file into the new model, as another "
+                    "process would have to.",
+                    "新模型中的值是对的，但你的函数从未打开保存的文件来读取：这些值取自传入的模型。"
+                    "请把文件装入新模型，就像另一个进程必须做的那样。",
+                    tried=tried, expected=("the saved file read back", "读回已保存的文件"),
+                    got=("the file written, never read", "文件只被写出，从未被读取"))
+        shared = _shares_memory(got_model, model)
+        if shared:
+            raise Wrong(
+                f"The model you returned shares its tensors ({shared[:3]}) with the model you were given: when that "
+                "model trains on, yours changes with it. Its values must come from the file, in tensors of its own.",
+                f"你返回的模型与传入的模型共用张量（{shared[:3]}）：传入的模型继续训练时，你的模型也会跟着变。"
+                "它的值必须来自文件，并放在它自己的张量中。",
+                tried=tried, expected=("tensors of its own", "自己的张量"),
+                got=("tensors shared with the given model", "与传入模型共用的张量"))
         for x, w in zip(xs, want):
             with torch.no_grad():
                 out = got_model(x)
@@ -330,7 +552,7 @@ def _export_cases() -> list[tuple[tuple[str, str], nn.Module, _Args, list[_Args]
           "forward(x, mask)：16 个位置，示例的 batch 为 3、长度为 5"),
          pooled, _pooled_args(1230, 3, 5),
          [_pooled_args(1231 + i, b, n)
-          for i, (b, n) in enumerate([(3, 5), (1, 5), (3, 1), (4, 16), (33, 9), (2049, 2)])]),
+          for i, (b, n) in enumerate([(3, 5), (1, 5), (3, 1), (4, 16), (33, 9), (2049, 2), (100003, 1)])]),
         (("forward(tokens, keep) with a bool mask: 12 positions, example batch 2 and length 7",
           "forward(tokens, keep)，掩码为 bool：12 个位置，示例的 batch 为 2、长度为 7"),
          kept, _kept_args(1240, 2, 7),
@@ -345,6 +567,22 @@ def _symbolic_dims(program: Any) -> list[tuple[bool, ...]]:
         nodes = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
         return [tuple(isinstance(s, torch.SymInt) for s in nodes[name].meta["val"].shape) for name in names]
     except Exception:  # an unusual program: say every dimension was fixed
+        return []
+
+
+def _batch_bounds(program: Any) -> list[str]:
+    """The upper bounds the program's range constraints put on its inputs' batch symbol, as text
+    ("int_oo" when unbounded); empty when the program has no such symbol to read."""
+    try:
+        names = list(program.graph_signature.user_inputs)
+        nodes = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+        bounds = []
+        for name in names:
+            size = nodes[name].meta["val"].shape[0]
+            if isinstance(size, torch.SymInt) and size.node.expr in program.range_constraints:
+                bounds.append(str(program.range_constraints[size.node.expr].upper))
+        return bounds
+    except Exception:  # an unusual program: nothing to read
         return []
 
 
@@ -474,6 +712,15 @@ def _check_export(answer: Any) -> None:
                 if problem is not None:
                     raise Wrong(f"The loaded program's output differs from the model's: {problem}",
                                 f"加载后的程序输出与模型不同：{problem}", tried=at)
+            capped = [b for b in _batch_bounds(program) if b not in ("int_oo", "oo")]
+            if capped:
+                raise Wrong(f"The loaded program accepts batches of at most {capped[0]}: the batch's Dim has a max. "
+                            "Any batch size must be accepted; only the length is bounded, by the model's table of "
+                            "positions.",
+                            f"加载后的程序只接受最多 {capped[0]} 的 batch：batch 的 Dim 带有 max。必须接受任意 batch 大小；"
+                            "只有长度受限，而限制它的是模型的位置表。",
+                            tried=tried, expected=("a batch range with no upper bound", "没有上界的 batch 取值范围"),
+                            got=(f"batch <= {capped[0]}", f"batch <= {capped[0]}"))
 
 
 # -- exercise 3: which saved files are unsafe to load ---------------------------------------
@@ -511,6 +758,20 @@ class _Allowed:
         return (torch.Size, ((2, 3),))
 
 
+class _BuiltinCall:
+    """Unpickles as ``getattr("abc", "upper")``: a Python builtin the weights-only loader refuses."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return (getattr, ("abc", "upper"))
+
+
+class _LinearCall:
+    """Unpickles as ``nn.Linear(2, 2)``: a torch class the weights-only loader refuses to build."""
+
+    def __reduce__(self) -> tuple[Any, tuple[int, int]]:
+        return (nn.Linear, (2, 2))
+
+
 class _Private(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -531,13 +792,35 @@ def _raw_bytes(data: bytes) -> Callable[[str], None]:
     return write
 
 
+def _broken_save(obj: Any, *, cut: bool = False) -> Callable[[str], None]:
+    """A torch.save archive of ``obj`` with its first tensor's data record left out (``cut``: cut to
+    4 bytes): the pickle is intact and names nothing unsafe, but the loader cannot read the file.
+    (A cut record is read by loading options that skip the data, such as map_location="meta".)"""
+    def write(path: str) -> None:
+        whole = path + ".whole"
+        torch.save(obj, whole)
+        try:
+            with zipfile.ZipFile(whole) as source, zipfile.ZipFile(path, "w") as target:
+                for info in source.infolist():
+                    data = source.read(info.filename)
+                    if info.filename.endswith("/data/0"):
+                        if not cut:
+                            continue
+                        data = data[:4]
+                    target.writestr(info, data)
+        finally:
+            os.remove(whole)
+    return write
+
+
 def _plain_zip(path: str) -> None:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("notes/readme.txt", "step 7, lr 0.5")
         archive.writestr("notes/weights.csv", "0.5,0.25\n")
 
 
-# What a kind of file is, in the feedback: (English, 中文). Safe kinds first.
+# What a kind of file is, in the feedback: (English, 中文). The order is the order in which a wrong verdict is
+# reported: the plain cases first, then those that only a narrower reading of the rule gets wrong.
 _KINDS: dict[str, tuple[str, str]] = {
     "state_dict": ("torch.save of a state_dict", "torch.save 保存的 state_dict"),
     "plain": ("torch.save of numbers, a string and a list of tensors", "torch.save 保存的数字、字符串和张量列表"),
@@ -556,15 +839,29 @@ _KINDS: dict[str, tuple[str, str]] = {
     "module": ("torch.save of a whole nn.Module", "torch.save 保存的整个 nn.Module"),
     "torch_call": ("torch.save of a dict whose pickle calls a torch function (nn.init.calculate_gain)",
                    "torch.save 保存的 dict，其 pickle 会调用一个 torch 函数（nn.init.calculate_gain）"),
+    "linear_call": ("torch.save of a dict whose pickle builds an nn.Linear(2, 2)",
+                    "torch.save 保存的 dict，其 pickle 会构建一个 nn.Linear(2, 2)"),
+    "builtin_call": ("torch.save of a dict whose pickle calls a Python builtin (getattr)",
+                     "torch.save 保存的 dict，其 pickle 会调用一个 Python 内置函数（getattr）"),
     "raw_plain": ("pickle.dump of a dict of numbers and strings", "pickle.dump 保存的由数字和字符串组成的 dict"),
     "raw_int": ("pickle.dump of the int 3, pickle protocol 2", "pickle.dump 以 pickle 协议 2 保存的整数 3"),
     "empty": ("an empty file", "一个空文件"),
     "garbage": ("a file of bytes that are no pickle", "一个内容不是 pickle 的字节文件"),
-    "zip": ("a zip archive that torch.save did not write", "一个不是 torch.save 写出的 zip 存档"),
+    "zip": ("a zip archive of two text files, no checkpoint in it", "一个只有两个文本文件、没有检查点的 zip 存档"),
+    "p4_payload": ("torch.save with pickle_protocol=4 of tensors next to an object whose __reduce__ names a function",
+                   "以 pickle_protocol=4 用 torch.save 保存的张量，旁边还有一个 __reduce__ 指向某个函数的对象"),
+    "p4_plain": ("torch.save with pickle_protocol=4 of a dict of tensors", "以 pickle_protocol=4 用 torch.save 保存的张量 dict"),
+    "broken": ("a torch.save archive of tensors with a tensor's data record missing",
+               "一个缺少某个张量数据记录的 torch.save 张量存档"),
+    "truncated": ("a torch.save archive of tensors with a tensor's data record cut short",
+                  "一个某个张量的数据记录被截短了的 torch.save 张量存档"),
+    "legacy": ("torch.save of tensors in its older format (_use_new_zipfile_serialization=False)",
+               "torch.save 以旧格式（_use_new_zipfile_serialization=False）保存的张量"),
 }
-_SAFE_KINDS = ("state_dict", "plain", "tensor", "batch_norm", "dtypes", "list", "allowed")
-_REFUSED_KINDS = ("payload", "raw_payload", "module", "torch_call")
-_UNREADABLE_KINDS = ("raw_plain", "raw_int", "empty", "garbage", "zip")
+_SAFE_KINDS = ("state_dict", "plain", "tensor", "batch_norm", "dtypes", "list", "allowed", "legacy")
+_REFUSED_KINDS = ("payload", "raw_payload", "module", "torch_call", "linear_call", "builtin_call", "p4_payload",
+                  "p4_plain")
+_UNREADABLE_KINDS = ("broken", "truncated", "raw_plain", "raw_int", "empty", "garbage", "zip")
 
 
 def _build_files(folder: str, round_: int) -> dict[str, str]:
@@ -590,10 +887,19 @@ def _build_files(folder: str, round_: int) -> dict[str, str]:
         ("pt", "allowed", lambda p: torch.save({"shape": torch.Size([4, 3]), "device": torch.device("cpu"),
                                                 "dtype": torch.float16, "tags": {"a", "b"}, "blob": b"\x00\x01",
                                                 "size": _Allowed()}, p)),
+        ("bin", "legacy", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "step": 7}, p,
+                                               _use_new_zipfile_serialization=False)),
         ("pt", "payload", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "meta": _Payload(p)}, p)),
         ("bin", "raw_payload", lambda p: _raw_pickle(_Payload(p))(p)),
         ("pt", "module", lambda p: torch.save(model, p)),
         ("bin", "torch_call", lambda p: torch.save({"weight": torch.ones(2), "gain": _TorchCall()}, p)),
+        ("pt", "linear_call", lambda p: torch.save({"weight": torch.ones(2), "layer": _LinearCall()}, p)),
+        ("bin", "builtin_call", lambda p: torch.save({"weight": torch.ones(2), "name": _BuiltinCall()}, p)),
+        ("pt", "p4_payload", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "meta": _Payload(p)}, p,
+                                                  pickle_protocol=4)),
+        ("bin", "p4_plain", lambda p: torch.save({"weight": torch.randn(3, generator=gen)}, p, pickle_protocol=4)),
+        ("pt", "broken", _broken_save({"weight": torch.ones(3), "bias": torch.zeros(2)})),
+        ("bin", "truncated", _broken_save({"weight": torch.randn(3, generator=gen), "step": 7}, cut=True)),
         ("pt", "raw_plain", _raw_pickle({"step": 7, "lr": 0.5, "name": "adam"})),
         ("bin", "raw_int", _raw_pickle(3, protocol=2)),
         ("pt", "empty", _raw_bytes(b"")),
@@ -614,6 +920,38 @@ def _unsafe(kind: str) -> bool:
     return kind not in _SAFE_KINDS
 
 
+class _AllowListWatch:
+    """Around one call of the answer: every global it adds to the weights-only loader's allow-list
+    (``add_safe_globals`` or the ``safe_globals`` context, which both go through
+    ``_weights_only_unpickler._add_safe_globals``) is recorded, and afterwards the list is put back
+    as it was found (torch adds a few entries of its own when it is imported; those stay)."""
+
+    def __enter__(self) -> list[Any]:
+        from torch import _weights_only_unpickler as unpickler
+
+        self._unpickler = unpickler
+        self._found = torch.serialization.get_safe_globals()
+        self._add = unpickler._add_safe_globals
+        self.added: list[Any] = []
+
+        def recording(safe_globals: list[Any]) -> None:
+            found = set(self._found)
+            self.added.extend(g for g in safe_globals if g not in found)  # what was there already widens nothing
+            self._add(safe_globals)
+
+        unpickler._add_safe_globals = recording
+        return self.added
+
+    def __exit__(self, *exc: Any) -> None:
+        self._unpickler._add_safe_globals = self._add
+        found = set(self._found)
+        self.added.extend(g for g in torch.serialization.get_safe_globals()  # set some other way, left behind
+                          if g not in found and g not in self.added)
+        torch.serialization.clear_safe_globals()
+        if self._found:
+            self._add(self._found)
+
+
 @task("lab12.3", "spot the unsafe files", "找出不安全的文件", hints=[
     ("You must decide without running anything the file names, and your function must answer for every "
      "file, even one that is not a checkpoint at all. Which loader refuses anything that is not a tensor or a "
@@ -621,12 +959,12 @@ def _unsafe(kind: str) -> bool:
      "你必须在不运行文件中指定的任何东西的前提下做出判断，而且你的函数必须对每个文件都给出答案，即使它根本不是检查点。"
      "哪个加载器会在调用之前拒绝一切不是张量或普通容器的东西？它遇到读不了的文件时会怎样？"),
     ("Lecture course/12_saving_compiled.ipynb, section '3 · Loading a pickle runs code': torch.load's "
-     "default weights-only mode refuses a file before calling anything in it. A file is safe only when that "
-     "loader reads it; a file it refuses, and a file it cannot read at all (a pickle.dump file, a broken "
-     "file), is unsafe.",
+     "default weights-only mode refuses a file before calling anything in it. A file is safe exactly when that "
+     "loader, with its default options and nothing added to its allow-list, reads the whole file; a file it "
+     "refuses, and a file it cannot read at all, is unsafe.",
      "讲义 course/12_saving_compiled.ipynb 第“3 · 加载 pickle 会执行代码”节：torch.load 默认的仅权重模式会在调用文件中的"
-     "任何东西之前拒绝它。只有该加载器能读取的文件才是安全的；它拒绝的文件，以及它根本读不了的文件（pickle.dump 写出的文件、"
-     "损坏的文件），都是不安全的。"),
+     "任何东西之前拒绝它。当且仅当该加载器在默认选项下、不往允许列表里添加任何东西时能读取整个文件，这个文件才是安全的；"
+     "它拒绝的文件，以及它根本读不了的文件，都是不安全的。"),
 ])
 def _check_unsafe(answer: Any) -> None:
     need_callable(answer, "is_unsafe")
@@ -639,15 +977,17 @@ def _check_unsafe(answer: Any) -> None:
             verdicts: dict[str, Any] = {}
             raised: dict[str, Exception] = {}
             tripped: list[str] = []
+            widened: list[tuple[str, Any]] = []
             for name in sorted(kinds):
                 del _TRIPPED[:]
                 try:
-                    with quiet():
+                    with quiet(), _AllowListWatch() as added:
                         verdicts[name] = answer(os.path.join(folder, name))
                 except NotImplementedError:  # the lab's stub: not yet implemented
                     raise
                 except Exception as exc:  # judged below, after every file had its turn
                     raised[name] = exc
+                widened += [(name, g) for g in added]
                 if _TRIPPED:
                     tripped.append(name)
             del _TRIPPED[:]
@@ -660,6 +1000,19 @@ def _check_unsafe(answer: Any) -> None:
                     "请在不运行文件的前提下做出判断（第 12 讲第 3 节）。",
                     tried=folder_of, expected=("no code from the file runs", "文件中的代码不会运行"),
                     got=("the file's payload ran", "文件中的载荷运行了"))
+            if widened:
+                name, added_global = widened[0]
+                shown = getattr(added_global, "__qualname__", None) or repr(added_global)
+                raise Wrong(
+                    f"Checking {name!r}, your function widened the weights-only loader's allow-list (it added "
+                    f"{shown} with add_safe_globals or safe_globals): the loader then calls what it would refuse. The "
+                    "rule is whether torch.load(path, weights_only=True) reads the file with torch's own allow-list, "
+                    "nothing added.",
+                    f"检查 {name!r} 时，你的函数扩大了仅权重加载器的允许列表（用 add_safe_globals 或 safe_globals 加入了 "
+                    f"{shown}）：加载器于是会调用它本来要拒绝的东西。规则是 torch.load(path, weights_only=True) "
+                    "在 torch 自带、未添加任何内容的允许列表下能否读取该文件。",
+                    tried=folder_of, expected=("the allow-list left as it was", "允许列表保持原样"),
+                    got=(f"{shown} added", f"加入了 {shown}"))
             if raised:
                 name = min(raised, key=lambda n: (list(_KINDS).index(kinds[n]), n))  # the most telling first
                 exc = raised[name]
@@ -689,6 +1042,14 @@ def _check_unsafe(answer: Any) -> None:
                 en, zh = ("Your verdicts follow the file's extension; an extension says nothing about what a file "
                           "holds. Read the content.",
                           "你的判断跟着文件扩展名走；扩展名并不能说明文件里是什么。请读取内容。")
+            elif first == "legacy":
+                en, zh = ("You called a file unsafe that torch.load(path, weights_only=True) reads: torch.save's "
+                          "older format (_use_new_zipfile_serialization=False) holds only tensors and plain data, and "
+                          "the loader reads it with its default options. An option such as mmap=True, which needs the "
+                          "zip format, is not part of the rule.",
+                          "你把一个 torch.load(path, weights_only=True) 能读取的文件判为不安全：torch.save 的旧格式"
+                          "（_use_new_zipfile_serialization=False）只包含张量和普通数据，加载器用默认选项就能读取它。"
+                          "mmap=True 这样需要 zip 格式的选项不属于规则的一部分。")
             elif first in _SAFE_KINDS:
                 en, zh = ("You called a file unsafe that torch.load(path, weights_only=True) reads: its allow-list "
                           "takes tensors of every dtype, buffers such as num_batches_tracked, and a few torch types "
@@ -697,28 +1058,48 @@ def _check_unsafe(answer: Any) -> None:
                           "你把一个 torch.load(path, weights_only=True) 能读取的文件判为不安全：它的允许列表接受各种 dtype "
                           "的张量、num_batches_tracked 这样的缓冲区，以及 set、bytes 之外的几种 torch 类型（torch.Size、"
                           "torch.device、dtype）。如果你自己检查 pickle 导入的名字，你的列表比加载器的窄。")
-            elif first == "torch_call":
-                en, zh = ("You called a file safe that the weights-only loader refuses: its pickle calls a torch "
-                          "function that is not on the loader's allow-list. Coming from torch does not make a "
-                          "function safe to call while loading.",
-                          "你把一个仅权重加载器会拒绝的文件判为安全：它的 pickle 会调用一个不在加载器允许列表中的 torch 函数。"
-                          "来自 torch 并不意味着加载时调用它就是安全的。")
+            elif first in ("torch_call", "linear_call", "builtin_call"):
+                en, zh = ("You called a file safe that the weights-only loader refuses: its pickle calls a function "
+                          "or builds a class that is not on the loader's allow-list (a torch function, a torch class, "
+                          "a Python builtin). Coming from torch or from Python itself does not make a callable safe "
+                          "to call while loading.",
+                          "你把一个仅权重加载器会拒绝的文件判为安全：它的 pickle 会调用一个不在加载器允许列表中的函数或类"
+                          "（torch 函数、torch 类、Python 内置函数）。来自 torch 或 Python 本身，并不意味着加载时调用它就是安全的。")
+            elif first in ("p4_payload", "p4_plain"):
+                en, zh = ("You called a file safe that the weights-only loader refuses: it was saved with "
+                          "pickle_protocol=4, whose instructions (FRAME, STACK_GLOBAL) that loader does not read, so it "
+                          "refuses the file even when it holds only tensors. torch.save's default protocol is 2. If you "
+                          "read a pickle's instructions yourself, read all of them: protocol 4 imports names with "
+                          "STACK_GLOBAL, not GLOBAL.",
+                          "你把一个仅权重加载器会拒绝的文件判为安全：它是用 pickle_protocol=4 保存的，该加载器不读取这个协议的指令"
+                          "（FRAME、STACK_GLOBAL），所以即使文件里只有张量，它也会拒绝。torch.save 的默认协议是 2。"
+                          "如果你自己读取 pickle 的指令，就要读全部指令：协议 4 用 STACK_GLOBAL 而不是 GLOBAL 导入名字。")
+            elif first in ("broken", "truncated"):
+                en, zh = ("You called a file safe that the weights-only loader cannot read: its pickle names nothing "
+                          "unsafe, but the data record of a tensor is missing from the archive or cut short. Reading "
+                          "the names a pickle imports is not enough, nor is loading with an option that skips the "
+                          "data (map_location='meta', mmap=True): the rule is whether the loader, with its default "
+                          "options, reads the whole file.",
+                          "你把一个仅权重加载器读不了的文件判为安全：它的 pickle 没有指定任何不安全的东西，但存档里某个张量的"
+                          "数据记录缺失或被截短了。只读取 pickle 导入的名字是不够的，用跳过数据的选项（map_location='meta'、"
+                          "mmap=True）加载也不够：规则是加载器在默认选项下能否读取整个文件。")
             elif first in _REFUSED_KINDS:
                 en, zh = ("You called a file safe that the weights-only loader refuses: its pickle names a class or "
                           "function to import and call.",
                           "你把一个仅权重加载器会拒绝的文件判为安全：它的 pickle 指定了要导入并调用的类或函数。")
             elif first in ("raw_plain", "raw_int"):
-                en, zh = ("You called a pickle.dump file safe because it holds only plain data. torch.load cannot "
-                          "read it at all (it is not a torch.save archive), so opening it takes pickle.load, a full "
-                          "unpickler: by the lab's definition it is unsafe, whatever it holds.",
-                          "你因为一个 pickle.dump 文件只包含普通数据就把它判为安全。torch.load 根本读不了它（它不是 torch.save "
-                          "存档），所以打开它需要 pickle.load 这个完整的反序列化器：按照本实验的定义，无论内容是什么，它都是不安全的。")
+                en, zh = ("You called a pickle.dump file safe because it holds only plain data. "
+                          "torch.load(path, weights_only=True) cannot read this file at all (it is not laid out as "
+                          "torch.save writes), so opening it takes pickle.load, a full unpickler: by the lab's rule it "
+                          "is unsafe, whatever it holds.",
+                          "你因为一个 pickle.dump 文件只包含普通数据就把它判为安全。torch.load(path, weights_only=True) "
+                          "根本读不了这个文件（它不是按 torch.save 的方式组织的），所以打开它需要 pickle.load 这个完整的反序列化器："
+                          "按照本实验的规则，无论内容是什么，它都是不安全的。")
             else:
-                en, zh = ("You called a file safe that is no checkpoint at all (empty, not a pickle, or a zip that "
-                          "torch.save did not write): the weights-only loader cannot read it, and nothing shows what "
-                          "it holds, so it is unsafe.",
-                          "你把一个根本不是检查点的文件（空文件、不是 pickle、或不是 torch.save 写出的 zip）判为安全："
-                          "仅权重加载器读不了它，也无从知道其中是什么，所以它是不安全的。")
+                en, zh = ("You called a file safe that is no checkpoint at all (empty, not a pickle, or a zip archive "
+                          "with no checkpoint in it): the weights-only loader cannot read it, so it is unsafe.",
+                          "你把一个根本不是检查点的文件（空文件、不是 pickle、或其中没有检查点的 zip 存档）判为安全："
+                          "仅权重加载器读不了它，所以它是不安全的。")
             shown = [n for n in wrong[:3]]
             raise Wrong(en, zh,
                         tried=(f"{folder_of[0]}; " + "; ".join(f"{n}: {_KINDS[kinds[n]][0]}" for n in shown),
