@@ -95,6 +95,49 @@ def test_lab01_1_each_kind_once_is_named():
 
 
 # -- lab01.2 ---------------------------------------------------------------------------------
+def test_lab01_1_inlining_the_trace_in_place_is_named():
+    def inline_in_place(traced):
+        graph = traced.graph
+        torch._C._jit_pass_inline(graph)  # rewrites the module's own forward graph
+        return dict(Counter(n.kind() for n in graph.nodes() if n.kind().startswith("aten::")))
+    result = expect_wrong("lab01.1", inline_in_place)
+    assert "changed the graph of the trace it was given" in result.en
+    assert "改动了传入的追踪结果自身的计算图" in result.zh
+
+
+def test_lab01_1_counting_the_output_values_is_named():
+    def per_value(traced):  # aten::max over a dim is one node with two outputs
+        return dict(Counter(v.node().kind() for n in traced.inlined_graph.nodes() if n.kind().startswith("aten::")
+                            for v in n.outputs()))
+    result = expect_wrong("lab01.1", per_value)
+    assert "counted twice" in result.en and "被计了两次" in result.zh
+    assert "max over a dim" in result.tried[0] and "按维度取 max" in result.tried[1]
+
+
+def test_lab01_1_unusual_right_answers_pass():
+    import numpy as np
+    from collections import defaultdict
+
+    def with_numpy(traced):  # np.int64 counts, np.str_ keys
+        kinds = [n.kind() for n in traced.inlined_graph.nodes() if n.kind().startswith("aten::")]
+        return dict(zip(*np.unique(kinds, return_counts=True)))
+
+    def by_namespace(traced):
+        counts = defaultdict(int)
+        for node in traced.inlined_graph.nodes():
+            if node.kind().split("::")[0] == "aten":
+                counts[node.kind()] += 1
+        return counts
+
+    def find_all(traced):
+        graph = traced.inlined_graph
+        kinds = {n.kind() for n in graph.nodes() if not n.kind().startswith("prim::")}
+        return {kind: len(graph.findAllNodes(kind)) for kind in kinds}
+
+    for answer in (with_numpy, by_namespace, find_all):
+        expect_passed("lab01.1", answer)
+
+
 def test_lab01_2_checking_the_rest_of_the_inputs_passes():
     def rest(model, inputs):
         try:

@@ -294,6 +294,52 @@ def test_lab04_2_rejects_a_hard_coded_count():
     assert "how many replacements" in result.en and result.expected == "4"
 
 
+def test_lab04_2_counting_every_silu_call_is_named():
+    def count_silu_calls(gm):  # also counts the F.silu calls the graph had before
+        silu_rewrite(gm)
+        return sum(node.target is F.silu for node in gm.graph.nodes)
+    result = expect_wrong("lab04.2", count_silu_calls)
+    assert "were there before your rewrite" in result.en and "在改写之前就已存在" in result.zh
+    assert result.expected == "3" and result.got == "5"
+
+
+def test_lab04_2_pattern_and_replacement_swapped_is_named():
+    def swapped_arguments(gm):
+        return sum(len(subgraph_rewriter.replace_pattern(gm, _silu, p)) for p in (_plain, _swapped))
+    result = expect_wrong("lab04.2", swapped_arguments)
+    assert "the other way round" in result.en and "模式和替换写反了" in result.zh
+
+
+def test_lab04_2_counting_one_order_twice_is_wrong():
+    def first_order_twice(gm):  # the second order is rewritten, but the first one's count is added twice
+        first = subgraph_rewriter.replace_pattern(gm, _plain, _silu)
+        subgraph_rewriter.replace_pattern(gm, _swapped, _silu)
+        return len(first) + len(first)
+    result = expect_wrong("lab04.2", first_order_twice)
+    assert "how many replacements" in result.en and "替换的次数" in result.zh
+    assert result.expected == "3" and result.got == "4"
+
+
+def test_lab04_2_unusual_right_answers_pass():
+    def until_no_match(gm):
+        total = 0
+        for pattern in (_plain, _swapped):
+            while found := subgraph_rewriter.replace_pattern(gm, pattern, _silu):
+                total += len(found)
+        return total
+
+    def one_order_first(gm):  # turn sigmoid(x) * x into x * sigmoid(x), then rewrite that one order
+        subgraph_rewriter.replace_pattern(gm, _swapped, _plain)
+        return len(subgraph_rewriter.replace_pattern(gm, _plain, lambda x: F.silu(x)))
+
+    def with_filters(gm):
+        return sum(len(subgraph_rewriter.replace_pattern_with_filters(gm, p, _silu, match_filters=[]))
+                   for p in (_plain, _swapped))
+
+    for answer in (until_no_match, one_order_first, with_filters):
+        expect_passed("lab04.2", answer)
+
+
 # ------------------------------------------------------------------ lab04.3
 
 

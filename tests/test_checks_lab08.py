@@ -368,6 +368,81 @@ def test_lab08_3_counting_nodes_minus_the_inputs_passes():
     expect_passed("lab08.3", minus_inputs)
 
 
+def _limited_by(count, *, cumulative=False, message="graph has {ops} ops, more than the limit of {n}"):
+    def make_limited_backend(n):
+        seen = []
+
+        def backend(gm, example_inputs):
+            ops = count(gm)
+            seen.append(ops)
+            if (sum(seen) if cumulative else ops) > n:
+                raise GraphTooLarge(message.format(ops=ops, n=n))
+            return gm.forward
+        return backend
+    return make_limited_backend
+
+
+def _ops_of(*kinds):
+    return lambda gm: sum(1 for node in gm.graph.nodes if node.op in kinds)
+
+
+def test_lab08_3_forgetting_call_module_is_named():
+    result = expect_wrong("lab08.3", _limited_by(_ops_of("call_function", "call_method")))
+    assert "count call_module nodes too" in result.en and "call_module 节点也要计数" in result.zh
+    assert "symbolic_trace" in result.tried[0] and "call_module" in result.tried[1]
+
+
+def test_lab08_3_adding_up_the_ops_of_every_graph_is_named():
+    result = expect_wrong("lab08.3", _limited_by(_ops_of("call_function", "call_method", "call_module"),
+                                                 cumulative=True))
+    assert "adds up the ops of every graph" in result.en and "累加" in result.zh
+    assert "two graphs of 3 ops" in result.tried[0]
+
+
+def test_lab08_3_numbers_the_wrong_way_round_in_the_message_are_named():
+    result = expect_wrong("lab08.3", _limited_by(_ops_of("call_function", "call_method", "call_module"),
+                                                 message="graph has {n} ops, more than the limit of {ops}"))
+    assert "the wrong way round" in result.en and "两个数写反了" in result.zh
+
+
+def test_lab08_3_counting_the_output_node_is_named():
+    result = expect_wrong("lab08.3", _limited_by(lambda gm: sum(1 for node in gm.graph.nodes
+                                                                if node.op != "placeholder")))
+    assert "count the output node as an op" in result.en and "把 output 节点也算作了算子" in result.zh
+
+
+def test_lab08_3_accepting_n_plus_one_ops_is_named():
+    result = expect_wrong("lab08.3", _limited_by(lambda gm: sum(1 for node in gm.graph.nodes
+                                                                if node.op.startswith("call_")) - 1))
+    assert "you accept a graph with n + 1 ops" in result.en and "接受了有 n + 1 个算子" in result.zh
+    assert "call_method nodes too" not in result.en  # not the diagnosis of another mistake
+
+
+def test_lab08_3_unusual_right_answers_pass():
+    from collections import Counter
+
+    def by_counter(n):
+        def backend(gm, example_inputs):
+            kinds = Counter(node.op for node in gm.graph.nodes)
+            ops = kinds["call_function"] + kinds["call_method"] + kinds["call_module"]
+            if not ops <= n:
+                raise GraphTooLarge(f"{ops} ops exceed the limit {n}")
+            return gm  # a GraphModule is callable too
+        return backend
+
+    def by_elimination(n):
+        def backend(gm, example_inputs):
+            ops = len(gm.graph.nodes) - len(gm.graph.find_nodes(op="placeholder")) - 1
+            if ops >= n + 1:
+                raise GraphTooLarge(f"limit {n}: the graph has {ops} ops")
+            return lambda *args: gm.forward(*args)
+        return backend
+
+    for answer in (by_counter, by_elimination,
+                   _limited_by(lambda gm: sum(node.op.startswith("call_") for node in gm.graph.nodes))):
+        expect_passed("lab08.3", answer)
+
+
 # -- one language at a time ----------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ it is deprecated and traces warn about baked-in values; the checkers silence bot
 from __future__ import annotations
 
 import contextlib
+import numbers
 from collections import Counter
 from typing import Any, Iterator
 
@@ -73,6 +74,14 @@ def _relu_sin(x: torch.Tensor) -> torch.Tensor:
     return torch.sin(torch.relu(x)).neg()
 
 
+def _clone_scale_max(x: torch.Tensor) -> torch.Tensor:
+    """Its aten::max over a dim is one node with two outputs (values and indices)."""
+    y = x.clone()
+    y.mul_(2)
+    values, indices = y.max(1)
+    return values + indices
+
+
 def _kinds_reference(traced: Any) -> dict[str, int]:
     return dict(_aten_kinds(traced.inlined_graph))
 
@@ -92,8 +101,17 @@ def _aten_probes() -> list[Probe]:
         (("torch.jit.trace(<Linear, GELU, Dropout in a Sequential, LayerNorm, Linear> in training mode, x)",
           "torch.jit.trace(<Sequential 中的 Linear、GELU、Dropout，再接 LayerNorm、Linear>（训练模式）, x)"),
          built(_Head, 5).train(), torch.randn(4, 6, generator=gen)),
+        (("torch.jit.trace(<a function: clone, in-place mul, max over a dim (values and indices), add>, x)",
+          "torch.jit.trace(<一个函数：clone、原地 mul、按维度取 max（值和索引）、add>, x)"),
+         _clone_scale_max, torch.randn(3, 4, generator=gen)),
     ]
     return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
+
+
+def _per_output(traced: Any) -> dict[str, int]:
+    """What counting the values the aten:: nodes produce gives: a node with two outputs counts twice."""
+    return dict(Counter(n.kind() for n in traced.inlined_graph.nodes() if n.kind().startswith("aten::")
+                        for _ in n.outputs()))
 
 
 _ATEN_MISTAKES = [
@@ -115,7 +133,16 @@ _ATEN_MISTAKES = [
             "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
             "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
     counted_once("kinds", "类型"),
+    Mistake("one count per output value", lambda got, want, p: got == _per_output(p.args[0]) != want,
+            "a node with two outputs (such as aten::max over a dim, which gives values and indices) is counted "
+            "twice: count the nodes of each kind, not the values they produce.",
+            "有两个输出的节点（例如按维度求 aten::max，会给出值和索引）被计了两次：请统计每种类型的节点个数，而不是它们产生的值的个数。"),
 ]
+
+
+def _graph_text(traced: Any) -> str:
+    """The traced module's (or function's) own graph as text, to see whether an answer edited it."""
+    return str(traced.graph)
 
 
 @task("lab01.1", "count the ATen operators of a traced model", "统计追踪模型中的 ATen 算子", hints=[
@@ -131,12 +158,28 @@ _ATEN_MISTAKES = [
 def _count_aten(answer: Any) -> None:
     need_callable(answer, "aten_op_counts")
 
+    probes = _aten_probes()
+    labels = {id(p.args[0]): p.label for p in probes}
+
     def counted(traced: Any) -> Any:
+        before = _graph_text(traced)
         with quiet(stderr=False):
-            got = plain_counts(answer(traced))
+            got = answer(traced)
+        if isinstance(got, dict):  # a count may be any whole-number type (np.unique gives np.int64)
+            got = {k: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+                   for k, v in got.items()}
+        got = plain_counts(got)
+        if _graph_text(traced) != before:
+            raise Wrong("aten_op_counts changed the graph of the trace it was given (for example by inlining "
+                        "traced.graph in place): read the inlined graph, which is a copy, and leave the trace as it was.",
+                        "aten_op_counts 改动了传入的追踪结果自身的计算图（例如原地内联了 traced.graph）："
+                        "请读取内联后的计算图（它是一份副本），不要改动追踪结果本身。",
+                        tried=labels.get(id(traced), ""),
+                        expected=("the trace's own graph unchanged", "追踪结果自身的计算图保持不变"),
+                        got=("its .graph was rewritten", "它的 .graph 被改写了"))
         return {str(k): v for k, v in got.items()} if isinstance(got, dict) else got
 
-    run_probes(counted, _kinds_reference, _aten_probes(), mistakes=_ATEN_MISTAKES, what="aten_op_counts",
+    run_probes(counted, _kinds_reference, probes, mistakes=_ATEN_MISTAKES, what="aten_op_counts",
                generic=("a count is off: every aten:: node of the inlined graph counts once under its kind.",
                         "有计数不对：内联后计算图中的每个 aten:: 节点都按其类型计一次。"))
 

@@ -296,6 +296,15 @@ def _three_and_a_decoy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(c) * c + a * torch.sigmoid(a)
 
 
+def _some_already_silu(x: torch.Tensor) -> torch.Tensor:
+    """Two F.silu calls already there; three SiLUs by hand, two of them as x * sigmoid(x) and one the other way."""
+    a = F.silu(x)  # already F.silu: not a replacement
+    b = a * torch.sigmoid(a)
+    c = torch.sigmoid(b) * b
+    d = c * torch.sigmoid(c)
+    return F.silu(d) - a
+
+
 def _silu_cases() -> list[tuple[tuple[str, str], fx.GraphModule, Callable[..., Any], tuple[torch.Tensor, ...], int]]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
@@ -314,6 +323,9 @@ def _silu_cases() -> list[tuple[tuple[str, str], fx.GraphModule, Callable[..., A
         (("a function of x and y with four SiLUs in both orders and sigmoid(y)*a",
           "以 x、y 为输入的函数：两种顺序写出的四个 SiLU，外加 sigmoid(y)*a"),
          fx.symbolic_trace(_three_and_a_decoy), _three_and_a_decoy, (randn(2, 3), randn(2, 3)), 4),
+        (("a function that already calls F.silu twice and writes three more SiLUs out by hand, two of them as "
+          "x*sigmoid(x)", "已经调用了两次 F.silu、另外还手写了三个 SiLU（其中两个写成 x*sigmoid(x)）的函数"),
+         fx.symbolic_trace(_some_already_silu), _some_already_silu, (randn(3, 4),), 3),
     ]
 
 
@@ -329,6 +341,20 @@ def _mul_orders(gm: fx.GraphModule) -> tuple[int, int]:
         if isinstance(a, fx.Node) and a.target is torch.sigmoid and a.args[0] is b:
             swapped += 1
     return plain, swapped
+
+
+def _only_silu(x: torch.Tensor) -> torch.Tensor:
+    return F.silu(x) + 1
+
+
+def _pattern_and_replacement_swapped(answer: Any) -> bool:
+    """Whether ``answer`` rewrites an F.silu call into something else (it searched for the replacement)."""
+    gm = fx.symbolic_trace(_only_silu)
+    try:
+        answer(gm)
+    except Exception:  # an answer that cannot handle this graph tells nothing here
+        return False
+    return not any(n.target is F.silu for n in gm.graph.nodes)
 
 
 @task("lab04.2", "rewrite x * sigmoid(x) into silu with replace_pattern",
@@ -347,6 +373,7 @@ def _silu_rewrite(answer: Any) -> None:
     for label, gm, original, inputs, want_count in _silu_cases():
         with torch.no_grad():
             want = original(*inputs)
+        existing = sum(n.target is F.silu for n in gm.graph.nodes)  # F.silu calls that were there already
         count = answer(gm)
         replaced = (f"{want_count} replaced", f"替换 {want_count} 处")
         calls = (f"{want_count} calls to F.silu", f"调用 F.silu {want_count} 次")
@@ -356,7 +383,8 @@ def _silu_rewrite(answer: Any) -> None:
                         "请返回替换的次数（一个 int），而不是匹配结果本身：改写函数每次调用都返回一个列表，每次替换对应一项。",
                         tried=label, expected=str(want_count), got=type(count).__name__)
         plain, swapped = _mul_orders(gm)
-        silus = sum(n.target is F.silu for n in gm.graph.nodes)
+        total = sum(n.target is F.silu for n in gm.graph.nodes)
+        silus = total - existing
         if swapped and not plain and silus:
             raise Wrong("sigmoid(x) * x was left alone: to the matcher it is a different graph from "
                         "x * sigmoid(x) (the operands of mul are swapped); call replace_pattern a "
@@ -383,6 +411,13 @@ def _silu_rewrite(answer: Any) -> None:
                         "GraphModule，而不是它的副本。",
                         tried=label, expected=(f"{want_count} calls to F.silu in gm", f"gm 中调用 F.silu {want_count} 次"),
                         got=("0 calls to F.silu in gm", "gm 中调用 F.silu 0 次"))
+        if silus == 0 and _pattern_and_replacement_swapped(answer):
+            raise Wrong("nothing was rewritten, and on a graph that already calls F.silu your rewrite turns that call "
+                        "into a SiLU written out by hand: the pattern and the replacement are the other way round. "
+                        "The rewriter takes the GraphModule, then what to find, then what to put in its place.",
+                        "什么都没有被改写；而在一张已经调用 F.silu 的计算图上，你的改写反而把这个调用换成了手写的 SiLU："
+                        "模式和替换写反了。改写函数的参数依次是 GraphModule、要查找的模式、用来替换的内容。",
+                        tried=label, expected=calls, got=("0 calls to F.silu", "调用 F.silu 0 次"))
         if silus == 0:
             raise Wrong("nothing was rewritten: a pattern matches only the same ops written the same way. The "
                         "graph calls torch.sigmoid as a function and multiplies with `*` (operator.mul); a pattern "
@@ -400,6 +435,12 @@ def _silu_rewrite(answer: Any) -> None:
                         tried=label, expected=calls,
                         got=(f"{silus} calls to F.silu, {plain + swapped} SiLU(s) still written out",
                              f"调用 F.silu {silus} 次，仍有 {plain + swapped} 个手写的 SiLU"))
+        if existing and count == total != want_count:
+            raise Wrong(f"you return how many F.silu calls the graph has ({total}), but {existing} of them were there "
+                        "before your rewrite: return how many replacements the rewriter reports.",
+                        f"你返回的是计算图中 F.silu 调用的总数（{total}），但其中 {existing} 个在改写之前就已存在："
+                        "请返回改写函数报告的替换次数。",
+                        tried=label, expected=str(want_count), got=repr(count))
         if not isinstance(count, int) or count != want_count:
             raise Wrong("return how many replacements you made (an int).",
                         "请返回替换的次数（一个 int）。",

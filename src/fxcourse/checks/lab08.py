@@ -538,6 +538,12 @@ def _split_chain(x: torch.Tensor) -> torch.Tensor:
     return x.exp().sin().cos().neg().abs().sigmoid()  # graph 1: 6 ops
 
 
+def _split_even(x: torch.Tensor) -> torch.Tensor:
+    x = torch.sin(x).cos().tanh()  # graph 0: 3 ops
+    torch._dynamo.graph_break()
+    return x.exp().sin().neg()  # graph 1: 3 ops
+
+
 def _scaled_wave(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.sin(x).cos() * y  # 3 ops, 2 placeholders
 
@@ -618,10 +624,21 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
     ("refuses at exactly n", _ops, True,
      "you refuse a graph with exactly n ops: refuse only graphs with more than n.",
      "你拒绝了恰好有 n 个算子的计算图：只应拒绝算子数超过 n 的计算图。"),
+    ("refuses only from n + 2", lambda gm: _ops(gm) - 1, False,
+     "you accept a graph with n + 1 ops: that is already more than n. Refuse every graph whose op count is over n.",
+     "你接受了有 n + 1 个算子的计算图：这已经超过 n 了。算子数超过 n 的计算图都要拒绝。"),
     ("never refuses", lambda gm: 0, False,
      "the backend never refused a graph, not even one with more ops than the limit.",
      "这个后端从不拒绝计算图，即使算子数超过了上限。"),
 ]
+
+
+#: Named instead of "refuses at exactly n" when the refusal's message gives one op more than the graph has.
+_OUTPUT_COUNTED = (
+    "you count the output node as an op (your message gives one op more than the graph has): only call_function, "
+    "call_method and call_module nodes are ops.",
+    "你把 output 节点也算作了算子（报错信息里的算子数比计算图实际多 1）：只有 call_function、call_method 和 call_module "
+    "节点才是算子。")
 
 
 @task("lab08.3", "a backend that refuses graphs over n ops", "拒绝超过 n 个算子的计算图的后端", hints=[
@@ -648,6 +665,8 @@ def _limited(answer: Any) -> None:
              (1, _chain(1), ("a chain of 1 op", "只有 1 个算子的链")),
              (4, _chain(7), ("a chain of 7 ops", "7 个算子组成的链")),
              (5, _chain(6), ("a chain of 6 ops (3 of them method calls)", "6 个算子组成的链（其中 3 个是方法调用）")),
+             (4, _split_even, ("a function split by a graph break into two graphs of 3 ops",
+                               "被图中断分成两张计算图（各 3 个算子）的函数")),
              (4, _split_chain, ("a function split by a graph break into graphs of 3 and 6 ops",
                                 "被图中断分成两张计算图（3 个和 6 个算子）的函数")),
              (4, _scaled_wave, two_tensors),
@@ -671,9 +690,15 @@ def _limited(answer: Any) -> None:
                 if index is None:
                     return "compiled and ran", "编译并运行"
                 return f"refused graph {index + 1}", f"拒绝第 {index + 1} 张计算图"
-            for _, count, strict, en, zh in _LIMIT_MISTAKES:
+            for name, count, strict, en, zh in _LIMIT_MISTAKES:
                 if [_refused_at(g, limit_, count, strict) for g, (limit_, *_) in zip(refs, runs)] == decisions:
                     want, sizes = said(truth[first]), [_ops(g) for g in refs[first]]
+                    if name == "refuses at exactly n" and decisions[first] is not None:
+                        # the same decisions as counting the output node as an op: the message tells which
+                        said_count = sizes[decisions[first]] + 1
+                        if str(said_count) in re.findall(r"\d+", str(getattr(runs[first][5], "inner_exception",
+                                                                             runs[first][5]))):
+                            en, zh = _OUTPUT_COUNTED
                     raise Wrong(en, zh, tried=_with(what, f", make_limited_backend({limit})",
                                                     f"，make_limited_backend({limit})"),
                                 expected=(f"{want[0]} (graphs of {sizes} ops)", f"{want[1]}（各计算图的算子数：{sizes}）"),
@@ -705,6 +730,14 @@ def _limited(answer: Any) -> None:
                                   f"包装着 GraphTooLarge 的 BackendCompilerFailed（{max(too_big)} 个算子 > {limit}）"),
                         got=("no exception", "没有抛出异常"))
         inner = getattr(exc, "inner_exception", exc) if isinstance(exc, BackendCompilerFailed) else exc
+        if not too_big and len(graphs) > 1 and type(inner).__name__ == "GraphTooLarge" and sum(sizes) > limit:
+            raise Wrong("each graph is under the limit, but the backend refused the second one: it adds up the ops of "
+                        "every graph it has been given. Count the ops of each graph on its own; keep no count from "
+                        "one call of the backend to the next.",
+                        "每张计算图都没有超过上限，但后端拒绝了第二张：它把收到过的所有计算图的算子数累加了起来。"
+                        "请对每张计算图单独计数；不要在后端的多次调用之间保留计数。",
+                        tried=label, expected=(f"graphs of {sizes} ops compiled", f"算子数为 {sizes} 的计算图编译通过"),
+                        got=str(inner)[:120])
         if not too_big:
             _refused_small(label, limit, sizes, graphs, inner)
         if type(inner).__name__ != "GraphTooLarge":
@@ -715,14 +748,87 @@ def _limited(answer: Any) -> None:
             raise Wrong("torch.compile should surface your exception as BackendCompilerFailed.",
                         "torch.compile 应当把你的异常包装成 BackendCompilerFailed 抛出。", tried=label,
                         expected="BackendCompilerFailed", got=type(exc).__name__)
-        count, message = too_big[0], str(inner)
-        numbers = set(re.findall(r"\d+", message))
-        if str(count) not in numbers or str(limit) not in numbers:
-            raise Wrong("the message should name the graph's op count and the limit, e.g. "
-                        "'graph has 7 ops, more than the limit of 4'.",
-                        "报错信息应当写明计算图的算子数和上限，例如 'graph has 7 ops, more than the limit of 4'。",
-                        tried=label, expected=(f"a message with {count} and {limit}", f"含有 {count} 和 {limit} 的报错信息"),
-                        got=repr(message))
+        _check_message(label, too_big[0], limit, inner)
+    _direct_call(answer)
+
+
+def _check_message(label: tuple[str, str], count: int, limit: int, inner: BaseException) -> None:
+    """The refusal's message names the graph's op count and the limit, each as what it is."""
+    message = str(inner)
+    numbers = set(re.findall(r"\d+", message))
+    if str(count) not in numbers or str(limit) not in numbers:
+        raise Wrong("the message should name the graph's op count and the limit, e.g. "
+                    "'graph has 7 ops, more than the limit of 4'.",
+                    "报错信息应当写明计算图的算子数和上限，例如 'graph has 7 ops, more than the limit of 4'。",
+                    tried=label, expected=(f"a message with {count} and {limit}", f"含有 {count} 和 {limit} 的报错信息"),
+                    got=repr(message))
+    as_count = re.findall(r"(\d+)\s*(?:ops?\b|operators?\b|nodes?\b|个算子|个节点)", message)
+    as_limit = re.findall(r"(?:limit|上限)\D{0,12}?(\d+)", message, flags=re.I)
+    if str(limit) in as_count and str(count) not in as_count and str(count) in as_limit and str(limit) not in as_limit:
+        raise Wrong("the message gives the two numbers the wrong way round: it calls the limit the graph's op count "
+                    "and the op count the limit.",
+                    "报错信息把两个数写反了：它把上限说成了计算图的算子数，又把算子数说成了上限。",
+                    tried=label, expected=(f"{count} ops, limit {limit}", f"{count} 个算子，上限 {limit}"),
+                    got=repr(message))
+
+
+class _Block(nn.Module):
+    """As torch.fx.symbolic_trace records it: two call_module nodes, a call_method and a call_function."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+        self.act = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.act(self.lin(x)).tanh())
+
+
+def _direct_call(answer: Any) -> None:
+    """Hand the backend an fx graph with call_module nodes (torch.compile inlines modules, so its graphs
+    have none): 4 ops, refused under a limit of 3 and run as it is under a limit of 4."""
+    model = seeded(_Block(), 88)
+    (x,) = _inputs(87, (2, 6))
+    with torch.no_grad():
+        want = model(x)
+    for limit in (3, 4):
+        gm = fx.symbolic_trace(model)
+        label = (f"backend = make_limited_backend({limit}); backend(gm, [x]) with gm = torch.fx.symbolic_trace(<Linear, "
+                 "ReLU as submodules, then .tanh(), torch.sigmoid>), 4 ops of which 2 are call_module",
+                 f"backend = make_limited_backend({limit}); backend(gm, [x])，其中 gm = torch.fx.symbolic_trace(<作为子模块的 "
+                 "Linear、ReLU，再接 .tanh()、torch.sigmoid>)，共 4 个算子，其中 2 个是 call_module")
+        backend = answer(limit)
+        try:
+            with quiet(), torch.no_grad():
+                compiled = backend(gm, [x])
+                out = compiled(x) if limit == 4 and callable(compiled) else compiled
+        except Exception as exc:
+            if type(exc).__name__ != "GraphTooLarge":
+                raise Wrong("your backend fails on an fx graph handed to it directly: a backend is a function of "
+                            "(gm, example_inputs) and must work on any GraphModule.",
+                            "直接交给你的后端一张 fx 计算图时它出错了：后端就是一个接收 (gm, example_inputs) 的函数，"
+                            "对任何 GraphModule 都应当能工作。",
+                            tried=label, got=f"{type(exc).__name__}: {str(exc)[:120]}") from None
+            if limit == 4:
+                _refused_small(label, limit, [4], [gm], exc)
+            _check_message(label, 4, limit, exc)
+            continue
+        if limit == 3:
+            hint = ("the graph has 4 ops, more than the limit of 3, but the backend accepted it.",
+                    "计算图有 4 个算子，超过了上限 3，后端却接受了它。")
+            if sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method")) <= limit:
+                hint = ("count call_module nodes too: a call of a submodule (here nn.Linear and nn.ReLU) is an op. "
+                        "torch.compile inlines modules, but a backend can be handed any fx graph.",
+                        "call_module 节点也要计数：调用子模块（这里是 nn.Linear 和 nn.ReLU）也是算子。torch.compile "
+                        "会把模块内联展开，但后端可能收到任何 fx 计算图。")
+            raise Wrong(*hint, tried=label,
+                        expected=("GraphTooLarge (4 ops > 3)", "GraphTooLarge（4 个算子 > 3）"),
+                        got=("no exception", "没有抛出异常"))
+        if not _close(out, want):
+            raise Wrong("under the limit the graph should run as it is: return its forward unchanged.",
+                        "未超过上限时，计算图应当原样运行：请原样返回它的 forward。", tried=label,
+                        expected=("the model's result", "模型的结果"),
+                        got=_max_diff(out, want) if isinstance(out, torch.Tensor) else type(out).__name__)
 
 
 def _refused_small(label: tuple[str, str], limit: int, sizes: list[int], graphs: list[fx.GraphModule],
