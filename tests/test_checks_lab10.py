@@ -52,7 +52,7 @@ def test_shared_sizes_with_dim_auto_passes_too():
 
 def test_shared_sizes_keyed_by_the_models_own_names_passes_too():
     def by_name(model, a, b):
-        n, m = Dim("n"), Dim("t", min=1, max=100_000)
+        n, m = Dim("n"), Dim("t", min=1)
         first, second = inspect.signature(model.forward).parameters
         return torch.export.export(model, args=(a, b), strict=True,
                                    dynamic_shapes={first: {0: n, 1: m}, second: [n, m]})
@@ -119,6 +119,43 @@ def test_shared_sizes_range_above_one_is_named():
 def test_shared_sizes_range_starting_above_the_smallest_size_is_named():
     result = expect_wrong("lab10.1", _shared(_pair(Dim("b", min=3), _T)))
     assert "(3..∞) excludes" in result.en and "(here 2)" in result.en and "（3..∞）" in result.zh
+
+
+@pytest.mark.parametrize("limit", [10_000, 2 ** 20])
+def test_shared_sizes_upper_limit_of_any_size_is_named(limit):
+    bounded = Dim("batch", max=limit), Dim("length", max=limit)
+    result = expect_wrong("lab10.1", _shared(_pair(*bounded)))
+    assert f"(0..{limit}) has an upper limit" in result.en and "a max of any size is wrong" in result.en
+    assert "有上限" in result.zh and "无论 max 取多大都不对" in result.zh
+
+
+def test_shared_sizes_with_dim_dynamic_and_min_two_pass_too():
+    expect_passed("lab10.1", _shared(lambda: {0: Dim.DYNAMIC, 1: Dim.DYNAMIC}))
+    expect_passed("lab10.1", _shared(_pair(Dim("b", min=2), Dim("t", min=2))))  # 1 still runs: see the task text
+
+
+def test_shared_sizes_copy_strict_and_decompositions_pass_too():
+    def decomposed(model, a, b):
+        batch, length = Dim("batch", min=1), Dim("length")
+        return torch.export.export(copy.deepcopy(model), (a.clone(), b.clone()), strict=True,
+                                   dynamic_shapes=[{0: batch, 1: length}, (batch, length)]).run_decompositions()
+    expect_passed("lab10.1", decomposed)
+
+
+def test_shared_sizes_switching_to_train_mode_is_named():
+    def train(model, a, b):
+        model.train()
+        return _shared(_pair(_B, _T))(model, a, b)
+    result = expect_wrong("lab10.1", train)
+    assert "between train and eval mode" in result.en and "训练/评估模式" in result.zh
+
+
+def test_shared_sizes_example_made_to_require_grad_is_named():
+    def grad(model, a, b):
+        a.requires_grad_(True)
+        return _shared(_pair(_B, _T))(model, a.detach(), b)
+    result = expect_wrong("lab10.1", grad)
+    assert "changed the example inputs" in result.en and "requires_grad" in result.en and "示例输入" in result.zh
 
 
 def test_shared_sizes_returning_the_module_is_named():
@@ -218,11 +255,77 @@ def test_cond_gate_tolerance_in_the_condition_is_named(eps):
     assert "tiny" in result.en and "no tolerance" in result.en and "没有容差" in result.zh
 
 
-def test_cond_gate_with_mean_in_float64_passes_too():
+@pytest.mark.parametrize("condition", [lambda y: y.double().mean() > 0, lambda y: y.double().sum() > 0,
+                                       lambda y: y.sum(dim=1).sum() > 0],
+                         ids=["float64 mean", "float64 sum", "rows first"])
+def test_cond_gate_condition_rounded_otherwise_is_named(condition):
     def forward(self, x):
         y = self.linear(x)
-        return torch.cond(y.double().mean() > 0, lambda a, b: torch.relu(b) + a, lambda a, b: a - b, (x, y))
+        return torch.cond(condition(y), lambda a, b: torch.relu(b) + a, lambda a, b: a - b, (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "a float32 sum, is exactly 0 (rounding)" in result.en and "not in float64" in result.en
+    assert "因舍入恰好为 0" in result.zh and "float64" in result.zh
+
+
+@pytest.mark.parametrize("condition", [lambda y: y.mean() > 0, lambda y: torch.relu(y.sum()) > 0],
+                         ids=["float32 mean", "relu in the condition"])
+def test_cond_gate_with_an_equivalent_condition_passes_too(condition):
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.cond(condition(y), lambda a, b: torch.relu(b) + a, lambda a, b: a - b, (x, y))
     expect_passed("lab10.2", _gate(forward))
+
+
+def test_cond_gate_negated_condition_is_named_on_nan():
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.cond(~(y.sum() <= 0), lambda x, y: torch.relu(y) + x, lambda x, y: x - y, (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "is NaN" in result.en and "not (y.sum() <= 0)" in result.en and "为 NaN" in result.zh
+
+
+def test_cond_gate_squeezing_the_batch_is_named():
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.cond(y.sum() > 0, lambda x, y: (torch.relu(y) + x).squeeze(0), lambda x, y: (x - y).squeeze(0),
+                          (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "another shape than SkipGate's" in result.en and "a batch of one row" in result.en
+    assert "形状与 SkipGate 的不同" in result.zh
+
+
+def test_cond_gate_wrong_only_in_eager_mode_is_named():
+    def forward(self, x):
+        y = self.linear(x)
+        if torch.compiler.is_exporting() or torch.compiler.is_compiling():
+            return torch.cond(y.sum() > 0, lambda x, y: torch.relu(y) + x, lambda x, y: x - y, (x, y))
+        return torch.relu(y) + x if y.sum() >= 0 else x - y
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "called directly (in eager mode" in result.en and "eager 模式" in result.zh
+
+
+def test_cond_gate_changing_the_input_in_eager_mode_is_named():
+    def forward(self, x):
+        y = self.linear(x)
+        if not torch.compiler.is_exporting():
+            x.nan_to_num_(0.0)
+        return torch.cond(y.sum() > 0, lambda x, y: torch.relu(y) + x, lambda x, y: x - y, (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "changed its input in place" in result.en and "原地修改了输入" in result.zh
+
+
+def test_cond_gate_closures_and_an_eager_fallback_pass_too():
+    def closures(self, x):
+        y = self.linear(x)
+        return torch.cond(y.sum().gt(0), lambda: torch.nn.functional.relu(y) + x, lambda: torch.sub(x, y), ())
+
+    def fallback(self, x):
+        if not torch.compiler.is_exporting():
+            return super(type(self), self).forward(x)
+        y = self.linear(x)
+        return torch.cond(torch.gt(y.sum(), 0.0), lambda x, y: y.clamp_min(0).add(x), lambda x, y: x.sub(y), (x, y))
+    expect_passed("lab10.2", _gate(closures))
+    expect_passed("lab10.2", _gate(fallback))
 
 
 def test_cond_gate_branch_on_x_is_named():
@@ -325,7 +428,7 @@ def test_iree_numpy_result_is_named():
 
 def test_iree_no_detach_is_named():
     result = expect_wrong("lab10.3", _compile(detach=False))
-    assert "requires grad" in result.en and "需要梯度" in result.zh
+    assert "requires grad" in result.en and "要求梯度" in result.zh
 
 
 def test_iree_calling_the_model_is_named():
@@ -366,6 +469,137 @@ def test_iree_compiling_again_for_each_batch_is_named():
         return run
     result = expect_wrong("lab10.3", per_batch)
     assert "exports (and compiles) the model again" in result.en and "又导出" in result.zh
+
+
+def _loaded(model, example, dynamic_shapes=({0: Dim("batch")},), backend="llvm-cpu"):
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+    low = lowering(model, example, dynamic_shapes=dynamic_shapes, stages=("linalg-on-tensors",))
+    extra = ["--iree-llvmcpu-target-cpu=host"] if backend == "llvm-cpu" else []
+    vmfb = ireec.compile_str(low.stage("linalg-on-tensors").text, target_backends=[backend], extra_args=extra)
+    return ireert.load_vm_flatbuffer(vmfb, driver="local-task")
+
+
+def _out(module, x):
+    return torch.from_numpy(np.asarray(module.main(x.detach().numpy()).to_host()))
+
+
+def test_iree_results_kept_by_shape_are_named():
+    def memo(model, example):
+        module, kept = _loaded(model, example), {}
+        return lambda x: kept.setdefault(tuple(x.shape), _out(module, x))
+    result = expect_wrong("lab10.3", memo)
+    assert "the result of an earlier call" in result.en and "of the same shape" in result.en
+    assert "之前某次调用的结果" in result.zh
+
+
+def test_iree_results_kept_by_tensor_are_named():
+    def memo(model, example):
+        module, kept = _loaded(model, example), {}
+
+        def run(x):
+            key = (x.data_ptr(), tuple(x.shape))
+            if key not in kept:
+                kept[key] = _out(module, x)
+            return kept[key]
+        return run
+    result = expect_wrong("lab10.3", memo)
+    assert "the same tensor changed in place" in result.en and "原地修改" in result.zh
+
+
+def test_iree_one_output_tensor_per_shape_is_named():
+    def shared(model, example):
+        module, buffers = _loaded(model, example), {}
+
+        def run(x):
+            out = _out(module, x)
+            return buffers.setdefault(tuple(out.shape), torch.empty(out.shape)).copy_(out)
+        return run
+    result = expect_wrong("lab10.3", shared)
+    assert "changed when run was called again" in result.en and "同一个张量" in result.zh
+
+
+def test_iree_pytorch_in_a_worker_thread_is_named():
+    import concurrent.futures
+
+    def threaded(model, example):
+        frozen, pool = copy.deepcopy(model), concurrent.futures.ThreadPoolExecutor(1)
+        _loaded(model, example)
+
+        def run(x):
+            with torch.no_grad():
+                return pool.submit(lambda: frozen(x.detach())).result()
+        return run
+    result = expect_wrong("lab10.3", threaded)
+    assert "without calling the compiled IREE module" in result.en and "没有调用 IREE 编译出的模块" in result.zh
+
+
+def test_iree_vmvx_backend_is_named():
+    def vmvx(model, example):
+        module = _loaded(model, example, backend="vmvx")
+        return lambda x: _out(module, x)
+    result = expect_wrong("lab10.3", vmvx)
+    assert "vmvx" in result.en and "llvm-cpu" in result.en and "vmvx 后端" in result.zh
+
+
+def test_iree_example_made_to_require_grad_is_named():
+    def grad(model, example):
+        example.requires_grad_(True)
+        module = _loaded(model, example.detach())
+        return lambda x: _out(module, x)
+    result = expect_wrong("lab10.3", grad)
+    assert "changed the example" in result.en and "requires_grad" in result.en and "改动了传入的示例" in result.zh
+
+
+def test_iree_run_changing_its_input_is_named():
+    def no_grad_in_place(model, example):
+        module = _loaded(model, example)
+
+        def run(x):
+            if x.requires_grad:
+                x.requires_grad_(False)
+            return _out(module, x)
+        return run
+    result = expect_wrong("lab10.3", no_grad_in_place)
+    assert "run changed the tensor it was given" in result.en and "run 改动了传入的张量" in result.zh
+
+
+def test_iree_switching_to_train_mode_is_named():
+    def train(model, example):
+        model.train()
+        module = _loaded(model, example)
+        return lambda x: _out(module, x)
+    result = expect_wrong("lab10.3", train)
+    assert "between train and eval mode" in result.en and "训练/评估模式" in result.zh
+
+
+def test_iree_other_right_answers_pass_too():
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+
+    def padded(model, example):  # a static batch of 4: pad and run in chunks
+        module, size = _loaded(model, example, dynamic_shapes=None), example.shape[0]
+
+        def run(x):
+            x = x.detach().contiguous()
+            n = x.shape[0]
+            padded = torch.cat([x, x.new_zeros((-n) % size, *x.shape[1:])])
+            return torch.cat([_out(module, chunk) for chunk in padded.split(size)])[:n]
+        return run
+
+    def system_context(model, example):
+        low = lowering(model, example, dynamic_shapes=[[Dim.AUTO, None]], stages=("linalg-on-tensors",))
+        vmfb = ireec.compile_str(low.stage("linalg-on-tensors").text, target_backends=["llvm-cpu"])
+        context = ireert.SystemContext(config=ireert.Config("local-sync"))
+        context.add_vm_module(ireert.VmModule.copy_buffer(context.instance, vmfb))
+        main = context.modules.module["main"]
+        return lambda x: torch.as_tensor(main(x.detach().numpy()).to_host()).clone()
+
+    def limited(model, example):  # the runtime does not enforce export's max: batch 1000 still runs
+        module = _loaded(model, example, dynamic_shapes=({0: Dim("batch", max=1000)},))
+        return lambda x: _out(module, x)
+    for answer in (padded, system_context, limited):
+        expect_passed("lab10.3", answer)
 
 
 def test_iree_dynamic_stablehlo_is_named():

@@ -69,20 +69,20 @@ _ONE_ERRORS = [
      "export refused your dynamic_shapes: you gave the two inputs a Dim each for a size the model needs to be "
      "equal in both (the error names it). Read the error's 'Suggested fixes' line (lecture 10, section 3 "
      "'Dynamic shapes').",
-     "export 拒绝了你的 dynamic_shapes：模型要求两个输入在某个维度上大小相等（错误信息指出了是哪一个），你却给它们各用了一个 Dim。"
-     "请阅读错误信息中的 “Suggested fixes” 一行（第 10 讲第 3 节）。"),
+     "导出（torch.export）拒绝了你的 dynamic_shapes：模型要求两个输入在某个维度上大小相等（错误信息指出了是哪一个），你却给它们各用了一个 Dim。"
+     "请阅读错误信息中的“Suggested fixes”一行（第 10 讲第 3 节）。"),
     ("specialized it to be a constant",
      "export refused your dynamic_shapes: a dimension you marked dynamic is fixed by the model, either by the "
      "weights (the feature size) or because it must equal a dimension of the other input that you left static. "
      "Mark the batch and the length dynamic in both inputs, and nothing else (lecture 10, section 3 "
      "'Dynamic shapes').",
-     "export 拒绝了你的 dynamic_shapes：你标记为动态的某个维度被模型固定了：要么由权重决定（特征维度），要么它必须等于"
+     "导出（torch.export）拒绝了你的 dynamic_shapes：你标记为动态的某个维度被模型固定了：要么由权重决定（特征维度），要么它必须等于"
      "另一个输入中你保持静态的某个维度。请在两个输入中都把批维度和长度标为动态，其他维度不要标（第 10 讲第 3 节）。"),
     ("is not equal to",
      "export refused your dynamic_shapes: you used one Dim for two dimensions whose sizes differ in the example "
      "(the batch and the length). A Dim stands for one size; two sizes that vary independently need a Dim each "
      "(lecture 10, section 3 'Dynamic shapes').",
-     "export 拒绝了你的 dynamic_shapes：你给示例中大小不同的两个维度（批维度和长度）用了同一个 Dim。一个 Dim 代表一个尺寸；"
+     "导出（torch.export）拒绝了你的 dynamic_shapes：你给示例中大小不同的两个维度（批维度和长度）用了同一个 Dim。一个 Dim 代表一个尺寸；"
      "两个各自变化的尺寸各需要一个 Dim（第 10 讲第 3 节）。"),
 ]
 
@@ -139,7 +139,7 @@ def _why_rejected(program: torch.export.ExportedProgram, sizes: dict[int, int]) 
         low, high = bounds.lower, bounds.upper
         if size < low or size > high:
             en, zh = words[dim]
-            shown = f"{low}..{'∞' if str(high) in ('int_oo', 'oo') else high}"
+            shown = f"{low}..{'∞' if _is_unbounded(high) else high}"
             return (f"the {en} is dynamic, but the range you gave it ({shown}) excludes sizes the model must serve "
                     f"(here {size}): the exercise asks for any size from 1 up, with no upper limit. Leave the bounds out "
                     f"(lecture 10, section 3 'Dynamic shapes').",
@@ -148,11 +148,62 @@ def _why_rejected(program: torch.export.ExportedProgram, sizes: dict[int, int]) 
     return None
 
 
+def _is_unbounded(high: Any) -> bool:
+    return str(high) in ("int_oo", "oo")
+
+
+def _bounded_above(program: torch.export.ExportedProgram) -> tuple[str, str] | None:
+    """Why ``program`` is wrong though it ran every probe: the batch or the length has a finite
+    upper end in the program's range_constraints (a ``Dim`` given a ``max``, however large)."""
+    first = _user_shapes(program)[0]
+    words = {0: ("batch", "批维度"), 1: ("length", "长度")}
+    for dim in (0, 1):
+        bounds = program.range_constraints.get(first[dim]) if not isinstance(first[dim], int) else None
+        if bounds is not None and not _is_unbounded(bounds.upper):
+            en, zh = words[dim]
+            return (f"the {en} is dynamic, but its range in the program ({bounds.lower}..{bounds.upper}) has an upper "
+                    f"limit: the program rejects any {en} above {bounds.upper}. The exercise asks for no upper limit, "
+                    f"so a max of any size is wrong: leave it out (lecture 10, section 3 'Dynamic shapes').",
+                    f"{zh}是动态的，但它在程序中的范围（{bounds.lower}..{bounds.upper}）有上限：程序会拒绝大于 "
+                    f"{bounds.upper} 的{zh}。练习要求没有上限，所以无论 max 取多大都不对：请去掉它（第 10 讲第 3 节）。")
+    return None
+
+
+def _training_flags(model: nn.Module) -> list[tuple[str, Any]]:
+    """Every submodule's training flag, and every parameter's requires_grad and dtype: what
+    Snapshot (values only) does not see."""
+    return [(name, m.training) for name, m in model.named_modules()] + \
+        [(name, p.requires_grad, p.dtype) for name, p in model.named_parameters()]
+
+
+def _require_same_modes(before: list[tuple[str, Any]], model: nn.Module, tried: Any) -> None:
+    after = _training_flags(model)
+    if after == before:
+        return
+    if [m for m in after if len(m) == 2] != [m for m in before if len(m) == 2]:
+        raise Wrong("your function switched the model it was given between train and eval mode (model.train() or "
+                    "model.eval()); leave the model's mode as it was.",
+                    "你的函数切换了传入模型的训练/评估模式（model.train() 或 model.eval()）；请保持模型原来的模式。",
+                    tried=tried, expected=("every submodule's mode (training flag) as before",
+                                           "每个子模块的模式（training 标志）保持不变"),
+                    got=("the mode was changed", "模式被改动了"))
+    raise Wrong("your function changed the parameters of the model it was given (their requires_grad or dtype); "
+                "leave the model as it was.",
+                "你的函数改动了传入模型的参数（requires_grad 或 dtype）；请保持模型原样。", tried=tried)
+
+
+def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values (NaN where NaN), and the same shape, strides, dtype and requires_grad."""
+    return (a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype
+            and a.requires_grad == b.requires_grad and torch.equal(a.detach().nan_to_num(), b.detach().nan_to_num())
+            and torch.equal(a.isnan(), b.isnan()))
+
+
 @task("lab10.1", "Export with a batch and a length shared by two inputs",
       "导出两个输入共享的动态批维度和长度",
       hints=[("Two sizes vary here, and each is shared by both inputs; how do you tell export that two dimensions "
               "are one size, and that two others are another?",
-              "这里有两个尺寸在变化，而且每个都由两个输入共享；怎样告诉 export 某两个维度是同一个尺寸、另外两个维度是另一个尺寸？"),
+              "这里有两个尺寸在变化，而且每个都由两个输入共享；怎样告诉 torch.export 某两个维度是同一个尺寸、另外两个维度是另一个尺寸？"),
              ("A Dim object names a size. dynamic_shapes follows forward's arguments: keyed by their names, or "
               "given by position. Lecture 10, section 3 'Dynamic shapes' reads the error that separate Dims give.",
               "Dim 对象代表一个尺寸。dynamic_shapes 与 forward 的参数一一对应：要么以参数名为键，要么按位置给出。"
@@ -165,14 +216,17 @@ def _check_shared_sizes(answer: Any) -> None:
               (_randn(3, 4, 6, 3), _randn(4, 4, 6)))]
     for label, model, args in cases:
         copies = tuple(a.clone() for a in args)
-        before = Snapshot.of(model)
+        before, modes = Snapshot.of(model), _training_flags(model)
         program = _export_or_named(answer, model, copies, label, _ONE_ERRORS)
         require_untouched(before, model, tried=label,
                           en="your function changed the model it was given; export it as it is.",
                           zh="你的函数改动了传入的模型；请按原样导出它。")
-        if any(not torch.equal(c, a) for c, a in zip(copies, args)):
-            raise Wrong("your function changed the example inputs it was given; leave them as they are.",
-                        "你的函数改动了传入的示例输入；请不要改动它们。", tried=label)
+        _require_same_modes(modes, model, label)
+        if any(not _same_tensor(c, a) for c, a in zip(copies, args)):
+            raise Wrong("your function changed the example inputs it was given (their values, shape, strides, dtype "
+                        "or requires_grad); leave them as they are.",
+                        "你的函数改动了传入的示例输入（数值、形状、步长、dtype 或 requires_grad）；请不要改动它们。",
+                        tried=label)
         if not isinstance(program, torch.export.ExportedProgram):
             raise Wrong("return the ExportedProgram itself (what torch.export.export returns), not a module made "
                         "from it or a compiled function.",
@@ -195,6 +249,11 @@ def _check_shared_sizes(answer: Any) -> None:
                 raise Wrong("the exported program gives other values than the model: export the model you were "
                             "given, with its own weights.",
                             "导出的程序与模型的结果不同：请导出传给你的那个模型，使用它自己的权重。", tried=tried, got=diff)
+        bounded = _bounded_above(program)
+        if bounded:
+            raise Wrong(*bounded, tried=label, expected=("an upper end of int_oo (no limit)", "上界为 int_oo（没有上限）"),
+                        got=(f"range_constraints: {dict(program.range_constraints)}",
+                             f"range_constraints：{dict(program.range_constraints)}"))
         symbols = {str(k) for k in program.range_constraints}
         if len(symbols) != 2:
             raise Wrong("the program should have exactly two size symbols: the shared batch and the shared length.",
@@ -242,6 +301,40 @@ def _branch_inputs(linear: nn.Linear, d: int, seed: int) -> dict[tuple[str, str]
     return {key: found[key] for key in batches}
 
 
+_ONE = ("a batch of one row", "只有一行的批")
+_NAN = ("an input with a NaN, so that y.sum() is NaN and y.sum() > 0 is false (x - y branch)",
+        "含 NaN 的输入，使 y.sum() 为 NaN，y.sum() > 0 为假（x - y 分支）")
+_ROUND = ("an input of rows 2**k·e, e' and -2**k·e, on which float32 rounding makes y.sum() exactly 0 "
+          "(x - y branch), though the exact sum is positive",
+          "由 2**k·e、e' 和 -2**k·e 三行组成的输入：float32 的舍入使 y.sum() 恰好为 0（x - y 分支），尽管精确的和为正")
+
+
+def _one_row_and_nan(linear: nn.Linear, d: int, seed: int) -> list[tuple[tuple[str, str], torch.Tensor]]:
+    """A batch of one row (an output that drops the batch dimension shows), and a batch with one
+    NaN (y.sum() is NaN, so SkipGate takes x - y; a negated condition such as ~(y.sum() <= 0)
+    takes the other branch)."""
+    gen = torch.Generator().manual_seed(seed + 1000)
+    nan = torch.randn(3, d, generator=gen) * 3
+    nan[1, d // 2] = float("nan")
+    return [(_ONE, torch.randn(1, d, generator=gen) * 3), (_NAN, nan)]
+
+
+def _rounding_input(linear: nn.Linear, d: int) -> torch.Tensor:
+    """Rows big·e_j, e_k and -big·e_j (e_k with a positive column sum of the integer weights): y is
+    exact, its exact sum is positive, but SkipGate's float32 y.sum() absorbs the small row and
+    comes out exactly 0, so a condition computed in float64 (or summed in another order) differs."""
+    eye = torch.eye(d)
+    k = int(torch.argmax(linear.weight.sum(0)))
+    with torch.no_grad():
+        for big in (2.0 ** 24, 2.0 ** 25, 2.0 ** 26, 2.0 ** 27):
+            for j in range(d):
+                x = torch.stack([big * eye[j], eye[k], -big * eye[j]])
+                y = linear(x)
+                if float(y.sum()) == 0.0 and float(y.double().sum()) > 0:
+                    return x
+    raise AssertionError("no rounding input for these weights")
+
+
 _TINY = ("an input of multiples of 2**-80, so that y.sum() is tiny but positive "
          "(relu(y) + x branch; compared after scaling by 2**80)",
          "由 2**-80 的整数倍组成的输入，使 y.sum() 极小但为正（relu(y) + x 分支；比较前乘以 2**80）")
@@ -276,6 +369,19 @@ def _graph_ops(gm: torch.fx.GraphModule) -> list[str]:
     return [getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op == "call_function"]
 
 
+def _operand_ops(conds: list[torch.fx.Node]) -> list[str]:
+    """The ops outside torch.cond that compute its operands (not its predicate alone): a relu among
+    them is the relu(y) + x branch's work done whichever branch is taken."""
+    seen: set[torch.fx.Node] = set()
+    stack = [m for n in conds for m in n.all_input_nodes if m is not n.args[0] and m.op != "get_attr"]
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return [getattr(n.target, "__name__", str(n.target)) for n in seen if n.op == "call_function"]
+
+
 _COPIES = {"clone.default", "alias.default", "view.default", "detach.default", "_to_copy.default",
            "contiguous.default", "getitem"}
 
@@ -283,7 +389,7 @@ _COPIES = {"clone.default", "alias.default", "view.default", "detach.default", "
 @task("lab10.2", "Export SkipGate with torch.cond", "用 torch.cond 导出 SkipGate",
       hints=[("export cannot follow a Python if on a tensor's value: the branch must become part of the graph, "
               "and each branch needs every tensor it computes with.",
-              "export 无法跟随依赖张量取值的 Python if：分支必须成为计算图的一部分，而且每个分支都需要拿到它要用的所有张量。"),
+              "导出（torch.export）无法跟随依赖张量取值的 Python if：分支必须成为计算图的一部分，而且每个分支都需要拿到它要用的所有张量。"),
              ("torch.cond takes a boolean tensor, two functions and a tuple of operands; both functions get the "
               "same operands, as many as you pass. Lecture 10, section 5 'zoo.Gate exported at last' does it "
               "with one operand.",
@@ -305,9 +411,9 @@ def _check_cond_gate(answer: Any) -> None:
             zero = tiny = None
             label = (f"ExportableSkipGate({d}) with seeded weights", f"ExportableSkipGate({d})，权重取固定的随机值")
         linear = model.linear
-        probes = list(_branch_inputs(linear, d, seed).items())
+        probes = list(_branch_inputs(linear, d, seed).items()) + _one_row_and_nan(linear, d, seed)
         if zero is not None:
-            probes += [(_ZERO, zero), (_TINY, tiny)]
+            probes += [(_ZERO, zero), (_TINY, tiny), (_ROUND, _rounding_input(linear, d))]
         example = probes[0][1]
         try:
             with quiet():
@@ -317,30 +423,42 @@ def _check_cond_gate(answer: Any) -> None:
                 raise Wrong("export stopped at a branch on a tensor's value (a data-dependent expression): a "
                             "Python if or bool() on a tensor cannot be exported. Put the branch in the graph "
                             "(lecture 10, section 5 'zoo.Gate exported at last').",
-                            "export 停在依赖张量取值的分支上（数据相关的表达式）：对张量做 Python if 或 bool() 无法导出。"
+                            "导出（torch.export）停在依赖张量取值的分支上（数据相关的表达式）：对张量做 Python if 或 bool() 无法导出。"
                             "请把分支放进计算图（第 10 讲第 5 节）。",
                             tried=(f"torch.export.export({label[0]}, dynamic batch)",
                                    f"torch.export.export，模型为 {label[1]}，批维度为动态"),
                             got=one_line_error(exc)) from None
             raise
-        results = []
+        results, failures = [], []
         for branch, x in probes:
             want = _call(lambda t: _skip_reference(linear, t), x)
             other = _call(lambda t: _skip_reference(linear, t, swapped=True), x)
             handed = x.clone()
-            got = _call(program.module(), handed)
             tried = (f"{label[0]}, {branch[0]}", f"{label[1]}，{branch[1]}")
-            if not torch.equal(handed, x):
+            try:
+                got = _call(program.module(), handed)
+            except Exception as exc:  # told after the checks of the graph, which may say why
+                failures.append((tried, exc))
+                continue
+            if not _same_tensor(handed, x):
                 raise Wrong("the exported program changed its input in place; leave the input as it was.",
                             "导出的程序原地修改了输入；请不要改动输入。", tried=tried)
             if branch is _TINY and isinstance(got, torch.Tensor):  # exact multiples of 2**-80: compare them as such
                 got, want, other = got * _TINY_SCALE, want * _TINY_SCALE, other * _TINY_SCALE
             diff = differs(got, want, rtol=1e-4, atol=1e-5)
-            results.append((branch, tried, diff, diff is not None and differs(got, other, rtol=1e-4, atol=1e-5) is None))
+            results.append((branch, tried, diff, diff is not None and differs(got, other, rtol=1e-4, atol=1e-5) is None,
+                            got, want))
         wrong = [r for r in results if r[2]]
         if wrong:
-            random = [r for r in results if r[0] not in (_ZERO, _TINY)]
-            branch, tried, diff, is_other = wrong[0]
+            random = [r for r in results if r[0] in (_RELU, _SUB, _RELU_X, _SUB_X)]
+            branch, tried, diff, is_other, got, want = wrong[0]
+            if isinstance(got, torch.Tensor) and got.shape != want.shape:
+                raise Wrong("the exported program's output has another shape than SkipGate's: SkipGate returns a "
+                            "tensor of x's shape, in either branch (a batch of one row included); keep every "
+                            "dimension.",
+                            "导出的程序输出的形状与 SkipGate 的不同：无论走哪个分支，SkipGate 都返回与 x 形状相同的张量"
+                            "（只有一行的批也一样）；请保留每一个维度。",
+                            tried=tried, expected=f"shape {tuple(want.shape)}", got=f"shape {tuple(got.shape)}")
             if all(r[3] for r in random):
                 raise Wrong("the two branches are swapped: torch.cond runs its first function when the "
                             "condition is true (SkipGate: relu(y) + x when y.sum() > 0).",
@@ -351,6 +469,20 @@ def _check_cond_gate(answer: Any) -> None:
                             "condition is strict (y.sum() > 0), so a sum of 0 takes the x - y branch.",
                             "当 y.sum() 恰好为 0 时，你的程序走了 relu(y) + x 分支：SkipGate 的条件是严格的大于"
                             "（y.sum() > 0），所以和为 0 时应当走 x - y 分支。", tried=tried, got=diff)
+            if is_other and branch is _NAN:
+                raise Wrong("when y.sum() is NaN your program takes the relu(y) + x branch: SkipGate's condition "
+                            "y.sum() > 0 is false for NaN, so it takes x - y. A negated condition such as "
+                            "not (y.sum() <= 0) is not the same when the sum is NaN.",
+                            "当 y.sum() 为 NaN 时，你的程序走了 relu(y) + x 分支：对 NaN 而言 SkipGate 的条件 y.sum() > 0 "
+                            "为假，所以应当走 x - y 分支。像“非 (y.sum() <= 0)”这样取反的条件在和为 NaN 时并不等价。",
+                            tried=tried, got=diff)
+            if is_other and branch is _ROUND:
+                raise Wrong("on this input SkipGate's y.sum(), a float32 sum, is exactly 0 (rounding), so it takes "
+                            "x - y, but your program takes relu(y) + x: compute the condition as SkipGate does, "
+                            "y.sum() > 0 on the float32 y, not in float64 nor summed in another order.",
+                            "在这个输入上，SkipGate 的 y.sum()（float32 求和）因舍入恰好为 0，所以走 x - y 分支，而你的程序走了 "
+                            "relu(y) + x 分支：请像 SkipGate 那样计算条件，即对 float32 的 y 求 y.sum() > 0，不要换成 float64，"
+                            "也不要换一种求和顺序。", tried=tried, got=diff)
             if is_other and branch is _TINY:
                 raise Wrong("when y.sum() is positive but tiny your program takes the x - y branch: SkipGate's "
                             "condition has no tolerance (y.sum() > 0), so any positive sum, however small, takes "
@@ -377,13 +509,35 @@ def _check_cond_gate(answer: Any) -> None:
         branches = [getattr(program.graph_module, str(a.target)) for n in conds for a in n.args[1:3]
                     if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
         idle = [b for b in branches if not [op for op in _graph_ops(b) if op not in _COPIES]]
-        if idle or any(op.startswith(("relu", "clamp", "threshold")) for op in outer):
+        if idle or any(op.startswith(("relu", "clamp", "threshold")) for op in _operand_ops(conds)):
             raise Wrong("the values are right, but a branch's work is done before torch.cond, whichever branch is "
                         "taken (torch.cond then only hands a result back): each branch must compute its own result, "
                         "so that only the branch taken runs.",
                         "数值正确，但某个分支的计算在 torch.cond 之前就做了，不论走哪个分支都会做（torch.cond 只是把结果交回）："
                         "每个分支必须自己计算自己的结果，这样才只运行被选中的分支。", tried=label,
                         got=(f"ops outside cond: {outer}", f"cond 之外的算子：{outer}"))
+        for tried, exc in failures:
+            raise Wrong("the exported program fails on this input, where SkipGate returns a result.",
+                        "导出的程序在这个输入上运行失败，而 SkipGate 能给出结果。", tried=tried, got=one_line_error(exc))
+        for branch, tried, _, _, _, want in results:  # the module itself, called eagerly, must agree too
+            handed = dict(probes)[branch].clone()
+            got = _call(model, handed)
+            if not _same_tensor(handed, dict(probes)[branch]):
+                raise Wrong("your module, called directly (in eager mode), changed its input in place; leave the "
+                            "input as it was.",
+                            "直接（以 eager 模式）调用你的模块时，它原地修改了输入；请不要改动输入。",
+                            tried=(f"{tried[0]}, calling the module eagerly", f"{tried[1]}，以 eager 模式直接调用模块"))
+            if branch is _TINY and isinstance(got, torch.Tensor):  # ``want`` is scaled already
+                got = got * _TINY_SCALE
+            diff = differs(got, want, rtol=1e-4, atol=1e-5)
+            if diff:
+                raise Wrong("the exported program is right, but your module called directly (in eager mode, not "
+                            "exported) gives other values than SkipGate: forward must give SkipGate's values "
+                            "however it is run, exported or not.",
+                            "导出的程序是对的，但直接调用你的模块（eager 模式，不导出）时结果与 SkipGate 不同：无论是否导出，"
+                            "forward 都必须给出 SkipGate 的结果。",
+                            tried=(f"{tried[0]}, calling the module eagerly", f"{tried[1]}，以 eager 模式直接调用模块"),
+                            got=diff)
 
 
 # -- exercise 3: compile with torch-mlir + IREE and run ---------------------------------------
@@ -445,6 +599,68 @@ def _no_export() -> Iterator[list[int]]:
         torch.export.export = original
 
 
+@contextlib.contextmanager
+def _iree_calls() -> Iterator[list[int]]:
+    """Count the calls into compiled IREE modules inside the block, from any thread: every way of
+    calling a loaded module's function (BoundModule, SystemContext, FunctionInvoker) ends in
+    ``VmContext.invoke``."""
+    from iree.runtime import _binding
+
+    calls: list[int] = []
+    original = _binding.VmContext.__dict__["invoke"]
+
+    def invoke(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    _binding.VmContext.invoke = invoke
+    try:
+        yield calls
+    finally:
+        _binding.VmContext.invoke = original
+
+
+_LOADERS = ("copy_buffer", "wrap_buffer", "from_flatbuffer", "from_buffer", "mmap")
+
+
+@contextlib.contextmanager
+def _loaded_modules() -> Iterator[list[Any]]:
+    """Record the IREE VM modules loaded inside the block."""
+    from iree.runtime import _binding
+
+    loaded: list[Any] = []
+    originals = {name: _binding.VmModule.__dict__[name] for name in _LOADERS if name in _binding.VmModule.__dict__}
+
+    def spy(original: Any) -> Any:
+        def load(*args: Any, **kwargs: Any) -> Any:
+            module = original(*args, **kwargs)
+            loaded.append(module)
+            return module
+        return staticmethod(load)
+
+    for name, original in originals.items():
+        setattr(_binding.VmModule, name, spy(original))
+    try:
+        yield loaded
+    finally:
+        for name, original in originals.items():
+            setattr(_binding.VmModule, name, original)
+
+
+def _only_vmvx(loaded: list[Any]) -> bool:
+    """Whether every loaded module whose flatbuffer can be read holds VMVX bytecode and no native
+    (llvm-cpu) code."""
+    blobs = []
+    for module in loaded:
+        try:
+            blob = module.stashed_flatbuffer_blob
+        except Exception:
+            blob = None
+        if blob is not None:
+            blobs.append(bytes(blob))
+    return bool(blobs) and all(b"vmvx-bytecode-fb" in b and b"-elf-" not in b for b in blobs)
+
+
 _IREE_ERRORS = [
     _KEYS,
     ("dynamic_broadcast_in_dim",
@@ -480,34 +696,57 @@ def _check_iree(answer: Any) -> None:
         probes.append(("batch 16, requires_grad=True", "批大小 16，requires_grad=True",
                        _randn(seed + 16, 16, features).requires_grad_()))
         probes.append(("batch 1000", "批大小 1000", _randn(seed + 1000, 1000, features)))
+        probes.append(("batch 3 again, other values (the same shape as the first call)",
+                       "再次以批大小 3 调用，数值不同（形状与第一次调用相同）", _randn(seed + 500, 3, features)))
+        in_place = len(probes)  # the first probe's tensor itself, doubled in place after its call
+        probes.append(("the tensor of the first call, doubled in place since (x.mul_(2))",
+                       "第一次调用时的那个张量，之后被原地乘以 2（x.mul_(2)）", probes[0][2] * 2))
         wants = [_call(model, x) for _, _, x in probes]
         example = _randn(seed, 4, features)
         handed = example.clone()
         compiling = (f"compile_with_iree({label}, example of batch 4)", f"compile_with_iree({label}, 批大小为 4 的示例)")
+        modes = _training_flags(model)
         try:
-            with quiet():
+            with quiet(), _loaded_modules() as loaded:
                 run = answer(model, handed)
         except Exception as exc:
             for needle, en, zh in _IREE_ERRORS:
                 if needle in str(exc):
                     raise Wrong(en, zh, tried=compiling, got=one_line_error(exc)) from None
             raise
-        if not torch.equal(handed, example):
-            raise Wrong("your function changed the example it was given; leave it as it was.",
-                        "你的函数改动了传入的示例；请不要改动它。", tried=compiling)
+        if not _same_tensor(handed, example):
+            raise Wrong("your function changed the example it was given (its values, shape, strides, dtype or "
+                        "requires_grad); leave it as it was.",
+                        "你的函数改动了传入的示例（数值、形状、步长、dtype 或 requires_grad）；请不要改动它。",
+                        tried=compiling, expected=describe(example), got=describe(handed))
+        _require_same_modes(modes, model, compiling)
+        if _only_vmvx(loaded):
+            raise Wrong("the module you loaded was compiled for IREE's vmvx backend (a portable interpreter), not "
+                        "llvm-cpu: the exercise asks for native CPU code, target_backends=[\"llvm-cpu\"] "
+                        "(lecture 10, section 9 'Run it').",
+                        "你加载的模块是为 IREE 的 vmvx 后端（一个可移植的解释器）编译的，而不是 llvm-cpu：练习要求编译成本机 CPU "
+                        "代码，即 target_backends=[\"llvm-cpu\"]（第 10 讲第 9 节）。", tried=compiling)
         if not callable(run):
             raise Wrong("return a function that takes a tensor and returns a tensor.",
                         "请返回一个接收张量并返回张量的函数。", tried=label, got=describe(run))
         with torch.no_grad():  # the compiled module froze the weights; eager now gives other values
             for p in model.parameters():
                 p.add_(1.0)
-        for (en_probe, zh_probe, x), want in zip(probes, wants):
+        kept: list[tuple[Any, Any, Any, torch.Tensor]] = []  # (tried, result, its copy, want) of every call
+        for index, ((en_probe, zh_probe, x), want) in enumerate(zip(probes, wants)):
             tried = (f"{label}: compiled on a batch of 4, called with {en_probe}",
                      f"{label}：以批大小 4 编译；调用时的输入：{zh_probe}")
             ops = _Ops()
-            fresh = x.detach().clone().requires_grad_(x.requires_grad)  # clone keeps a transposed view's strides
+            if index == in_place:
+                fresh = first
+                with torch.no_grad():
+                    fresh.mul_(2)
+            else:
+                fresh = x.detach().clone().requires_grad_(x.requires_grad)  # clone keeps a transposed view's strides
+            if index == 0:
+                first = fresh
             try:
-                with quiet(), _no_export() as exports, ops:
+                with quiet(), _no_export() as exports, ops, _iree_calls() as calls:
                     got = run(fresh)
             except _ExportedAgain:
                 got, exports = None, [1]
@@ -516,7 +755,7 @@ def _check_iree(answer: Any) -> None:
                 if "requires grad" in text:
                     en, zh = ("run fails on a tensor that requires grad: take the values out of autograd's "
                               "tracking before handing them to NumPy.",
-                              "run 在需要梯度（requires grad）的张量上失败：交给 NumPy 之前，先把数值从 autograd 的跟踪中取出来。")
+                              "run 在要求梯度（requires grad）的张量上失败：交给 NumPy 之前，先把数值从自动微分（autograd）的跟踪中取出来。")
                 elif "mismatch" in text and "expected 4" in text:
                     en, zh = ("the compiled module rejects this batch size: it was exported with a static batch. "
                               "Export with dimension 0 dynamic before lowering (lecture 10, section 9 'Run it').",
@@ -529,6 +768,11 @@ def _check_iree(answer: Any) -> None:
                             "dynamic batch, in compile_with_iree, and let run only call the compiled module.",
                             "你的 run 在被调用时又导出（并编译）了一次模型：请在 compile_with_iree 中以动态批维度只编译一次，"
                             "run 只负责调用编译出的模块。", tried=tried)
+            if not _same_tensor(fresh, x):
+                raise Wrong("run changed the tensor it was given (its values, shape, strides, dtype or requires_grad, "
+                            "e.g. with x.requires_grad_(False) instead of x.detach()); leave it as it was.",
+                            "run 改动了传入的张量（数值、形状、步长、dtype 或 requires_grad，例如用 x.requires_grad_(False) "
+                            "代替 x.detach()）；请不要改动它。", tried=tried, expected=describe(x), got=describe(fresh))
             torch_ops = sorted(set(ops.names) & _ARITHMETIC)
             if torch_ops:
                 raise Wrong("your run computes with PyTorch (a copy of the model, or an exported program): call the "
@@ -540,6 +784,17 @@ def _check_iree(answer: Any) -> None:
                             "请返回 torch.Tensor，而不是运行时的数组或 NumPy 数组：转换一下结果。",
                             tried=tried, got=describe(got))
             diff = differs(got, want, rtol=1e-4, atol=1e-5)
+            if diff and any(differs(got, old, rtol=1e-4, atol=1e-5) is None for _, _, old, _ in kept):
+                raise Wrong("run returned the result of an earlier call for a new input (one of the same shape, or "
+                            "the same tensor changed in place): a result kept from before, keyed by shape or by "
+                            "tensor, goes stale. Call the compiled module on every call.",
+                            "run 对一个新的输入返回了之前某次调用的结果（形状相同的另一个输入，或被原地修改过的同一个张量）："
+                            "按形状或按张量缓存的旧结果会过时。请每次调用都运行编译出的模块。", tried=tried, got=diff)
+            if not calls:
+                raise Wrong("run returned without calling the compiled IREE module (no call reached IREE's runtime, "
+                            "from any thread): the result must come from the compiled module.",
+                            "run 没有调用 IREE 编译出的模块就返回了（没有任何线程的调用到达 IREE 运行时）：结果必须来自编译出的模块。",
+                            tried=tried)
             if diff:
                 if differs(got, _call(model, x), rtol=1e-4, atol=1e-5) is None:
                     raise Wrong("your function runs the PyTorch model (it follows a change of the weights made "
@@ -548,3 +803,14 @@ def _check_iree(answer: Any) -> None:
                                 tried=tried, got=diff)
                 raise Wrong("the compiled module's output differs from eager PyTorch.",
                             "编译出的模块的输出与 eager 模式的 PyTorch 不同。", tried=tried, got=diff)
+            kept.append((tried, got, got.detach().clone(), want))
+        for tried, got, _, want in kept:  # every result must still hold its values after the later calls
+            diff = differs(got, want, rtol=1e-4, atol=1e-5)
+            if diff:
+                raise Wrong("a result run returned earlier changed when run was called again: run writes every "
+                            "result into one tensor it keeps (per shape) and returns it each time. Return a new "
+                            "tensor from each call.",
+                            "run 之前返回的结果在再次调用 run 之后变了：run 把每次的结果写进它保留的同一个张量（按形状）并每次返回它。"
+                            "请每次调用都返回一个新的张量。",
+                            tried=(f"{tried[0]}, looked at again after the later calls",
+                                   f"{tried[1]}，在之后的调用结束后再次查看"), got=diff)
