@@ -54,18 +54,23 @@ def test_predict_one_default_count_is_named_for_that_function():
 
 def test_predict_affine_sum_saving_x_is_named():
     result = expect_wrong("lab09.1", _returning({**RIGHT, "affine_sum": 1}))
-    assert "constant 2" in result.en and "常数 2" in result.zh
+    assert "affine_sum: you count more than its backward needs" in result.en and "affine_sum：你数的比" in result.zh
+    # the concept, not the answer: no number, no "constant" (which says the count)
+    assert not re.search(r"\d|constant|常数", result.en + result.zh + text_of(result))
 
 
-def test_predict_linear_relu_without_w_is_named():
-    result = expect_wrong("lab09.1", _returning({**RIGHT, "linear_relu": 1}))
-    assert "needs w" in result.en and "需要 w" in result.zh
-    assert "2" not in result.en + result.zh + text_of(result)
+@pytest.mark.parametrize("count", [0, 1])
+def test_predict_linear_relu_too_few_is_named_without_the_answer(count):
+    result = expect_wrong("lab09.1", _returning({**RIGHT, "linear_relu": count}))
+    assert "linear_relu: you count fewer than its backward needs" in result.en and "linear_relu：你数的比" in result.zh
+    # what to ask of each op, not the list of what it saves (w, where relu's input was positive) nor its length
+    shown = result.en + result.zh + text_of(result)
+    assert not re.search(r"\d|\bw\b|positive|two|为正|两", shown), shown
 
 
 def test_predict_float_counts_are_wrong():
     result = expect_wrong("lab09.1", _returning({k: float(v) for k, v in RIGHT.items()}))
-    assert "an int (not a bool or a float)" in result.en and "不能是 bool 或 float" in result.zh
+    assert "an int (not a bool, a float or a tensor)" in result.en and "不能是 bool、float 或张量" in result.zh
     assert "2.0 (float)" in result.got
 
 
@@ -73,17 +78,24 @@ def test_predict_float_counts_are_wrong():
     collections.OrderedDict(RIGHT),
     collections.Counter(RIGHT),
     {k: np.int64(v) for k, v in RIGHT.items()},
-    {k: torch.tensor(v) for k, v in RIGHT.items()},
-], ids=["OrderedDict", "Counter", "numpy-int64", "int-tensor"])
+], ids=["OrderedDict", "Counter", "numpy-int64"])
 def test_predict_any_mapping_of_integer_counts_passes(counts):
     expect_passed("lab09.1", _returning(counts))
 
 
-@pytest.mark.parametrize("count", [True, torch.tensor(True), np.float64(1.0), "1"],
-                         ids=["bool", "bool-tensor", "numpy-float", "str"])
+@pytest.mark.parametrize("count", [True, torch.tensor(True), np.float64(1.0), "1", torch.tensor(1), torch.tensor([1])],
+                         ids=["bool", "bool-tensor", "numpy-float", "str", "0-d-int-tensor", "1-element-int-tensor"])
 def test_predict_a_count_that_is_not_an_int_is_named_even_when_it_equals_the_answer(count):
     result = expect_wrong("lab09.1", _returning({**RIGHT, "sin_cos": count}))   # RIGHT["sin_cos"] == 1 == True
     assert result.en.startswith("sin_cos: each count must be") and "sin_cos：每个计数" in result.zh
+
+
+def test_predict_a_tensor_count_is_not_an_int():
+    # the attacker's answer: right counts, one of them a one-element tensor
+    result = expect_wrong("lab09.1", _returning({"linear_relu": torch.tensor([2]), "sin_cos": 1, "affine_sum": 0,
+                                                 "tanh_times_x": 2}))
+    assert result.en.startswith("linear_relu: each count must be") and "or a tensor" in result.en
+    assert "float 或张量" in result.zh and "Tensor" in result.got
 
 
 def test_predict_feedback_names_the_wrong_functions_without_their_counts():
@@ -170,7 +182,6 @@ def test_fused_per_row_peak_is_named():
 def test_fused_right_answers_written_other_ways_pass():
     for answer in (lambda x: F.relu(x / torch.linalg.vector_norm(x, ord=float("inf"))),
                    lambda x: torch.relu(x / torch.maximum(x.max(), -x.min())),
-                   lambda x: torch.where(x > 0, x, 0.0) / x.abs().max(),
                    lambda x: torch.relu(x / x.detach().abs().amax())):
         expect_passed("lab09.2", answer)
 
@@ -193,8 +204,84 @@ def test_fused_a_special_case_for_zero_is_caught_on_zeros():
 
 
 def test_fused_the_reciprocal_is_caught_on_tiny_values():
-    result = expect_wrong("lab09.2", lambda x: torch.relu(x * (1 / x.abs().amax())))
+    result = expect_wrong("lab09.2", lambda x: torch.relu(x * (1.0 / x.abs().amax())))
     assert "reciprocal" in result.en and "倒数" in result.zh and "got inf" in result.got
+    # the difference is an infinity, not "max abs difference 0" (differs' maximum is over finite values only)
+    assert "an infinity where a finite number was expected" in result.got and "无穷大" in result.got.zh
+    assert "difference 0" not in result.got and "误差 0" not in result.got.zh
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: torch.relu(x) / x.abs().amax(),
+    lambda x: x.clamp(min=0) / x.abs().amax(),
+    lambda x: torch.where(x > 0, x, 0.0) / x.abs().max(),
+], ids=["relu", "clamp", "where"])
+def test_fused_relu_before_dividing_is_caught_on_minus_inf(answer):
+    # x = [-inf, 1, -2]: normalise gives [nan, 0, -0], relu first gives [0, 0, 0]
+    result = expect_wrong("lab09.2", answer)
+    assert "relu before dividing" in result.en and "先做了 relu 再除" in result.zh and "-inf" in result.tried[0]
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: torch.relu(x / x.abs().nan_to_num(0.0).amax()),
+    lambda x: torch.relu(x / x.abs().nan_to_num(0.0, posinf=0.0).amax()),
+    lambda x: torch.relu(x / torch.where(x.isnan(), 0.0, x.abs()).amax()),
+], ids=["nan_to_num", "nan_to_num-no-inf", "where-nan"])
+def test_fused_skipping_nan_or_inf_is_named(answer):
+    # x = [nan, 1, -2]: normalise gives [nan, nan, nan]
+    result = expect_wrong("lab09.2", answer)
+    assert "skips or replaces NaN or inf" in result.en and "跳过或替换了 x 中的 NaN" in result.zh
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: torch.relu(x / x.abs().amax().float()),
+    lambda x: torch.relu(x.float() / x.float().abs().amax()).to(x.dtype),
+], ids=["peak", "cast-back"])
+def test_fused_going_through_float32_on_float64_is_named(answer):
+    # float64 [1e300, 5e299] gives [0, 0] through float32, [1, 0.5] in float64; ordinary float64 loses digits
+    result = expect_wrong("lab09.2", answer)
+    assert "lower precision than x's dtype" in result.en and "经过了 float32" in result.zh
+    assert "float64" in result.tried[0]
+    assert re.search(r"got 0\.\d{12,}, expected 0\.\d{12,}", result.got)   # all the digits, not 4 that agree
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fused_a_half_precision_peak_is_named(dtype):
+    result = expect_wrong("lab09.2", lambda x: torch.relu(x / x.abs().amax().to(dtype)))
+    assert "lower precision than x's dtype" in result.en and "更低的精度" in result.zh
+
+
+def test_fused_a_cache_keyed_by_shape_is_named():
+    cache = {}
+
+    def cached_peak(x):
+        key = (tuple(x.shape), x.dtype)
+        if key not in cache:
+            cache[key] = x.abs().amax().detach().clone()
+        return torch.relu(x / cache[key])
+    result = expect_wrong("lab09.2", cached_peak)
+    assert "computed from an earlier call" in result.en and "按形状缓存" in result.zh
+    assert "same shape and dtype" in result.tried[0]
+
+
+def test_fused_detaching_x_is_named():
+    def detached(x):
+        x = x.detach()
+        return torch.relu(x / x.abs().amax())
+    result = expect_wrong("lab09.2", detached)
+    assert "does not require grad" in result.en and "不要求梯度" in result.zh and "requires grad" in result.tried[0]
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: torch.relu(x / torch.maximum(x.amax(), -x.amin())),
+    lambda x: torch.relu(x / torch.linalg.vector_norm(x, float("inf"))),
+    lambda x: torch.relu(x / x.abs().amax(dim=tuple(range(x.dim())), keepdim=True)),
+    lambda x: torch.clamp(x / x.abs().amax(), 0, 1),
+    lambda x: (x / x.abs().amax()).relu_(),
+    lambda x: -torch.minimum(-x / x.abs().amax(), torch.zeros((), dtype=x.dtype)),
+], ids=["maximum", "vector_norm", "amax-all-dims", "clamp", "relu_", "minimum"])
+def test_fused_the_attackers_right_answers_pass(answer):
+    expect_passed("lab09.2", answer)
 
 
 def test_fused_a_peak_through_squares_is_caught_on_huge_values():
@@ -225,7 +312,13 @@ def test_fused_the_matrix_inf_norm_is_named():
 
 def test_fused_per_column_peak_is_named():
     result = expect_wrong("lab09.2", lambda x: torch.relu(x / x.abs().amax(0)))
-    assert "each row (or column)" in result.en and "每一列" in result.zh
+    assert "each row (or column" in result.en and "每一列" in result.zh
+
+
+def test_fused_a_peak_over_some_dimensions_is_named():
+    # on the (3, 4, 7) probe: one peak per position of the last dimension
+    result = expect_wrong("lab09.2", lambda x: torch.relu(x / x.abs().amax(dim=0).amax(dim=0)))
+    assert "some dimensions but not all" in result.en and "部分维度" in result.zh and "(3, 4, 7)" in result.tried[0]
 
 
 def test_fused_sort_fallback_is_named():
@@ -347,6 +440,96 @@ def test_decompose_a_forward_that_changes_the_dtype_is_named():
     assert "another dtype" in result.en and "dtype 与输入不同" in result.zh and "float64" in result.tried[0]
 
 
+def _through_float32(fn):
+    """``fn`` computed in float32 and cast back to its input's dtype."""
+    return lambda *args: fn(*(a.float() for a in args)).to(args[-1].dtype)
+
+
+@pytest.mark.parametrize("table, which", [
+    ({torch.ops.aten.silu.default: _through_float32(_silu),
+      torch.ops.aten.silu_backward.default: _through_float32(_silu_backward)}, "silu"),
+    ({torch.ops.aten.silu.default: _silu,
+      torch.ops.aten.silu_backward.default: _through_float32(_silu_backward)}, "silu_backward"),
+    ({torch.ops.aten.silu.default: _silu,
+      torch.ops.aten.silu_backward.default: lambda g, x: _silu_backward(g.float(), x.float())}, "silu_backward"),
+], ids=["both", "backward", "backward-not-cast-back"])
+def test_decompose_float32_inside_cast_back_is_named(table, which):
+    # float64 [1/3, 1e300, -0.7]: eager 0.19419006882077156, 1e300, …; through float32 0.19419007003…, inf, …
+    result = expect_wrong("lab09.3", _returning(table))
+    assert f"your {which} entry loses precision" in result.en and f"你的 {which} 条目丢掉了精度" in result.zh
+    assert "float64" in result.tried[0]
+
+
+def test_decompose_float16_inside_is_named_on_float32():
+    result = expect_wrong("lab09.3", _returning({
+        torch.ops.aten.silu.default: lambda x: _silu(x.half()).to(x.dtype),
+        torch.ops.aten.silu_backward.default: _silu_backward}))
+    assert "your silu entry loses precision" in result.en and "丢掉了精度" in result.zh
+
+
+@pytest.mark.parametrize("table", [
+    {torch.ops.aten.silu.default: lambda x: _silu(x.clamp(-50, 50)),
+     torch.ops.aten.silu_backward.default: _silu_backward},
+    {torch.ops.aten.silu.default: _silu,
+     torch.ops.aten.silu_backward.default: lambda g, x: torch.where(x.abs() > 50, 0.0, _silu_backward(g, x))},
+], ids=["clamped-forward", "where-backward"])
+def test_decompose_a_cutoff_for_large_inputs_is_named(table):
+    # x = 100: eager silu(100) = 100, clamped 50; eager gradient there 1, cut off 0
+    result = expect_wrong("lab09.3", _returning(table))
+    assert "only for inputs of large magnitude" in result.en and "截断" in result.zh and "-100 to 100" in result.tried[0]
+
+
+def test_decompose_masking_nan_and_inf_is_named():
+    # x = [nan, inf, 1]: eager values [nan, inf, 0.731], gradients [nan, nan, 0.928]
+    result = expect_wrong("lab09.3", _returning({
+        torch.ops.aten.silu.default: lambda x: torch.nan_to_num(_silu(x)),
+        torch.ops.aten.silu_backward.default: lambda g, x: torch.nan_to_num(_silu_backward(g, x))}))
+    assert "masks non-finite values" in result.en and "遮掉了" in result.zh and "NaN" in result.tried[0]
+
+
+def test_decompose_a_clamped_backward_is_caught_on_inf():
+    def clamped(grad_output, self):
+        return _silu_backward(grad_output, self.clamp(-30, 30))
+    result = expect_wrong("lab09.3", _returning({torch.ops.aten.silu.default: _silu,
+                                                 torch.ops.aten.silu_backward.default: clamped}))
+    assert result.en.startswith("gradients are finite numbers where eager silu gives NaN or inf")
+    assert "梯度却是有限的数" in result.zh
+
+
+def test_decompose_sigmoid_kept_from_the_forward_entry_is_named():
+    saved = {}
+
+    def forward(x):
+        s = torch.sigmoid(x)
+        saved["s"] = s
+        return x * s
+
+    def backward(grad_output, x):
+        s = saved.get("s")
+        if s is None or s.shape != x.shape:
+            s = torch.sigmoid(x)
+        return grad_output * s * (1 + x * (1 - s))
+    # F.silu(x) + F.silu(2 * x): the first silu's backward reads the second's sigmoid
+    result = expect_wrong("lab09.3", _returning({torch.ops.aten.silu.default: forward,
+                                                 torch.ops.aten.silu_backward.default: backward}))
+    assert "kept from the forward entry" in result.en and "全局变量或闭包" in result.zh
+    assert "F.silu(x) + F.silu(2 * x)" in result.tried[0]
+
+
+@pytest.mark.parametrize("sigmoid", [
+    lambda x: torch.exp(F.logsigmoid(x)),
+    lambda x: torch.exp(-F.softplus(-x)),
+    lambda x: torch.exp(-torch.log1p(torch.exp(-x))),
+    lambda x: 0.5 * (1 + torch.tanh(0.5 * x)),
+], ids=["logsigmoid", "softplus", "log1p", "tanh"])
+def test_decompose_sigmoid_written_other_ways_passes(sigmoid):
+    def backward(grad_output, self):
+        s = sigmoid(self)
+        return torch.addcmul(grad_output * s, grad_output * s * self, 1 - s)
+    expect_passed("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: x * sigmoid(x),
+                                         torch.ops.aten.silu_backward.default: backward}))
+
+
 def test_decompose_stub_is_not_implemented():
     assert check("lab09.3", _stub).status == "not_implemented"
 
@@ -400,6 +583,13 @@ def test_hints_are_ladders_without_code():
     ("lab09.3", _returning({torch.ops.aten.silu.default: _silu})),
     ("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: x * torch.exp(x) / (1 + torch.exp(x)),
                             torch.ops.aten.silu_backward.default: _silu_backward})),
-], ids=["lab09.1", "lab09.2", "lab09.2-tiny", "lab09.3", "lab09.3-overflow"])
+    ("lab09.2", lambda x: torch.relu(x * (1.0 / x.abs().amax()))),
+    ("lab09.2", lambda x: torch.relu(x.detach() / x.detach().abs().amax())),
+    ("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: torch.nan_to_num(_silu(x)),
+                            torch.ops.aten.silu_backward.default: lambda g, x: torch.nan_to_num(_silu_backward(g, x))})),
+    ("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: _silu(x.float()).to(x.dtype),
+                            torch.ops.aten.silu_backward.default: _silu_backward})),
+], ids=["lab09.1", "lab09.2", "lab09.2-tiny", "lab09.3", "lab09.3-overflow", "lab09.2-infinity", "lab09.2-detached",
+        "lab09.3-masked", "lab09.3-precision"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)

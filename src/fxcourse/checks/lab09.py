@@ -3,13 +3,16 @@
 lab09.1 compares predicted counts of saved tensors with what AOTAutograd's min-cut
 partitioner saves on this torch, naming the functions whose count is wrong but never the count;
 lab09.2 compares the answer's values with ``normalise`` on numerical edges (tiny, huge and
-all-zero tensors, float64, 0-d, transposed, requiring grad), then compiles it with Inductor on
-inputs the lab does not show and counts graphs and kernels with ``fxcourse.inductor_code``;
+all-zero tensors, NaN and ±inf, float64 to its precision and beyond float32's range, 0-d,
+transposed, requiring grad, a second call with the same shape and dtype), then compiles it with
+Inductor on inputs the lab does not show and counts graphs and kernels with ``fxcourse.inductor_code``;
 lab09.3 runs AOTAutograd with the learner's decomposition table, reads the forward and backward
-graphs and compares values and gradients with eager silu, where exp overflows float32 too.
+graphs and compares values and gradients with eager silu, where exp overflows float32 too, on
+float64 (to its precision, NaN and ±inf included) and with two silu calls of one shape.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable, Mapping
 
@@ -46,10 +49,10 @@ def saved_counts(partitioner: str) -> dict[str, int]:
 
 
 def _count(value: Any) -> int | None:
-    """``value`` as a count: an int, a numpy integer, a one-element integer tensor (anything
-    ``operator.index`` reads); None for a bool (True is not a count), a float (even 2.0) or
-    anything else."""
-    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+    """``value`` as a count: an int or a numpy integer (anything ``operator.index`` reads that is
+    not a tensor); None for a bool (True is not a count), a float (even 2.0), a tensor (even
+    ``torch.tensor(2)``: a count is a Python number) or anything else."""
+    if isinstance(value, (bool, torch.Tensor)) or type(value).__name__ == "bool_":
         return None
     try:
         return operator.index(value)
@@ -96,15 +99,15 @@ _PREDICT_MISTAKES: list[tuple[str, Callable[..., bool], str, str]] = [
      "也不需要为它保存任何东西。"),
     ("affine_sum saves something",
      lambda got, want, wrong, default: "affine_sum" in wrong and got["affine_sum"] > want["affine_sum"],
-     "affine_sum: ask which forward values its backward really reads: the derivative of x * 2 + 1 is the "
-     "constant 2, and the backward of a sum only spreads the incoming gradient over x's shape.",
-     "affine_sum：想一想它的反向图到底读取了哪些前向的值：x * 2 + 1 的导数是常数 2，而求和的反向只是把传入的梯度铺满 x 的形状。"),
-    ("linear_relu without w",
+     "affine_sum: you count more than its backward needs. Ask of each op in it (a multiply by a number, an add, a "
+     "sum) whether its backward reads any forward value at all, or only the incoming gradient.",
+     "affine_sum：你数的比它的反向真正需要的多。对其中每个算子（乘以一个数、加法、求和）问一问：它的反向究竟是读取了前向的某个值，"
+     "还是只用到了传入的梯度？"),
+    ("linear_relu too few",
      lambda got, want, wrong, default: "linear_relu" in wrong and got["linear_relu"] < want["linear_relu"],
-     "linear_relu: think about what its backward reads. The gradient with respect to x needs w (w does not "
-     "require grad, but its values are still needed), and relu's backward must know where its input was positive.",
-     "linear_relu：想一想它的反向图要读取什么。对 x 的梯度需要 w（w 不要求梯度，但仍然需要它的值），"
-     "而 relu 的反向还需要知道输入在哪些位置为正。"),
+     "linear_relu: you count fewer than its backward needs. Go through its ops one at a time and ask what the "
+     "backward of each reads from the forward to compute the gradient with respect to x.",
+     "linear_relu：你数的比它的反向实际需要的少。把它的算子逐个过一遍，问一问：为了算出对 x 的梯度，每个算子的反向要从前向读取什么？"),
 ]
 
 
@@ -150,8 +153,9 @@ def _predict(make_predictions: Any) -> None:
                             f"{name}：你给出的是保存的张量本身（{type(value).__name__}）；每个值应是它们的个数，一个 int。",
                             got=Phrase(f"predictions[{name!r}]: {describe(value)}",
                                        f"predictions[{name!r}]：{describe(value, lang='zh')}"))
-            raise Wrong(f"{name}: each count must be a whole number of tensors, an int (not a bool or a float).",
-                        f"{name}：每个计数都应是张量的个数，一个 int（不能是 bool 或 float）。",
+            raise Wrong(f"{name}: each count must be a whole number of tensors, an int (not a bool, a float or a "
+                        "tensor).",
+                        f"{name}：每个计数都应是张量的个数，一个 int（不能是 bool、float 或张量）。",
                         got=Phrase(f"predictions[{name!r}]: {describe(value)} ({type(value).__name__})",
                                    f"predictions[{name!r}]：{describe(value, lang='zh')}（{type(value).__name__} 类型）"))
         got[name] = count
@@ -184,12 +188,52 @@ def normalise(x: torch.Tensor) -> torch.Tensor:
     return torch.relu(x / peak)
 
 
+#: Tolerances for float64 results: float64 keeps about 16 digits, so a result computed through
+#: float32 (about 7 digits) and cast back differs by far more than these.
+_FLOAT64_TOL = dict(rtol=1e-10, atol=1e-12)
+
+
 def _diff(got: Any, want: Any, where: str = "result", where_zh: str = "结果", **tol: float) -> Phrase | None:
-    """``differs``' line in English with its 中文 twin, or None when the two are the same."""
+    """``differs``' line in English with its 中文 twin, or None when the two are the same; a
+    float64 ``want`` is compared with ``_FLOAT64_TOL`` unless ``tol`` says otherwise."""
+    if not tol and isinstance(want, torch.Tensor) and want.dtype == torch.float64:
+        tol = dict(_FLOAT64_TOL)
     diff = differs(got, want, where=where, **tol)
     if diff is None:
         return None
+    infinite = _own_line(got, want, where=where, where_zh=where_zh, **tol)
+    if infinite is not None:
+        return infinite
     return Phrase(diff, differs(got, want, where=where_zh, expected="期望", lang="zh", **tol) or diff)
+
+
+def _own_line(got: Any, want: Any, *, where: str = "result", where_zh: str = "结果", rtol: float = 1e-5,
+                 atol: float = 1e-6) -> Phrase | None:
+    """The first difference as a line of our own when an infinity is involved there (``differs``
+    reports its "max abs difference" over finite values only, which reads 0 when the only
+    difference is an inf) or when the values read the same at ``differs``' 4 digits; None
+    otherwise (``differs``' line stands)."""
+    if not (isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)) or got.shape != want.shape \
+            or got.dtype != want.dtype or not got.is_floating_point():
+        return None
+    g, w = got.detach(), want.detach()
+    if not torch.equal(torch.isnan(g), torch.isnan(w)):
+        return None   # differs' own NaN line says it
+    bad = ~torch.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    if not bool(bad.any()):
+        return None
+    index = tuple(bad.nonzero()[0].tolist())
+    gi, wi = g[index].item(), w[index].item()
+    if not (math.isinf(gi) or math.isinf(wi)):
+        digits = {torch.float64: 17, torch.float32: 9}.get(g.dtype)
+        if f"{gi:.4g}" != f"{wi:.4g}" or digits is None:
+            return None
+        # values that read the same at differs' 4 digits: show all the dtype's digits
+        return Phrase(f"{where}: at index {index} got {gi:.{digits}g}, expected {wi:.{digits}g}",
+                      f"{where_zh}：索引 {index} 处得到 {gi:.{digits}g}，期望 {wi:.{digits}g}")
+    return Phrase(f"{where}: at index {index} got {gi:.4g}, expected {wi:.4g} (an infinity where a finite number "
+                  "was expected, or the reverse)",
+                  f"{where_zh}：索引 {index} 处得到 {gi:.4g}，期望 {wi:.4g}（该是有限数的地方出现了无穷大，或者反过来）")
 
 
 def _fused_probes() -> list[tuple[Probe, bool]]:
@@ -205,7 +249,16 @@ def _fused_probes() -> list[tuple[Probe, bool]]:
     needs_grad = torch.randn(4, 4, generator=gen).requires_grad_()
     tiny = torch.randn(5, 4, generator=gen) * 5e-40   # the peak is below 1 / float32's largest number
     huge = torch.randn(2, 9, generator=gen) * 1e25    # squares overflow float32
+    again = torch.randn(6, 5, generator=gen) * 7 + 2   # the first probe's shape and dtype, other values
+    infinite = torch.randn(3, 4, generator=gen)
+    infinite[0, 1], infinite[2, 2] = -float("inf"), float("inf")   # the peak is inf: -inf / inf is NaN
+    with_nan = torch.randn(2, 5, generator=gen)
+    with_nan[1, 3] = float("nan")   # the peak is NaN, so every value is
+    huge64 = torch.randn(3, 4, generator=gen, dtype=torch.float64) * 1e300   # beyond float32's range
+    tiny64 = torch.randn(4, 2, generator=gen, dtype=torch.float64) * 1e-300
     return [(Probe(("a (6, 5) tensor, mostly negative", "形状 (6, 5)、大多为负数的张量"), (mostly_negative,)), True),
+            (Probe(("another (6, 5) float32 tensor, with other values (the same shape and dtype as the one before)",
+                    "另一个形状 (6, 5) 的 float32 张量，数值不同（形状和 dtype 与前一个相同）"), (again,)), False),
             (Probe(("a (3, 4, 7) tensor with a slice of zeros", "形状 (3, 4, 7)、其中一片全为零的张量"), (with_zeros,)), True),
             (Probe(("a 1-D tensor of 33 values", "含 33 个值的一维张量"), (one_d,)), True),
             (Probe(("a transposed (4, 7) view, not contiguous", "转置得到的 (4, 7) 视图，内存不连续"), (transposed,)), True),
@@ -215,19 +268,28 @@ def _fused_probes() -> list[tuple[Probe, bool]]:
             (Probe(("a (2, 9) tensor of huge values (about 1e25)", "形状 (2, 9)、数值极大（约 1e25）的张量"), (huge,)), False),
             (Probe(("a (5, 4) tensor of tiny values (about 1e-39, below float32's smallest normal number)",
                     "形状 (5, 4)、数值极小（约 1e-39，低于 float32 最小的正规数）的张量"), (tiny,)), False),
-            (Probe(("a (4, 3) tensor of zeros only", "形状 (4, 3)、全为零的张量"), (torch.zeros(4, 3),)), False)]
+            (Probe(("a (4, 3) tensor of zeros only", "形状 (4, 3)、全为零的张量"), (torch.zeros(4, 3),)), False),
+            (Probe(("a (3, 4) tensor holding -inf and inf", "形状 (3, 4)、含有 -inf 和 inf 的张量"), (infinite,)), False),
+            (Probe(("a (2, 5) tensor holding one NaN", "形状 (2, 5)、含有一个 NaN 的张量"), (with_nan,)), False),
+            (Probe(("a (3, 4) float64 tensor of values about 1e300 (beyond float32's range)",
+                    "形状 (3, 4)、数值约为 1e300 的 float64 张量（超出 float32 的范围）"), (huge64,)), False),
+            (Probe(("a (4, 2) float64 tensor of values about 1e-300 (below float32's range)",
+                    "形状 (4, 2)、数值约为 1e-300 的 float64 张量（低于 float32 的范围）"), (tiny64,)), False)]
 
 
 def _same(got: Any, candidate: torch.Tensor) -> bool:
-    return isinstance(got, torch.Tensor) and differs(got.detach(), candidate.detach()) is None
+    """``got`` is ``candidate`` (float64 compared with ``_FLOAT64_TOL``, as the results are)."""
+    return isinstance(got, torch.Tensor) and _diff(got.detach(), candidate.detach()) is None
 
 
 def _one_dim_peak(got: Any, x: torch.Tensor) -> bool:
-    """``got`` is x divided by its peak along one dimension (kept, or broadcast from the right)."""
-    for dim in range(x.dim()):
-        peaks = [x.abs().amax(dim, keepdim=True)]
-        if dim == 0 or x.dim() == 1:
-            peaks.append(x.abs().amax(dim))
+    """``got`` is x divided by its peak along some of its dimensions, not all (kept, or
+    broadcast from the right), e.g. ``amax(dim=0).amax(dim=0)`` on a 3-D tensor."""
+    import itertools
+
+    subsets = [dims for n in range(1, max(x.dim(), 2)) for dims in itertools.combinations(range(x.dim()), n)]
+    for dims in subsets:
+        peaks = [x.abs().amax(dims, keepdim=True), x.abs().amax(dims)]
         for peak in peaks:
             try:
                 if _same(got, torch.relu(x / peak)):
@@ -250,6 +312,30 @@ def _guarded(got: Any, want: Any, x: torch.Tensor) -> bool:
     return bool(positive.any()) and bool((g[~positive] == 0).all()) and bool((g[positive] < w[positive] * 0.999).all())
 
 
+def _through_lower(x: torch.Tensor) -> list[torch.Tensor]:
+    """``normalise`` of ``x`` computed in some part in a lower precision than x's dtype (float32
+    for a float64 x, float16 or bfloat16 for either), as learners write it."""
+    lower = [torch.float16, torch.bfloat16] + ([torch.float32] if x.dtype == torch.float64 else [])
+    candidates = []
+    for dtype in lower:
+        xl = x.to(dtype)
+        peak = xl.abs().amax()
+        candidates += [torch.relu(x / peak), torch.relu(x / peak.to(x.dtype)), torch.relu(xl / peak).to(x.dtype),
+                       (torch.relu(xl) / peak).to(x.dtype)]
+    return candidates
+
+
+def _stale(got: Any, x: torch.Tensor, earlier: list[torch.Tensor]) -> bool:
+    """``got`` is ``x``'s result computed with an earlier input of the same shape and dtype: its
+    peak, or its whole result."""
+    for old in earlier:
+        if old.shape != x.shape or old.dtype != x.dtype or torch.equal(old, x):
+            continue
+        if _same(got, torch.relu(x / old.abs().amax())) or _same(got, normalise(old)):
+            return True
+    return False
+
+
 _FUSED_MISTAKES = [
     Mistake("largest value, not magnitude",
             lambda got, want, p: (_same(got, torch.relu(p.args[0] / p.args[0].max()))
@@ -259,8 +345,9 @@ _FUSED_MISTAKES = [
             "你除以的是最大值，而不是最大的绝对值；对一个大多为负数的张量，两者并不相同。"),
     Mistake("peak along one dimension",
             lambda got, want, p: _one_dim_peak(got, p.args[0]),
-            "you normalise each row (or column) by its own peak; the function divides the whole tensor by one number.",
-            "你按每一行（或每一列）各自的峰值做了归一化；原函数是把整个张量除以同一个数。"),
+            "you normalise each row (or column, or slice) by its own peak, taken over some dimensions but not all; the "
+            "function divides the whole tensor by one number.",
+            "你按每一行（或每一列、每一片）各自的峰值做了归一化，峰值只在部分维度上求得；原函数是把整个张量除以同一个数。"),
     Mistake("reciprocal",
             lambda got, want, p: _same(got, torch.relu(p.args[0] * (1 / p.args[0].abs().amax()))),
             "you multiply by the reciprocal of the peak; for tiny values 1 / peak overflows to inf, where dividing by "
@@ -277,6 +364,29 @@ _FUSED_MISTAKES = [
             "you find the largest magnitude through squares: x * x overflows to inf for huge values (and underflows "
             "to 0 for tiny ones), so the peak you divide by is wrong at those scales.",
             "你通过平方来求最大的绝对值：数值极大时 x * x 溢出为 inf（极小时下溢为 0），所以在这些量级上你除以的峰值是错的。"),
+    Mistake("relu before dividing",
+            lambda got, want, p: _same(got, torch.relu(p.args[0]) / p.args[0].abs().amax()),
+            "you apply relu before dividing; normalise divides first. The two differ where x holds -inf: the peak is "
+            "then inf, and normalise computes -inf / inf = NaN where relu first gives 0 / inf = 0.",
+            "你先做了 relu 再除；normalise 是先除再做 relu。当 x 含有 -inf 时两者不同：此时峰值为 inf，normalise 计算 "
+            "-inf / inf 得到 NaN，而先做 relu 得到的是 0 / inf = 0。"),
+    Mistake("NaN or inf skipped",
+            lambda got, want, p: (not bool(torch.isfinite(p.args[0]).all()) and isinstance(got, torch.Tensor)
+                                  and bool((torch.isnan(want) & ~torch.isnan(got.detach())).any())),
+            "your function skips or replaces NaN or inf in x (when finding the peak, or in the result); normalise "
+            "does not: the largest magnitude of a tensor holding NaN is NaN, so every value of its result is NaN, "
+            "and that of a tensor holding inf is inf, so inf / inf and -inf / inf give NaN.",
+            "你的函数跳过或替换了 x 中的 NaN 或 inf（在求峰值时，或在结果里）；normalise 不会这样做：含有 NaN 的张量，其最大绝对值就是 "
+            "NaN，所以结果中的每个值都是 NaN；含有 inf 的张量，其最大绝对值是 inf，于是 inf / inf 和 -inf / inf 都得到 NaN。"),
+    Mistake("lower precision inside",
+            lambda got, want, p: p.args[0].dtype in (torch.float32, torch.float64) and any(
+                _same(got, candidate) for candidate in _through_lower(p.args[0])),
+            "your function computes in a lower precision than x's dtype (float32 on a float64 input, or float16 or "
+            "bfloat16, through a cast or a tensor of that dtype it computes with): normalise computes in x's own "
+            "dtype, whose precision and range (float64 holds 1e300 and 1e-300, float32 does not) the result keeps.",
+            "你的函数用比 x 的 dtype 更低的精度进行计算（float64 输入经过了 float32，或者经过了 float16、bfloat16："
+            "通过一次类型转换，或参与计算的某个该 dtype 的张量）：normalise 按 x 自己的 dtype 计算，结果保留该 dtype 的精度和范围"
+            "（float64 能表示 1e300 和 1e-300，float32 不能）。"),
     Mistake("guarded division",
             lambda got, want, p: _guarded(got, want, p.args[0]),
             "your function guards the division (an epsilon added to the peak, a floor on it, or a special case for "
@@ -311,6 +421,7 @@ def _fused(answer: Any) -> None:
 
     need_callable(answer, "normalise_fused")
     probes = _fused_probes()
+    earlier: list[torch.Tensor] = []   # the inputs tried so far, to name a result kept from an earlier call
     for probe, _ in probes:   # values first, on every probe: cheap, and the first thing to get right
         (x,) = clone_args(probe.args)
         want = normalise(x.detach().clone())
@@ -326,6 +437,14 @@ def _fused(answer: Any) -> None:
                         "也包括要求梯度的张量）。", tried=probe.label, got=one_line_error(exc)) from None
         diff = _diff(got.detach() if isinstance(got, torch.Tensor) else got, want)
         if diff is not None:
+            if _stale(got, probe.args[0], earlier):
+                raise Wrong("normalise_fused returns a result computed from an earlier call: called again with a "
+                            "tensor of the same shape and dtype but other values, it uses the earlier tensor's peak "
+                            "(something is kept between calls, e.g. a cache keyed by shape). Compute everything "
+                            "from the x you are given.",
+                            "normalise_fused 返回的结果是用之前某次调用的数据算出来的：用形状和 dtype 相同、数值不同的张量再调用一次时，"
+                            "它用的仍是之前那个张量的峰值（有东西在两次调用之间被保留了下来，例如按形状缓存）。请全部根据传入的 x 计算。",
+                            tried=probe.label, expected=described(want), got=diff)
             for mistake in _FUSED_MISTAKES:
                 try:
                     matched = bool(mistake.matches(got, want, probe))
@@ -340,6 +459,17 @@ def _fused(answer: Any) -> None:
         if changed is not None:
             raise Wrong("normalise_fused changed its input in place; normalise leaves x as it was.",
                         "normalise_fused 原地修改了输入；normalise 不会改动 x。", tried=probe.label, got=changed)
+        if x.requires_grad and not (isinstance(got, torch.Tensor) and got.requires_grad):
+            raise Wrong("for an x that requires grad, normalise_fused's result does not require grad: something in "
+                        "it detaches x (or runs under no_grad), so nothing computed from the result can be "
+                        "differentiated with respect to x. normalise's result stays connected to autograd; yours "
+                        "must too (its gradient is not compared, only that there is one).",
+                        "对于要求梯度的 x，normalise_fused 的结果却不要求梯度：函数里有东西把 x detach 了（或在 no_grad 下运行），"
+                        "于是由结果算出的任何东西都无法对 x 求导。normalise 的结果仍连在自动微分（autograd）的计算图上，"
+                        "你的结果也必须如此（不比较梯度的数值，只要求梯度存在）。",
+                        tried=probe.label, expected=("a result that requires grad", "要求梯度的结果"),
+                        got=("a result that does not require grad", "不要求梯度的结果"))
+        earlier.append(probe.args[0])
     for probe, compiled in probes:
         if not compiled:
             continue
@@ -349,7 +479,7 @@ def _fused(answer: Any) -> None:
         if graphs > 1:
             raise Wrong(f"Inductor compiled {graphs} graphs: something in the function still breaks Dynamo's "
                         "capture (a Python number read from a tensor ends the graph), so the work cannot fuse.",
-                        f"Inductor 编译了 {graphs} 张计算图：函数里仍有东西打断了 Dynamo 的捕获（从张量读出 Python 数会结束"
+                        f"Inductor 编译了 {graphs} 张计算图：函数里仍有东西打断了 Dynamo 的捕获（从张量读出 Python 数值会结束"
                         "计算图），所以这些计算无法融合。", tried=probe.label, expected=("1 graph, 1 kernel", "1 张计算图，1 个内核"),
                         got=(f"{graphs} graphs, {len(code.kernels)} kernels", f"{graphs} 张计算图，{len(code.kernels)} 个内核"))
         if code.externs:
@@ -394,7 +524,111 @@ def _silu_cases() -> list[tuple[tuple[str, str], Callable[..., torch.Tensor], to
              mlp, torch.randn(3, 5, generator=gen)),
             (("F.silu on a non-contiguous (2, 3, 4) float64 tensor, then a sum",
               "对内存不连续、形状 (2, 3, 4) 的 float64 张量做 F.silu，再求和"),
-             lambda x: F.silu(x).sum(), strided)]
+             lambda x: F.silu(x).sum(), strided),
+            # two silu calls of one shape in one function: an entry that keeps something from another call reads
+            # the wrong one
+            (("F.silu(x) + F.silu(2 * x), input of shape (7,)", "F.silu(x) + F.silu(2 * x)，输入形状 (7,)"),
+             lambda x: F.silu(x) + F.silu(2 * x), torch.randn(7, generator=gen) * 3),
+            # float64's precision and range (a float32 detour shows), and NaN and inf, which eager silu passes on
+            (("F.silu on a float64 tensor holding 1/3, -0.7, 2.5, ±40, ±1e300, 0, NaN, inf and -inf",
+              "对 float64 张量做 F.silu，其中含 1/3、-0.7、2.5、±40、±1e300、0、NaN、inf 和 -inf"),
+             lambda x: F.silu(x), _EDGES64)]
+
+
+#: Values where float64 and eager silu's treatment of NaN and inf show.
+_EDGES64 = torch.tensor([1 / 3, -0.7, 2.5, 40.0, -40.0, 1e300, -1e300, 0.0, float("nan"), float("inf"),
+                         -float("inf")], dtype=torch.float64)
+
+
+def _entries(table: dict[Any, Any]) -> tuple[Any, Any]:
+    """The table's silu and silu_backward entries (None where missing or not callable)."""
+    fwd, bwd = table.get(torch.ops.aten.silu.default), table.get(torch.ops.aten.silu_backward.default)
+    return (fwd if callable(fwd) else None), (bwd if callable(bwd) else None)
+
+
+def _precision_mistake(table: dict[Any, Any], dtype: torch.dtype, *, backward: bool) -> tuple[str, str] | None:
+    """Name an entry that computes an input of ``dtype`` in a lower precision and casts back."""
+    fwd, bwd = _entries(table)
+    gen = torch.Generator().manual_seed(95)
+    x = (torch.randn(8, generator=gen, dtype=torch.float64) * 2).to(dtype)
+    grad = torch.randn(8, generator=gen, dtype=torch.float64).to(dtype)
+    try:
+        with torch.no_grad():
+            if backward:
+                got, want, which = bwd(grad.clone(), x.clone()), torch.ops.aten.silu_backward(grad, x), "silu_backward"
+            else:
+                got, want, which = fwd(x.clone()), F.silu(x), "silu"
+    except Exception:
+        return None
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not got.is_floating_point() \
+            or torch.finfo(got.dtype).bits > torch.finfo(dtype).bits:
+        return None
+    got = got.to(dtype)   # returned in the lower dtype, or cast back
+    if _diff(got, want, **_silu_tol(dtype)) is None or differs(got.detach(), want, rtol=1e-2, atol=1e-3) is not None:
+        return None
+    return (f"your {which} entry loses precision: it computes in a lower precision than its input's dtype (a "
+            ".float(), .half() or .bfloat16() inside), so fewer digits are right than the dtype "
+            "holds (about 7 of float64's 16 through float32, about 3 of float32's 7 through float16), and values "
+            "beyond the lower dtype's range (such as 1e300 through float32) become inf. Compute in the input's own "
+            "dtype.",
+            f"你的 {which} 条目丢掉了精度：它用比输入的 dtype 更低的精度计算（里面有 .float()、.half() 或 .bfloat16()），"
+            "所以对的有效数字比该 dtype 能表示的少（经过 float32 时，float64 的 16 位只剩大约 7 位对；"
+            "经过 float16 时，float32 的 7 位只剩大约 3 位对），而超出低精度 dtype 范围的值（例如经过 float32 的 1e300）会变成 inf。"
+            "请按输入自己的 dtype 计算。")
+
+
+def _silu_tol(dtype: torch.dtype) -> dict[str, float]:
+    """lab09.3's tolerances: float64 to its precision, float32 loose enough for any sigmoid formula."""
+    return dict(_FLOAT64_TOL) if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-5)
+
+
+def _cutoff(got: torch.Tensor, want: torch.Tensor, x: torch.Tensor, tol: dict[str, float]) -> bool:
+    """An elementwise result that differs from eager only where |x| is large and finite: a clamp
+    or a where on x."""
+    if got.shape != want.shape or got.shape != x.shape:
+        return False
+    g, w, x = got.detach(), want.detach(), x.detach()
+    bad = ~torch.isclose(g, w, equal_nan=True, **tol)
+    return bool(bad.any()) and bool((torch.isfinite(x[bad]) & (x[bad].abs() >= 20)).all())
+
+
+_CUTOFF = ("{what} differ from eager silu only for inputs of large magnitude: a clamp or a cutoff on x (a where) "
+           "changes silu there. Eager silu keeps following x * sigmoid(x) however large x is; write it so that "
+           "nothing overflows instead, e.g. in terms of sigmoid.",
+           "{what}只在输入绝对值很大的地方与 eager 的 silu 不同：对 x 做的 clamp 或截断（where）改变了那里的 silu。"
+           "无论 x 多大，eager 的 silu 都遵循 x * sigmoid(x)；请换一种写法让中间结果都不溢出，例如用 sigmoid 来表示，而不是截断。")
+
+
+def _masks_nonfinite(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """``got`` is finite where eager gives NaN or inf."""
+    return got.shape == want.shape and bool((~torch.isfinite(want.detach()) & torch.isfinite(got.detach())).any())
+
+
+_MASKS = ("{what} are finite numbers where eager silu gives NaN or inf: your decomposition masks non-finite values "
+          "(e.g. nan_to_num, a clamp or a where), which eager silu does not do (its value is NaN at NaN and -inf and "
+          "inf at inf; its gradient is NaN at all three).",
+          "在 eager 的 silu 给出 NaN 或 inf 的地方，{what}却是有限的数：你的分解把非有限值遮掉了（例如用 nan_to_num、clamp 或 "
+          "where），而 eager 的 silu 不会这样做（它的值在 NaN 和 -inf 处是 NaN，在 inf 处是 inf；它的梯度在这三处都是 NaN）。")
+
+
+def _kept_between_calls(table: dict[Any, Any]) -> bool:
+    """The backward entry is right right after the forward entry ran on the same tensor, but not
+    after it ran on another tensor of that shape: it reads something the forward entry kept."""
+    fwd, bwd = _entries(table)
+    if fwd is None or bwd is None:
+        return False
+    gen = torch.Generator().manual_seed(96)
+    x, other, grad = (torch.randn(2, 6, generator=gen) * 3 for _ in range(3))
+    want = torch.ops.aten.silu_backward(grad, x)
+    try:
+        with torch.no_grad():
+            fwd(x.clone())
+            right_after = bwd(grad.clone(), x.clone())
+            fwd(other.clone())
+            after_other = bwd(grad.clone(), x.clone())
+    except Exception:
+        return False
+    return _same(right_after, want) and not _same(after_other, want)
 
 
 def _silu_derivative(x: torch.Tensor) -> torch.Tensor:
@@ -484,7 +718,7 @@ def _compile_failed(exc: BaseException, label: tuple[str, str]) -> Wrong:
      "op packet; the backward op has its own entry, because autograd differentiates silu with its own formula "
      "before your forward decomposition runs.",
      "第 09 讲第 3 节（Decompositions and Core ATen）：表的键是 `.default` 这样的重载，而不是算子包（packet）；"
-     "反向算子要单独登记，因为 autograd 在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
+     "反向算子要单独登记，因为自动微分（autograd）在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
 ])
 def _decompose(make_table: Any) -> None:
     from ..viewers.inductor import aot_graphs
@@ -540,7 +774,7 @@ def _decompose(make_table: Any) -> None:
                             got=(f"forward ops: {forward_ops}", f"前向图的算子：{forward_ops}"))
             raise Wrong("the forward is decomposed, but the backward still calls aten.silu_backward: autograd "
                         "differentiates silu with its own backward op, which needs an entry of its own.",
-                        "前向已被分解，但反向图仍在调用 aten.silu_backward：autograd 用 silu 自己的反向算子求导，"
+                        "前向已被分解，但反向图仍在调用 aten.silu_backward：自动微分（autograd）用 silu 自己的反向算子求导，"
                         "它需要单独的条目。", tried=label,
                         got=(f"backward ops: {backward_ops}", f"反向图的算子：{backward_ops}"))
         got_x = x.clone().requires_grad_()
@@ -552,28 +786,55 @@ def _decompose(make_table: Any) -> None:
             raise
         except Exception as exc:
             raise _compile_failed(exc, label) from None
-        diff = _diff(got.detach(), want.detach(), rtol=1e-4, atol=1e-5)
+        tol = _silu_tol(want.dtype)
+        diff = _diff(got.detach(), want.detach(), **tol)
         if diff is not None:
-            if _overflows(got, want):
-                raise Wrong(_OVERFLOW[0].format(what="values"), _OVERFLOW[1].format(what="数值"), tried=label,
-                            expected=described(want), got=diff)
             if got.dtype != want.dtype:
                 raise Wrong("your silu entry returns another dtype than its input's: a decomposition must give the "
                             "dtype the op it replaces gives (silu keeps its input's dtype).",
                             "你的 silu 条目返回的 dtype 与输入不同：分解必须给出与被替换的算子相同的 dtype（silu 保持输入的 dtype）。",
                             tried=label, expected=described(want), got=diff)
+            named = _precision_mistake(answer, want.dtype, backward=False)
+            if named is not None:
+                raise Wrong(*named, tried=label, expected=described(want), got=diff)
+            if _masks_nonfinite(got, want):
+                raise Wrong(_MASKS[0].format(what="values"), _MASKS[1].format(what="数值"), tried=label,
+                            expected=described(want), got=diff)
+            if _overflows(got, want):
+                raise Wrong(_OVERFLOW[0].format(what="values"), _OVERFLOW[1].format(what="数值"), tried=label,
+                            expected=described(want), got=diff)
+            if _cutoff(got, want, x, tol):
+                raise Wrong(_CUTOFF[0].format(what="values"), _CUTOFF[1].format(what="数值"), tried=label,
+                            expected=described(want), got=diff)
             raise Wrong("with your decompositions the function's values differ from eager silu: check the forward "
                         "formula against silu(x) = x * sigmoid(x).",
                         "使用你的分解后，函数的数值与 eager 的 silu 不同：请对照 silu(x) = x * sigmoid(x) 检查前向公式。",
                         tried=label, expected=described(want), got=diff)
-        diff = _diff(got_x.grad, eager_x.grad, "gradient", "梯度", rtol=1e-4, atol=1e-5)
+        diff = _diff(got_x.grad, eager_x.grad, "gradient", "梯度", **tol)
         if diff is not None:
+            named = _precision_mistake(answer, want.dtype, backward=True)
+            if named is not None:
+                raise Wrong(*named, tried=label, expected=described(eager_x.grad), got=diff)
+            if _masks_nonfinite(got_x.grad, eager_x.grad):
+                raise Wrong(_MASKS[0].format(what="gradients"), _MASKS[1].format(what="梯度"), tried=label,
+                            expected=described(eager_x.grad), got=diff)
             if _overflows(got_x.grad, eager_x.grad):
                 raise Wrong(_OVERFLOW[0].format(what="gradients"), _OVERFLOW[1].format(what="梯度"), tried=label,
+                            expected=described(eager_x.grad), got=diff)
+            if _cutoff(got_x.grad, eager_x.grad, x, tol):
+                raise Wrong(_CUTOFF[0].format(what="gradients"), _CUTOFF[1].format(what="梯度"), tried=label,
                             expected=described(eager_x.grad), got=diff)
             named = _backward_mistake(answer)
             if named is not None:
                 raise Wrong(*named, tried=label, expected=described(eager_x.grad), got=diff)
+            if _kept_between_calls(answer):
+                raise Wrong("the values match but the gradients do not, in a function with two silu calls of one "
+                            "shape: your silu_backward entry reads something kept from the forward entry (a global or "
+                            "a closure), which then belongs to the other call. Each entry must compute from its own "
+                            "arguments only (silu_backward from grad_output and self).",
+                            "数值一致，但在含有两次同形状 silu 调用的函数里梯度不一致：你的 silu_backward 条目读取了前向条目保留下来的东西"
+                            "（全局变量或闭包），而那时它属于另一次调用。每个条目都只能根据自己的参数计算（silu_backward 只用 "
+                            "grad_output 和 self）。", tried=label, expected=described(eager_x.grad), got=diff)
             raise Wrong("the values match but the gradients do not: your silu_backward entry computes a different "
                         "derivative (it must return grad_output times silu'(self)).",
                         "数值一致，但梯度不一致：你为 silu_backward 写的分解算出的导数不对（它应返回 grad_output 乘以 silu'(self)）。",
