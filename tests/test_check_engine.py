@@ -250,3 +250,15 @@ def test_every_lab_task_has_a_bilingual_hint_ladder_that_names_a_lecture(task_id
     assert all(s.en and s.zh and s.level == k for k, s in enumerate(steps, 1))
     assert len({s.en for s in steps}) == count and len({s.zh for s in steps}) == count
     assert any(_cites_a_lecture(s.en, s.zh) for s in steps), [s.en for s in steps]
+
+
+def test_an_infinity_is_named_not_reported_as_a_zero_difference():
+    import torch
+
+    from fxcourse._values import differs
+
+    assert differs(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, 0.14])) == (
+        "result: at index (1,) got inf, expected 0.14 (an infinity where a finite number was expected, or the reverse)")
+    assert "（该是有限数的地方出现了无穷大，或反过来）" in differs(
+        torch.tensor([float("-inf")]), torch.tensor([2.0]), lang="zh", where="结果", expected="期望")
+    assert differs(torch.tensor([1.5, 2.0]), torch.tensor([1.0, 2.0])).endswith("(max abs difference 0.5)")

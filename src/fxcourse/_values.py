@@ -23,6 +23,7 @@ _EN = {
     "values": "{w}: values differ", "at": "{w}: at index {i} got {g}, {e} {x}",
     "nan": "{w}: NaN where a number was expected (or the reverse) at index {i}: got {g}, {e} {x}",
     "close": "{w}: at index {i} got {g}, {e} {x} (max abs difference {d})", "pair": "{w}: {g}, {e} {x}",
+    "inf": "{w}: at index {i} got {g}, {e} {x} (an infinity where a finite number was expected, or the reverse)",
     "number": "{w}: {g} ({t}), {e} {x}", "keys": "{w}: keys {g}, {e} {x}", "items": "{w}: {g} items, {e} {x}",
 }
 _ZH = {
@@ -30,6 +31,7 @@ _ZH = {
     "values": "{w}：数值不同", "at": "{w}：索引 {i} 处得到 {g}，{e} {x}",
     "nan": "{w}：索引 {i} 处该是数字的地方出现了 NaN（或反过来）：得到 {g}，{e} {x}",
     "close": "{w}：索引 {i} 处得到 {g}，{e} {x}（最大绝对误差 {d}）", "pair": "{w}：{g}，{e} {x}",
+    "inf": "{w}：索引 {i} 处得到 {g}，{e} {x}（该是有限数的地方出现了无穷大，或反过来）",
     "number": "{w}：{g}（{t}），{e} {x}", "keys": "{w}：键 {g}，{e} {x}", "items": "{w}：{g} 项，{e} {x} 项",
 }
 
@@ -89,7 +91,12 @@ def _tensor_diff(got: torch.Tensor, want: torch.Tensor, where: str, rtol: float,
         return None
     index = tuple((~ok).nonzero()[0].tolist())
     finite = ~(g_nan | torch.isinf(g) | torch.isinf(w))
-    worst = float((g - w)[finite].abs().max()) if bool(finite.any()) else math.inf
+    if bool(torch.isinf(g[index]) | torch.isinf(w[index])) or not bool((finite & ~ok).any()):
+        index = index if bool(torch.isinf(g[index]) | torch.isinf(w[index])) else \
+            tuple((~ok & ~finite).nonzero()[0].tolist())
+        return say["inf"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
+                                 x=f"{w[index].item():.4g}")
+    worst = float((g - w)[finite].abs().max())
     return say["close"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
                                x=f"{w[index].item():.4g}", d=f"{worst:.3g}")
 
