@@ -11,9 +11,10 @@ and keep working in a broken environment.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
-from .errors import FxCourseError
+from .errors import FxCourseError, refuses_bad_calls
 
 __version__ = "0.1.0"
 
@@ -64,6 +65,8 @@ def __getattr__(name: str) -> Any:
         value = importlib.import_module(f".{name}", __name__)
     else:
         value = getattr(importlib.import_module(f".{module_name}", __name__), name)
+        if inspect.isfunction(value):  # a misspelt keyword or a missing argument: a FxCourseError, not a TypeError
+            value = refuses_bad_calls(value)
     globals()[name] = value
     return value
 

@@ -19,6 +19,7 @@ import warnings
 from typing import Any, Callable, Iterator
 
 from ._lang import only
+from .errors import FxCourseError, describe
 
 __all__ = ["TORCHSCRIPT_DEPRECATION", "Renumber", "first_line", "fold", "is_torchscript_deprecation",
            "no_torchscript_warning", "one_line_error", "quiet", "scrub", "torch_logs"]
@@ -279,6 +280,15 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
     """
     import torch._logging
 
+    odd = [n for n in names if not isinstance(n, str) or not (n == "torch" or n.startswith("torch."))]
+    if odd:  # only torch's records are kept: any other name would give an empty list
+        raise FxCourseError(got=f"the logger name {describe(odd[0])}", where="torch_logs",
+                            accepted="names of torch's loggers as str, e.g. \"torch._dynamo\" or \"torch.__graph_breaks\"",
+                            fix="pass torch loggers' names, or no name for every torch record; switch logs on with "
+                                "keywords such as graph_breaks=True",
+                            zh=f"torch_logs：{describe(odd[0])} 不是 torch 日志记录器的名字，只会得到空列表；需要字符串形式的 "
+                               "torch 日志记录器名，例如 \"torch._dynamo\"。修复：传入 torch 日志记录器名，或不传名字以收集全部 torch "
+                               "记录；用关键字参数（如 graph_breaks=True）打开日志。")
     records: list[logging.LogRecord] = []
 
     def keep(record: logging.LogRecord) -> bool:
@@ -292,7 +302,18 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
     with _sink(keep):
         try:
             if switches:
-                torch._logging.set_logs(**switches)
+                try:
+                    torch._logging.set_logs(**switches)
+                except (TypeError, ValueError) as exc:  # a switch set_logs does not have, or a wrong level
+                    shown = ", ".join(f"{k}={v!r}" for k, v in switches.items())
+                    raise FxCourseError(
+                        got=f"{shown} ({one_line_error(exc)})", where="torch_logs",
+                        accepted="switches of torch._logging.set_logs: a log's name with True/False "
+                                 "(graph_breaks=True) or a logging level (dynamo=logging.DEBUG)",
+                        fix="check the name and value against help(torch._logging.set_logs)",
+                        zh=f"torch_logs：{shown} 不被 torch._logging.set_logs 接受；需要日志名配 "
+                           "True/False（graph_breaks=True）或日志级别（dynamo=logging.DEBUG）。修复：对照 "
+                           "help(torch._logging.set_logs) 检查名字和取值。") from None
                 _attach_sinks()  # set_logs made new handlers
             yield records
         finally:

@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .errors import FxCourseError, describe
+from .errors import FxCourseError, describe, refuses_bad_calls
 
 __all__ = [
     "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv", "GraphParts",
@@ -178,6 +178,12 @@ def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
     >>> float(pretend_trained(model).bn.running_var.min()) >= 0.5
     True
     """
+    if not isinstance(model, nn.Module):
+        raise FxCourseError(got=describe(model), accepted="an nn.Module (e.g. the model of zoo.example('conv_bn_relu'))",
+                            fix="pass the model itself, not its output or its name", where="zoo.pretend_trained",
+                            zh=f"zoo.pretend_trained：收到 {describe(model)}；需要一个 nn.Module（例如 "
+                               "zoo.example('conv_bn_relu') 返回的模型）。修复：传入模型本身，而不是它的输出或名字。")
+    _check_seed(seed, "zoo.pretend_trained")
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
@@ -209,6 +215,14 @@ _ENTRIES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tens
 }
 
 
+def _check_seed(seed: object, where: str) -> None:
+    """A seed torch.manual_seed takes: a whole number from -2**63 to 2**64 - 1."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not -2**63 <= seed < 2**64:
+        shown = describe(seed) if not isinstance(seed, int) or isinstance(seed, bool) else f"{seed} (outside torch's range)"
+        raise FxCourseError(got=f"seed={shown}", accepted="a whole number from -2**63 to 2**64 - 1", fix="pass e.g. seed=0",
+                            where=where, zh=f"{where}：seed={shown} 不可用；需要 -2**63 到 2**64 - 1 之间的整数，例如 seed=0。")
+
+
 def names() -> list[str]:
     """The names :func:`example` accepts."""
     return list(_ENTRIES)
@@ -216,9 +230,7 @@ def names() -> list[str]:
 
 def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """Build zoo model ``name`` (seeded, eval mode) and its example inputs."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise FxCourseError(got=f"seed={describe(seed)}", accepted="a whole number", fix="pass e.g. seed=0",
-                            where="zoo.example", zh=f"zoo.example：seed={describe(seed)} 不可用；需要整数，例如 seed=0。")
+    _check_seed(seed, "zoo.example")
     if not isinstance(name, str) or name not in _ENTRIES:
         raise FxCourseError(
             got=describe(name) if not isinstance(name, str) else repr(name), accepted=f"one of {', '.join(names())}",
@@ -230,3 +242,10 @@ def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ..
     torch.manual_seed(seed)
     model = build().eval()
     return model, inputs()
+
+
+# A misspelt keyword or a missing argument: a FxCourseError, not Python's TypeError.
+pretend_trained = refuses_bad_calls(pretend_trained, "zoo.pretend_trained")
+resnet18 = refuses_bad_calls(resnet18, "zoo.resnet18")
+names = refuses_bad_calls(names, "zoo.names")
+example = refuses_bad_calls(example, "zoo.example")

@@ -194,7 +194,7 @@ def _check_options(title: Any, unit: Any, log: Any, series: Any, fmt: Any) -> No
                                    f'例如 {name}=("time per call", "每次调用耗时")。')
     if not isinstance(log, bool):
         raise FxCourseError(got=f"log={describe(log)}", where="bar_plot", accepted="log=True or log=False",
-                            fix="pass log=True for numbers spanning decades", zh="bar_plot：log 只能是 True 或 False。")
+                            fix="pass log=True for numbers spanning decades", zh=f"bar_plot：log={describe(log)} 不可用；log 只能是 True 或 False。")
     if series is not None and (isinstance(series, (str, bytes)) or not isinstance(series, Sequence)):
         raise FxCourseError(got=f"series={describe(series)}", where="bar_plot",
                             accepted="a list of series names (a str would be split into letters)",
@@ -219,7 +219,8 @@ def _rows(values: Any, series: Sequence[Label] | None) -> tuple[list[tuple[Label
         raise FxCourseError(got=describe(values), where="bar_plot",
                             accepted="a non-empty dict of label -> number, or label -> {series -> number}",
                             fix='pass for example {"eager": 1.2, "compiled": 0.4}',
-                            zh='bar_plot：需要非空的字典（标签 -> 数值，或标签 -> {系列 -> 数值}），例如 {"eager": 1.2}。')
+                            zh=f"bar_plot：收到 {describe(values)}；需要非空的字典（标签 -> 数值，或标签 -> {{系列 -> 数值}}），"
+                               '例如 {"eager": 1.2}。')
     grouped = [isinstance(v, Mapping) for v in values.values()]
     if any(grouped) and not all(grouped):
         plain = next(k for k, g in zip(values, grouped) if not g)
@@ -249,16 +250,16 @@ def _rows(values: Any, series: Sequence[Label] | None) -> tuple[list[tuple[Label
 
 def _number(value: Any, label: Any) -> float:
     try:
-        if isinstance(value, bool):
-            raise TypeError("bool")
+        if isinstance(value, (bool, str, bytes)):  # "1.2" is a label's text, not a measurement
+            raise TypeError(type(value).__name__)
         number = float(value)
         if not math.isfinite(number):
             raise ValueError("not finite")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float's range
         raise FxCourseError(got=f"{label!r}: {describe(value)}", where="bar_plot",
-                            accepted="finite numbers (int or float) as the values, not None, NaN, inf or bool",
+                            accepted="finite numbers (int or float) as the values, not None, NaN, inf or bool, nor text",
                             fix="pass measured numbers, e.g. seconds as floats; leave out what was not measured",
-                            zh=f"bar_plot：{label!r} 的值 {describe(value)} 不是有限的数值（None、NaN、inf、bool 都不行）；"
+                            zh=f"bar_plot：{label!r} 的值 {describe(value)} 不是有限的数值（None、NaN、inf、bool、字符串都不行）；"
                                "请传入测得的数字，没有测到的项请省略。") from None
     return number
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._lang import only, pick
 from .._render import Viewable, esc
-from ..errors import FxCourseError
+from ..errors import FxCourseError, describe
 
 __all__ = ["Progress", "TaskState", "progress", "statuses_in"]
 
@@ -129,6 +129,18 @@ def progress(where: str | Path | None = None, lab: str | None = None) -> Progres
 
     In a notebook, the checks run in this kernel count too (they are newer than the file).
     """
+    if where is not None and not isinstance(where, (str, Path)):
+        raise FxCourseError(got=f"where={describe(where)}", where="progress",
+                            accepted="a folder as a str or a pathlib.Path (the course, its labs/ or a folder inside it)",
+                            fix='pass e.g. progress("labs"), or nothing for the current folder',
+                            zh=f"progress：where={describe(where)} 不是路径；需要字符串或 pathlib.Path 表示的文件夹"
+                               '（课程目录、labs/ 或课程内的文件夹）。修复：例如 progress("labs")，或不传参数表示当前目录。')
+    if where is not None and not Path(where).exists():  # a typo would read as "nothing run yet"
+        raise FxCourseError(got=f"the path {where}, which does not exist", where="progress",
+                            accepted="the course folder, its labs/ folder, or a folder inside the course",
+                            fix="check the spelling, or run it from the course folder with no path",
+                            zh=f"progress：路径 {where} 不存在；需要课程目录、labs/ 或课程内的文件夹。"
+                               "修复：检查拼写，或在课程目录中不带路径运行。")
     from .. import checks
 
     all_tasks = checks.task_ids()

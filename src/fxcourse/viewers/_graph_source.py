@@ -76,11 +76,31 @@ def _gm_attribute(obj: Any) -> Any:
         return None
 
 
+def _graphs_attribute(obj: Any) -> list[Any] | None:
+    """``obj.graphs`` when it is a list of captured graphs (objects with .gm), else None."""
+    if isinstance(obj, torch.nn.Module):
+        return None
+    try:
+        graphs = getattr(obj, "graphs", None)
+    except Exception:
+        return None
+    if isinstance(graphs, list) and all(isinstance(_gm_attribute(g), fx.GraphModule) for g in graphs):
+        return graphs
+    return None
+
+
 def _fix_for(obj: Any, gm: Any) -> tuple[str, str]:
     """How to fix ``obj``, in English and 中文."""
     if gm is not None:
         return (f"its .gm is {describe(gm)}; pass an object whose .gm is a torch.fx.GraphModule",
                 f"它的 .gm 是 {describe(gm)}；请传入 .gm 为 torch.fx.GraphModule 的对象")
+    graphs = _graphs_attribute(obj)
+    if graphs is not None:  # a capture(...) result holds a list of graphs, one per piece
+        if not graphs:
+            return ("it captured no graph (Dynamo ran the function eagerly); see its skip reason",
+                    "它没有捕获到任何计算图（Dynamo 以 eager 方式运行了函数）；请查看它的跳过原因")
+        return (f"pass one of its {len(graphs)} graphs, e.g. cap.graphs[0]",
+                f"传入它的 {len(graphs)} 个计算图之一，例如 cap.graphs[0]")
     if isinstance(obj, torch.nn.Module):
         return "trace the module first: torch.fx.symbolic_trace(m)", "先对模块做符号追踪：torch.fx.symbolic_trace(m)"
     if isinstance(obj, str):

@@ -379,7 +379,7 @@ def capture(fn_or_module: Callable[..., Any], *args: Any, dynamic: bool | None =
                             fix="pass the function itself, e.g. capture(f, x)", where="capture",
                             zh=f"capture：收到 {describe(fn_or_module)}，它不能调用；需要函数或 nn.Module。"
                                f"修复：传入函数本身，例如 capture(f, x)。")
-    if dynamic not in (None, True, False):
+    if dynamic is not None and not isinstance(dynamic, bool):  # 1 == True, but torch wants a bool
         raise FxCourseError(got=f"dynamic={dynamic!r}", accepted="None, True or False",
                             fix="leave dynamic=None to let Dynamo decide", where="capture",
                             zh=f"capture：dynamic={dynamic!r} 不可用；只能是 None、True 或 False。"
@@ -395,9 +395,10 @@ def _capture(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: Ca
 
     torch._dynamo.reset()
     rec = _Recorder(backend)
-    compiled = torch._dynamo.optimize(rec, nopython=False, dynamic=dynamic,
-                                      guard_export_fn=rec.export_guards,
-                                      guard_fail_fn=rec.guard_failed)(fn)
+    with untouched(fn):  # wrapping a module marks it (_is_torch_compile = True) for later Dynamo runs
+        compiled = torch._dynamo.optimize(rec, nopython=False, dynamic=dynamic,
+                                          guard_export_fn=rec.export_guards,
+                                          guard_fail_fn=rec.guard_failed)(fn)
     notes: list[str] = []
     result = _run(compiled, fn, args, kwargs, notes, rec, backend_name)
     return Capture(fn, compiled, rec, backend_name, result, notes)
@@ -470,6 +471,8 @@ def _lookup(backend: Any) -> tuple[Callable[..., Any], str]:
     if callable(backend):
         return backend, getattr(backend, "__name__", type(backend).__name__)
     try:
+        if not isinstance(backend, str):  # lookup_backend hands back whatever is not a name
+            raise TypeError(type(backend).__name__)
         return lookup_backend(backend), repr(backend).replace("'", '"')
     except Exception:
         raise FxCourseError(got=f"backend={describe(backend)}",

@@ -145,7 +145,7 @@ def graph_diff(before: Any, after: Any, context: int = 2) -> GraphDiff:
        add     call_function  operator.add                (relu, 1)  {}
        output  output         output                      (add,)     {}
     """
-    if not isinstance(context, int) or context < 0:
+    if not isinstance(context, int) or isinstance(context, bool) or context < 0:
         raise FxCourseError(got=f"context={context!r}", accepted="an int of 0 or more",
                             fix="pass context=2 (unchanged nodes shown around each change)",
                             where="graph_diff",

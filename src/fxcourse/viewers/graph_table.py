@@ -101,7 +101,7 @@ def _check_max_rows(max_rows: Any) -> int | None:
     raise FxCourseError(got=f"max_rows={describe(max_rows)}", where="graph_table",
                         accepted="a whole number of rows, 1 or more, or None for every row",
                         fix=f"pass max_rows={MAX_ROWS} (the default) or max_rows=None to see every row",
-                        zh=f"graph_table：max_rows 应为不小于 1 的整数，或 None（显示全部行）；"
+                        zh=f"graph_table：max_rows={describe(max_rows)} 不可用；max_rows 应为不小于 1 的整数，或 None（显示全部行）；"
                            f"请传 max_rows={MAX_ROWS}（默认值）或 max_rows=None。")
 
 
@@ -177,17 +177,17 @@ def _choose(columns: Sequence[str] | str | None, default: tuple[str, ...],
                             accepted="either all names prefixed with '+' or none",
                             fix="write ['+shape'] to add to the defaults, ['name', 'shape'] "
                                 "to replace them",
-                            zh="graph_table：列名要么全部以 '+' 开头（在默认列之后追加），要么都不带 '+'"
+                            zh=f"graph_table：columns={names!r} 不可用；列名要么全部以 '+' 开头（在默认列之后追加），要么都不带 '+'"
                                "（替换默认列），例如 ['+shape'] 或 ['name', 'shape']。")
     chosen = [*default, *(n for n in added if n not in default)] if added else names
     bad = [n for n in chosen if n not in accepted]
     if bad or not chosen:
-        raise FxCourseError(got=f"column {bad[0]!r}" if bad else "no columns",
+        raise FxCourseError(got=f"column {bad[0]!r}" if bad else f"no columns (columns={columns!r})",
                             where="graph_table",
                             accepted=f"columns for a {label}: {', '.join(accepted)}",
                             fix="pick column names from that list",
                             zh=f"graph_table：{label} 没有列 {bad[0]!r}；可选的列：{', '.join(accepted)}。"
-                            if bad else "graph_table：至少要选一列。")
+                            if bad else f"graph_table：columns={columns!r} 中没有列名，至少要选一列；可选的列：{', '.join(accepted)}。")
     return tuple(chosen)
 
 

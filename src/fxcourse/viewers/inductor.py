@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 from torch import fx
@@ -153,7 +153,8 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
     if options is not None and not isinstance(options, dict):
         raise FxCourseError(got=f"options={describe(options)}", accepted="a dict of Inductor config settings "
                             "(options must be a dict)", fix="pass e.g. options={'freezing': True}", where="inductor_code",
-                            zh="options 应是 Inductor 配置的 dict。修复：例如传入 options={'freezing': True}。")
+                            zh=f"inductor_code：options={describe(options)} 不可用；options 应是 Inductor 配置的 dict。"
+                               "修复：例如传入 options={'freezing': True}。")
     if simdlen is not None and (isinstance(simdlen, bool) or not isinstance(simdlen, int) or simdlen < 0):
         raise FxCourseError(got=f"simdlen={describe(simdlen)}", where="inductor_code",
                             accepted="simdlen=0 (scalar C++, the same on every CPU), a vector width in bits such as "
@@ -162,6 +163,12 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
                             zh=f"inductor_code：simdlen={describe(simdlen)} 不可用；需要 0（标量 C++，在每种 CPU 上都一样）、"
                                "以比特计的向量宽度（如 256、512），或 None（沿用 Inductor 自己的设置）。修复：不传 simdlen，"
                                "或传 simdlen=None 查看向量化代码。")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise FxCourseError(got=f"dynamic={describe(dynamic)}", accepted="False (the default), True or None",
+                            fix="leave dynamic out for code specialised to these shapes, or pass dynamic=True",
+                            where="inductor_code",
+                            zh=f"inductor_code：dynamic={describe(dynamic)} 不可用；只能是 False（默认）、True 或 None。"
+                               "修复：不传 dynamic（按这些形状生成代码），或传 dynamic=True。")
     import torch._dynamo
     import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code
@@ -181,8 +188,8 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
     except (AttributeError, KeyError, TypeError) as exc:
         raise FxCourseError(got=f"unknown Inductor option in {sorted(options or {})} ({exc})",
                             accepted="names from torch._inductor.config", fix="use e.g. 'freezing' or 'cpp_wrapper'",
-                            where="inductor_code", zh="未知的 Inductor 选项。修复：使用 torch._inductor.config 中的名字，"
-                            "例如 'freezing'、'cpp_wrapper'。") from None
+                            where="inductor_code", zh=f"inductor_code：{sorted(options or {})} 中有未知的 Inductor 选项。"
+                            "修复：使用 torch._inductor.config 中的名字，例如 'freezing'、'cpp_wrapper'。") from None
     torch._dynamo.reset()
     origins: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     try:
@@ -380,10 +387,16 @@ def aot_graphs(fn: Callable[..., Any], *args: Any, partitioner: str = "default",
         raise FxCourseError(got=describe(fn), accepted="a function or nn.Module (aot_graphs needs a function)",
                             fix="pass the callable and its example inputs: aot_graphs(fn, x)", where="aot_graphs",
                             zh=f"收到 {describe(fn)}；需要一个可调用对象。修复：传入它和示例输入，例如 aot_graphs(fn, x)。")
-    if partitioner not in _PARTITIONERS:
+    if not isinstance(partitioner, str) or partitioner not in _PARTITIONERS:
         raise FxCourseError(got=f"partitioner={partitioner!r}", accepted=f"partitioner must be one of "
                             f"{list(_PARTITIONERS)}", fix="pick 'default' or 'min_cut'", where="aot_graphs",
-                            zh="partitioner 只能是 'default' 或 'min_cut'。修复：二选一。")
+                            zh=f"aot_graphs：partitioner={partitioner!r} 不可用；只能是 'default' 或 'min_cut'。修复：二选一。")
+    if decompositions is not None and not isinstance(decompositions, Mapping):
+        raise FxCourseError(got=f"decompositions={describe(decompositions)}", where="aot_graphs",
+                            accepted="None, or a dict from an op to the function that decomposes it",
+                            fix="build one with torch._decomp.get_decompositions([torch.ops.aten.gelu]), or leave it out",
+                            zh=f"aot_graphs：decompositions={describe(decompositions)} 不可用；需要 None，或从算子到其分解函数的"
+                               "字典。修复：用 torch._decomp.get_decompositions([torch.ops.aten.gelu]) 生成，或不传。")
     import torch._dynamo
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified

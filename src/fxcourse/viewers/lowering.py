@@ -173,6 +173,14 @@ def _export(model: Any, args: tuple[Any, ...], dynamic_shapes: Any, strict: bool
     import torch
 
     if isinstance(model, torch.export.ExportedProgram):
+        if args or dynamic_shapes is not None:  # they would be ignored: the program keeps its own
+            raise FxCourseError(got="an ExportedProgram together with inputs or dynamic_shapes",
+                                accepted="an ExportedProgram alone (it was traced on its own inputs), or an nn.Module "
+                                         "with its inputs", where="lowering",
+                                fix="pass lowering(program) alone, or lowering(model, x, dynamic_shapes=...) to export "
+                                    "again on these inputs",
+                                zh="lowering：ExportedProgram 已按导出时的输入追踪，这里给的输入或 dynamic_shapes 不会被使用；"
+                                   "修复：只传 lowering(program)，或传 lowering(model, x, dynamic_shapes=...) 在这些输入上重新导出。")
         return model
     if not isinstance(model, torch.nn.Module):
         raise FxCourseError(got=describe(model), accepted="an nn.Module or a torch.export.ExportedProgram",
@@ -216,6 +224,16 @@ def lowering(model: Any, *args: Any, dynamic_shapes: Any = None, stages: Sequenc
                             fix='pass e.g. stages=("torch", "linalg-on-tensors")', where="lowering",
                             zh=f"收到 {stages!r}；需要由 {list(MLIR_STAGES)} 中的名字组成的非空序列。"
                                '修复：例如传入 stages=("torch", "linalg-on-tensors")。')
+    if not isinstance(strict, bool):  # strict="no" would read as True
+        raise FxCourseError(got=f"strict={describe(strict)}", accepted="strict=True or strict=False", where="lowering",
+                            fix="leave strict out (False: export traces with Python) or pass strict=True",
+                            zh=f"lowering：strict={describe(strict)} 不可用；需要 True 或 False。修复：不传 strict（即 False），或传 strict=True。")
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, (dict, tuple, list)):
+        raise FxCourseError(got=f"dynamic_shapes={describe(dynamic_shapes)}", where="lowering",
+                            accepted="None, or what torch.export takes: a dict (or tuple) giving each input's dynamic dims",
+                            fix='pass e.g. dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, or leave it out',
+                            zh=f"lowering：dynamic_shapes={describe(dynamic_shapes)} 不可用；需要 None，或 torch.export 接受的"
+                               '字典（或元组），为每个输入给出动态维度。修复：例如 dynamic_shapes={"x": {0: torch.export.Dim("batch")}}，或不传。')
     program = _export(model, args, dynamic_shapes, strict)
     from torch_mlir import fx as tm_fx
     from torch_mlir import ir
