@@ -44,6 +44,7 @@ import fxcourse
 from fxcourse import FxCourseError, zoo
 from fxcourse._lang import set_language
 from fxcourse.tooling import cli
+from small_course import KERNELSPEC, small_course
 
 CLASSES = ("ok", "refused", "foreign", "mutated", "lost", "silent")
 FORBIDDEN = ("foreign", "mutated", "lost", "silent")
@@ -534,7 +535,6 @@ for _k, _v in {"'fr'": "fr", "''": "", "3": 3, "True": True, "['en']": ["en"], "
 refused("language", "two languages", lambda L, t: LG("en", "zh"))
 
 # progress / Progress -------------------------------------------------------------------------------
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
 def _lab_course(tmp: Path) -> Path:
@@ -653,7 +653,6 @@ refused("zoo", "resnet18(3)", lambda L, t: zoo.resnet18(3))
 
 # -- the command line --------------------------------------------------------------------------------
 
-SOLUTION = "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
 
 
 def _notebook(source: str = "x = 1") -> nbformat.NotebookNode:
@@ -663,18 +662,7 @@ def _notebook(source: str = "x = 1") -> nbformat.NotebookNode:
 
 
 def _course(tmp: Path, built: bool = True) -> Path:
-    from fxcourse.tooling import labs
-
-    root = tmp / "fxcourse"
-    (root / "solutions").mkdir(parents=True)
-    nb = new_notebook(cells=[new_markdown_cell("# Lab 98", metadata={"tags": ["lang-en"]}),
-                             new_markdown_cell("# 实验 98", metadata={"tags": ["lang-zh"]}),
-                             new_code_cell(SOLUTION), new_code_cell("print('checked')")],
-                      metadata={"kernelspec": KERNELSPEC})
-    nbformat.write(nb, root / "solutions" / "lab98_demo.ipynb")
-    if built:
-        labs.build(root, execute=False)
-    return root
+    return small_course(tmp / "fxcourse", built=built)
 
 
 def _edited_lab(tmp: Path) -> Path:

@@ -18,10 +18,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from fxcourse.tooling import labs
+from small_course import KERNELSPEC, small_course
 from fxcourse.tooling.cli import main
 
-KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-SOLUTION = "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
 
 
 def _notebook(**metadata) -> nbformat.NotebookNode:
@@ -61,17 +60,7 @@ def _broken_bytes(kind: str) -> bytes:
     return data
 
 
-def _course(root: Path, *, built: bool = True) -> Path:
-    """A small course: one lab source, and (when ``built``) its generated lab, not executed."""
-    (root / "solutions").mkdir(parents=True)
-    nb = new_notebook(cells=[new_markdown_cell("# Lab 98", metadata={"tags": ["lang-en"]}),
-                             new_markdown_cell("# 实验 98", metadata={"tags": ["lang-zh"]}),
-                             new_code_cell(SOLUTION), new_code_cell("print('checked')")],
-                      metadata={"kernelspec": KERNELSPEC})
-    nbformat.write(nb, root / "solutions" / "lab98_demo.ipynb")
-    if built:
-        labs.build(root, execute=False)
-    return root
+_course = small_course
 
 
 @dataclass
