@@ -298,6 +298,57 @@ def test_lab12_1_saves_into_a_sub_folder():
     assert "is a folder" in result.en and "是一个文件夹" in result.zh
 
 
+def test_lab12_1_returns_the_compiled_model():
+    def compiled(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return torch.compile(fresh.eval())
+
+    result = expect_wrong("lab12.1", compiled)
+    assert "wrapped by torch.compile" in result.en and "被 torch.compile 包装" in result.zh
+    assert "OptimizedModule" in result.got
+
+
+def test_lab12_1_returns_the_model_inside_a_sequential():
+    def wrapped(model, make_model, folder):
+        path = os.path.join(folder, "weights.pt")
+        torch.save(model.state_dict(), path)
+        fresh = make_model()
+        fresh.load_state_dict(torch.load(path))
+        return torch.nn.Sequential(fresh).eval()
+
+    result = expect_wrong("lab12.1", wrapped)
+    assert "wraps the new model in another module" in result.en and "包在了另一个模块里" in result.zh
+
+
+def test_lab12_2_exported_with_keyword_arguments():
+    def by_keyword(model, example_args, path):
+        names = list(inspect.signature(model.forward).parameters)
+        batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=model.pos.shape[0])
+        program = torch.export.export(model, (), kwargs=dict(zip(names, example_args)),
+                                      dynamic_shapes={n: {0: batch, 1: length} for n in names})
+        torch.export.save(program, path)
+
+    result = expect_wrong("lab12.2", by_keyword)
+    assert "keyword arguments" in result.en and "positionally" in result.en and "args, not kwargs" in result.en
+    assert "关键字参数" in result.zh and "按位置" in result.zh
+
+
+def test_lab12_2_mask_given_as_a_keyword_argument():
+    def mask_by_keyword(model, example_args, path):
+        names = list(inspect.signature(model.forward).parameters)
+        batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=model.pos.shape[0])
+        program = torch.export.export(model, (example_args[0],), kwargs={names[1]: example_args[1]},
+                                      dynamic_shapes={n: {0: batch, 1: length} for n in names})
+        torch.export.save(program, path)
+
+    result = expect_wrong("lab12.2", mask_by_keyword)
+    assert "mask as keyword argument," in result.en and "takes it only so" in result.en
+    assert "mask 是作为关键字参数传入的" in result.zh
+
+
 def test_lab12_2_trains_the_given_model():
     def in_training(model, example_args, path):
         model.train()
@@ -706,6 +757,7 @@ def _lecture_allow_list(path):
 
 
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+@pytest.mark.filterwarnings("ignore:Validating sparse tensor invariants")
 def test_lab12_3_kinds_agree_with_the_weights_only_loader(tmp_path):
     from fxcourse.checks import lab12
 
@@ -931,7 +983,7 @@ def test_lab12_3_widens_the_allow_list():
             return True
         return False
 
-    found = set(torch.serialization.get_safe_globals())
+    found = _allow_list_now()
     try:
         result = expect_wrong("lab12.3", widened)
         assert "widened the weights-only loader's allow-list" in result.en and "扩大了仅权重加载器的允许列表" in result.zh
@@ -980,21 +1032,189 @@ def test_lab12_3_only_zip_archives_loaded():
     assert "older format" in result.en and "旧格式" in result.zh
 
 
-def test_lab12_3_adding_what_is_already_allowed_passes():
+def test_lab12_3_safe_globals_of_the_whole_list_empties_it():
     def same_list(path):
-        with torch.serialization.safe_globals(torch.serialization.get_safe_globals()):
+        with torch.serialization.safe_globals(torch.serialization.get_safe_globals()):  # removes them all on exit
             try:
                 torch.load(path, weights_only=True)
             except Exception:
                 return True
         return False
 
-    found = set(torch.serialization.get_safe_globals())
+    found = _allow_list_now()
     try:
-        expect_passed("lab12.3", same_list)
+        result = expect_wrong("lab12.3", same_list)
+        assert "narrower than it found it" in result.en and "ValueError" in result.en
+        assert "比原来更窄" in result.zh and "safe_globals 上下文在退出时" in result.zh
+        assert set(torch.serialization.get_safe_globals()) == found
     finally:
         torch.serialization.clear_safe_globals()
         torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_allow_list_put_back_after_loading_passes():
+    def put_back(path):
+        saved = torch.serialization.get_safe_globals()
+        try:
+            torch.load(path, weights_only=True)
+        except Exception:
+            return True
+        finally:
+            torch.serialization.clear_safe_globals()
+            torch.serialization.add_safe_globals(saved)
+        return False
+
+    expect_passed("lab12.3", put_back)
+
+
+def _allow_list_now():
+    """The allow-list as a check will find it: building a jagged nested tensor (as the checker does) imports
+    torch._dynamo, which adds entries of its own the first time."""
+    torch.nested.nested_tensor([torch.ones(1)], layout=torch.jagged)
+    return set(torch.serialization.get_safe_globals())
+
+
+def _load_verdict(path):
+    try:
+        torch.load(path, weights_only=True)
+    except Exception:
+        return True
+    return False
+
+
+def test_lab12_3_allow_list_cleared_and_left_empty():
+    def cleared(path):
+        torch.serialization.clear_safe_globals()
+        return _load_verdict(path)
+
+    found = _allow_list_now()
+    try:
+        result = expect_wrong("lab12.3", cleared)
+        assert "narrowed allow-list" in result.en and "not empty to begin with" in result.en
+        assert "允许列表被缩小" in result.zh and "一开始就不是空的" in result.zh
+        assert set(torch.serialization.get_safe_globals()) == found  # put back as it was found
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_allow_list_cleared_then_restored():
+    def cleared_for_the_load(path):
+        saved = torch.serialization.get_safe_globals()
+        torch.serialization.clear_safe_globals()
+        try:
+            return _load_verdict(path)
+        finally:
+            torch.serialization.add_safe_globals(saved)
+
+    result = expect_wrong("lab12.3", cleared_for_the_load)
+    assert "narrowed allow-list" in result.en and "ValueError" in result.en
+    assert "允许列表被缩小" in result.zh and "ValueError" in result.zh
+
+
+def test_lab12_3_check_runs_with_torchs_own_list_when_found_cleared():
+    found = _allow_list_now()
+    torch.serialization.clear_safe_globals()
+    try:
+        expect_passed("lab12.3", solution("lab12", "is_unsafe"))
+        assert torch.serialization.get_safe_globals() == []  # put back as found: empty
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(list(found))
+
+
+def test_lab12_3_warnings_turned_into_errors():
+    import warnings
+
+    def strict(path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return _load_verdict(path)
+
+    result = expect_wrong("lab12.3", strict)
+    assert "a warning is not a refusal" in result.en and "警告并不是拒绝" in result.zh
+    assert "sparse tensor" in result.tried[0] or "pickle_protocol=3" in result.tried[0]
+
+
+def test_lab12_3_every_protocol_but_2_called_refused():
+    def protocol_two_only(path):
+        if zipfile.is_zipfile(path):
+            data = _data_pkl(path)
+            if data is not None and data[:1] == b"\x80" and data[1] != 2:
+                return True
+        return _load_verdict(path)
+
+    result = expect_wrong("lab12.3", protocol_two_only)
+    assert "A protocol-3 file of tensors and numbers is read" in result.en and "协议 3 文件是可以读取的" in result.zh
+
+
+def test_lab12_3_scanner_without_torchs_own_entries():
+    allowed = set(torch._weights_only_unpickler._get_allowed_globals())  # the fixed list only
+
+    def fixed_list_only(path):
+        data = _data_pkl(path)
+        if data is None or data[1:2] >= b"\x04":
+            return _load_verdict(path)
+        try:
+            names = _globals_in(data)
+        except Exception:
+            return True
+        if any(name.replace("__builtin__.", "builtins.").replace("exceptions.", "builtins.") not in allowed
+               for name in names):
+            return True
+        return _load_verdict(path)
+
+    result = expect_wrong("lab12.3", fixed_list_only)
+    assert "not empty to begin with" in result.en and "get_safe_globals()" in result.en
+    assert "一开始就不是空的" in result.zh
+
+
+def test_lab12_3_restricted_unpickler_judges_by_the_protocol_number():
+    import _compat_pickle
+
+    def restricted(path):
+        from torch import _weights_only_unpickler as wu
+
+        allowed = {**wu._get_allowed_globals(), **wu._get_user_allowed_globals()}
+        if not zipfile.is_zipfile(path):
+            return _load_verdict(path)  # the older format: let the loader judge
+        try:
+            with zipfile.ZipFile(path) as archive:
+                pkl = [n for n in archive.namelist() if n.endswith("data.pkl")]
+                if len(pkl) != 1:
+                    return True
+                prefix = pkl[0][: -len("data.pkl")]
+                data = archive.read(pkl[0])
+                if data[:1] == b"\x80" and data[1] >= 4:  # protocols 4 and 5: refused
+                    return True
+
+                class Restricted(pickle.Unpickler):  # the Python docs' "restricting globals"
+                    def find_class(self, module, name):
+                        if data[1:2] < b"\x03":  # Python 2 names, as pickle itself maps them
+                            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+                            module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+                        if f"{module}.{name}" in allowed:
+                            return allowed[f"{module}.{name}"]
+                        raise pickle.UnpicklingError(f"{module}.{name}")
+
+                    def persistent_load(self, pid):
+                        _, kind, key, _, numel = pid
+                        dtype = kind if isinstance(kind, torch.dtype) else kind.dtype
+                        raw = archive.read(prefix + "data/" + key)
+                        if len(raw) < numel * dtype.itemsize:
+                            raise ValueError("record cut short")
+                        storage = torch.UntypedStorage.from_buffer(raw, dtype=torch.uint8) if raw else torch.UntypedStorage(0)
+                        return torch.storage.TypedStorage(wrap_storage=storage, dtype=dtype, _internal=True)
+
+                Restricted(io.BytesIO(data)).load()
+        except Exception:
+            return True
+        return False
+
+    result = expect_wrong("lab12.3", restricted)
+    assert "pickle_protocol=1" in result.en and "INT instruction" in result.en and "protocol number alone" in result.en
+    assert "pickle_protocol=1" in result.zh and "INT 指令" in result.zh and "只看协议号" in result.zh
+    assert "SHORT_BINBYTES" not in result.en or "pickle_protocol=3" in result.tried[0]
 
 
 def test_lab12_3_loading_without_the_data():
@@ -1020,7 +1240,7 @@ def test_lab12_3_allow_list_set_directly():
             return True
         return False
 
-    found = set(torch.serialization.get_safe_globals())
+    found = _allow_list_now()
     try:
         result = expect_wrong("lab12.3", set_directly)
         assert "widened" in result.en and "getattr" in result.en and "扩大了" in result.zh

@@ -414,6 +414,20 @@ def _check_weights(answer: Any) -> None:
                             "make_model(), after loading the saved weights into it.",
                             "你的函数返回了传入的那个模型；应返回用 make_model() 新建、并装入了已保存权重的模型。",
                             tried=tried)
+            inner = getattr(got_model, "_orig_mod", None)
+            if inner is not None and any(inner is m for m in built):
+                raise Wrong("The model you returned is the new model wrapped by torch.compile; return the model itself "
+                            "(built by make_model(), with the file loaded into it, in eval mode).",
+                            "你返回的是被 torch.compile 包装过的新模型；请返回模型本身（由 make_model() 创建、装入了文件、处于 eval 模式）。",
+                            tried=tried, expected=("the model make_model() built", "make_model() 创建的模型"),
+                            got=described(got_model))
+            if isinstance(got_model, nn.Module) and not any(got_model is m for m in built) and any(
+                    sub is m for sub in got_model.modules() for m in built):
+                raise Wrong("The model you returned wraps the new model in another module; return the model itself, "
+                            "as make_model() built it.",
+                            "你返回的模型把新模型包在了另一个模块里；请返回 make_model() 创建的模型本身。",
+                            tried=tried, expected=("the model make_model() built", "make_model() 创建的模型"),
+                            got=described(got_model))
             if not built or not any(got_model is m for m in built):
                 raise Wrong("The model you returned was not built by make_model(): build the new model by calling "
                             "make_model(), then load the file into it.",
@@ -685,6 +699,22 @@ def _check_export(answer: Any) -> None:
                     with quiet(), torch.no_grad():
                         got = runner(*(a.clone() for a in args))
                 except Exception as exc:
+                    try:
+                        keywords = dict(program.example_inputs[1] or {})
+                    except Exception:  # an unusual program: nothing to read
+                        keywords = {}
+                    if keywords:
+                        raise Wrong(
+                            f"The loaded program refused the inputs given positionally ({type(exc).__name__}): it was "
+                            f"exported with {', '.join(sorted(keywords))} as keyword argument"
+                            + ("s, and takes them only so. " if len(keywords) > 1 else ", and takes it only so. ") +
+                            "The program must be callable as the model is, with the two tensors positionally: export "
+                            "with the example as args, not kwargs.",
+                            f"加载后的程序拒绝了按位置传入的输入（{type(exc).__name__}）：导出时 {', '.join(sorted(keywords))} "
+                            "是作为关键字参数传入的，程序也就只接受这种方式。程序必须能像模型一样按位置接受这两个张量调用：请把示例作为 "
+                            "args 而不是 kwargs 传给导出。",
+                            tried=at, expected=(f"an output of shape {tuple(want.shape)}", f"形状为 {tuple(want.shape)} 的输出"),
+                            got=one_line_error(exc)) from None
                     batch, length = args[0].shape[:2]
                     fixed = [what for dim, what, size, seen in ((0, ("batch", " batch "), batch, example[0].shape[0]),
                                                                 (1, ("length", "长度"), length, example[0].shape[1]))
@@ -857,10 +887,22 @@ _KINDS: dict[str, tuple[str, str]] = {
                   "一个某个张量的数据记录被截短了的 torch.save 张量存档"),
     "legacy": ("torch.save of tensors in its older format (_use_new_zipfile_serialization=False)",
                "torch.save 以旧格式（_use_new_zipfile_serialization=False）保存的张量"),
+    "exception": ("torch.save of a tensor next to a ValueError instance", "torch.save 保存的张量，旁边还有一个 ValueError 实例"),
+    "nested": ("torch.save of a jagged nested tensor", "torch.save 保存的 jagged 嵌套张量（nested tensor）"),
+    "sparse": ("torch.save of a sparse tensor (the loader warns while reading it)",
+               "torch.save 保存的稀疏张量（加载器读取时会发出警告）"),
+    "p3_plain": ("torch.save with pickle_protocol=3 of a dict of tensors and a number (the loader warns while reading it)",
+                 "以 pickle_protocol=3 用 torch.save 保存的张量和数字 dict（加载器读取时会发出警告）"),
+    "p1_plain": ("torch.save with pickle_protocol=1 of a dict of tensors", "以 pickle_protocol=1 用 torch.save 保存的张量 dict"),
+    "p3_bytes": ("torch.save with pickle_protocol=3 of a tensor next to bytes",
+                 "以 pickle_protocol=3 用 torch.save 保存的张量，旁边还有 bytes"),
 }
-_SAFE_KINDS = ("state_dict", "plain", "tensor", "batch_norm", "dtypes", "list", "allowed", "legacy")
+_SAFE_KINDS = ("state_dict", "plain", "tensor", "batch_norm", "dtypes", "list", "allowed", "legacy", "exception",
+               "nested", "sparse", "p3_plain")
 _REFUSED_KINDS = ("payload", "raw_payload", "module", "torch_call", "linear_call", "builtin_call", "p4_payload",
-                  "p4_plain")
+                  "p4_plain", "p1_plain", "p3_bytes")
+# What the loader does not read in a file saved with another pickle protocol than torch.save's default (2).
+_PROTOCOL_OF = {"p4_payload": 4, "p4_plain": 4, "p1_plain": 1, "p3_bytes": 3}
 _UNREADABLE_KINDS = ("broken", "truncated", "raw_plain", "raw_int", "empty", "garbage", "zip")
 
 
@@ -905,6 +947,16 @@ def _build_files(folder: str, round_: int) -> dict[str, str]:
         ("pt", "empty", _raw_bytes(b"")),
         ("bin", "garbage", _raw_bytes(bytes(range(97, 123)) * 3)),
         ("pt", "zip", _plain_zip),
+        ("bin", "exception", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "error": ValueError("bad lr")},
+                                                  p)),
+        ("pt", "nested", lambda p: torch.save(torch.nested.nested_tensor(
+            [torch.randn(2, generator=gen), torch.randn(3, generator=gen)], layout=torch.jagged), p)),
+        ("bin", "sparse", lambda p: torch.save(torch.randn(3, 3, generator=gen).relu().to_sparse(), p)),
+        ("pt", "p3_plain", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "step": 7}, p,
+                                                pickle_protocol=3)),
+        ("bin", "p1_plain", lambda p: torch.save({"weight": torch.randn(3, generator=gen)}, p, pickle_protocol=1)),
+        ("pt", "p3_bytes", lambda p: torch.save({"weight": torch.randn(3, generator=gen), "blob": b"ab"}, p,
+                                                pickle_protocol=3)),
     ]
     order = torch.randperm(len(items), generator=gen).tolist()
     kinds = {}
@@ -920,36 +972,85 @@ def _unsafe(kind: str) -> bool:
     return kind not in _SAFE_KINDS
 
 
-class _AllowListWatch:
-    """Around one call of the answer: every global it adds to the weights-only loader's allow-list
-    (``add_safe_globals`` or the ``safe_globals`` context, which both go through
-    ``_weights_only_unpickler._add_safe_globals``) is recorded, and afterwards the list is put back
-    as it was found (torch adds a few entries of its own when it is imported; those stay)."""
+def _torch_own_globals() -> set[Any]:
+    """What torch itself puts on the weights-only loader's allow-list: what was there when this module was
+    imported, and what torch adds when it is imported (Python's built-in exception classes and two traceback
+    types, from torch.distributed; the jagged nested tensor's class and rebuild function; torch._dynamo's
+    _DimRange once it is imported), in case something cleared the list before that."""
+    import builtins
+    import traceback
 
-    def __enter__(self) -> list[Any]:
+    own = set(_FOUND_AT_IMPORT)
+    own.update(t for t in vars(builtins).values() if isinstance(t, type) and issubclass(t, BaseException))
+    own.update((traceback.StackSummary, traceback.FrameSummary))
+    try:
+        from torch.nested._internal.nested_tensor import NestedTensor, _rebuild_njt
+
+        own.update((NestedTensor, _rebuild_njt))
+    except Exception:  # another torch: nothing more to add
+        pass
+    decorators = sys.modules.get("torch._dynamo.decorators")  # imported with torch._dynamo, which adds it
+    if decorators is not None and hasattr(decorators, "_DimRange"):
+        own.add(decorators._DimRange)
+    return own
+
+
+_FOUND_AT_IMPORT = frozenset(torch.serialization.get_safe_globals())
+
+
+def _named(entries: Any) -> str:
+    """One entry of the allow-list to show: ValueError when it is among them, else the first by name."""
+    entries = list(entries)
+    if ValueError in entries:
+        return "ValueError"
+    names = sorted(getattr(g, "__qualname__", None) or repr(g) for g in entries)
+    return names[0] if names else "?"
+
+
+class _AllowListWatch:
+    """Around one call of the answer: the answer runs with torch's own allow-list (what it found, plus torch's
+    own entries where something removed them before the check); every global it adds to the weights-only
+    loader's allow-list (``add_safe_globals`` or the ``safe_globals`` context, which both go through
+    ``_weights_only_unpickler._add_safe_globals``, or set some other way) is recorded in ``added``, every entry
+    missing while the loader looked the list up in ``narrowed``, every entry missing afterwards in ``left``.
+    Afterwards the list is put back exactly as it was found."""
+
+    def __enter__(self) -> "_AllowListWatch":
         from torch import _weights_only_unpickler as unpickler
 
         self._unpickler = unpickler
-        self._found = torch.serialization.get_safe_globals()
+        self._found = set(torch.serialization.get_safe_globals())
         self._add = unpickler._add_safe_globals
+        self._lookup = unpickler._get_user_allowed_globals
+        self._start = self._found | _torch_own_globals()
+        if self._start != self._found:
+            unpickler._clear_safe_globals()
+            self._add(list(self._start))
         self.added: list[Any] = []
+        self.narrowed: set[Any] = set()
+        self.left: set[Any] = set()
 
         def recording(safe_globals: list[Any]) -> None:
-            found = set(self._found)
-            self.added.extend(g for g in safe_globals if g not in found)  # what was there already widens nothing
+            self.added.extend(g for g in safe_globals if g not in self._start)  # what was there widens nothing
             self._add(safe_globals)
 
+        def looked_up() -> dict[str, Any]:
+            self.narrowed.update(self._start - set(unpickler._marked_safe_globals_set))
+            return self._lookup()
+
         unpickler._add_safe_globals = recording
-        return self.added
+        unpickler._get_user_allowed_globals = looked_up
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         self._unpickler._add_safe_globals = self._add
-        found = set(self._found)
-        self.added.extend(g for g in torch.serialization.get_safe_globals()  # set some other way, left behind
-                          if g not in found and g not in self.added)
-        torch.serialization.clear_safe_globals()
+        self._unpickler._get_user_allowed_globals = self._lookup
+        now = set(torch.serialization.get_safe_globals())
+        self.added.extend(g for g in now if g not in self._start and g not in self.added)  # set some other way
+        self.left = self._start - now
+        self._unpickler._clear_safe_globals()
         if self._found:
-            self._add(self._found)
+            self._add(list(self._found))
 
 
 @task("lab12.3", "spot the unsafe files", "找出不安全的文件", hints=[
@@ -970,7 +1071,8 @@ def _check_unsafe(answer: Any) -> None:
     need_callable(answer, "is_unsafe")
     for round_ in range(2):
         with _Folder() as folder:
-            kinds = _build_files(folder, round_)
+            with quiet():
+                kinds = _build_files(folder, round_)
             folder_of = (f"a folder of {len(kinds)} files: made with torch.save and pickle.dump, and a few that are "
                          "no checkpoint at all",
                          f"一个有 {len(kinds)} 个文件的文件夹：有用 torch.save 和 pickle.dump 生成的，也有几个根本不是检查点")
@@ -978,16 +1080,20 @@ def _check_unsafe(answer: Any) -> None:
             raised: dict[str, Exception] = {}
             tripped: list[str] = []
             widened: list[tuple[str, Any]] = []
+            narrowed: list[tuple[str, set[Any], bool]] = []
             for name in sorted(kinds):
                 del _TRIPPED[:]
+                watch = _AllowListWatch()
                 try:
-                    with quiet(), _AllowListWatch() as added:
+                    with quiet(), watch:
                         verdicts[name] = answer(os.path.join(folder, name))
                 except NotImplementedError:  # the lab's stub: not yet implemented
                     raise
                 except Exception as exc:  # judged below, after every file had its turn
                     raised[name] = exc
-                widened += [(name, g) for g in added]
+                widened += [(name, g) for g in watch.added]
+                if watch.narrowed or watch.left:
+                    narrowed.append((name, watch.narrowed or watch.left, bool(watch.narrowed)))
                 if _TRIPPED:
                     tripped.append(name)
             del _TRIPPED[:]
@@ -1013,6 +1119,29 @@ def _check_unsafe(answer: Any) -> None:
                     "在 torch 自带、未添加任何内容的允许列表下能否读取该文件。",
                     tried=folder_of, expected=("the allow-list left as it was", "允许列表保持原样"),
                     got=(f"{shown} added", f"加入了 {shown}"))
+            if narrowed:
+                name, removed, while_loading = narrowed[0]
+                shown = _named(removed)
+                more = len(removed) - 1
+                what = (f"{shown} and {more} other entries" if more else shown, f"{shown} 等 {more + 1} 项" if more else shown)
+                if while_loading:
+                    en = (f"Checking {name!r}, your function loaded the file with a narrowed allow-list ({what[0]} "
+                          "removed, by clear_safe_globals or otherwise). The list is not empty to begin with: torch puts "
+                          "Python's built-in exception classes and a few of its own types (the nested tensor's) on it when "
+                          "it is imported, and the rule takes the list as torch has it; a saved ValueError, for example, "
+                          "is safe.")
+                    zh = (f"检查 {name!r} 时，你的函数在允许列表被缩小的情况下加载了文件（用 clear_safe_globals 或其他方式移除了 "
+                          f"{what[1]}）。这个列表一开始就不是空的：torch 在导入时会把 Python 内置的异常类和它自己的几种类型"
+                          "（例如嵌套张量的类型）放进去，而规则用的就是 torch 所设的列表；例如保存下来的 ValueError 是安全的。")
+                else:
+                    en = (f"Checking {name!r}, your function left the weights-only loader's allow-list narrower than it "
+                          f"found it ({what[0]} removed). Leave the list as you found it: the safe_globals context removes, "
+                          "when it exits, every entry it was given, even those that were on the list before, and "
+                          "clear_safe_globals empties it.")
+                    zh = (f"检查 {name!r} 时，你的函数让仅权重加载器的允许列表比原来更窄（移除了 {what[1]}）。请让列表保持原样："
+                          "safe_globals 上下文在退出时会移除交给它的每一项，即使这些项原本就在列表中；clear_safe_globals 则会清空列表。")
+                raise Wrong(en, zh, tried=folder_of, expected=("the allow-list left as it was", "允许列表保持原样"),
+                            got=(f"{what[0]} removed", f"移除了 {what[1]}"))
             if raised:
                 name = min(raised, key=lambda n: (list(_KINDS).index(kinds[n]), n))  # the most telling first
                 exc = raised[name]
@@ -1050,6 +1179,25 @@ def _check_unsafe(answer: Any) -> None:
                           "你把一个 torch.load(path, weights_only=True) 能读取的文件判为不安全：torch.save 的旧格式"
                           "（_use_new_zipfile_serialization=False）只包含张量和普通数据，加载器用默认选项就能读取它。"
                           "mmap=True 这样需要 zip 格式的选项不属于规则的一部分。")
+            elif first in ("exception", "nested"):
+                en, zh = ("You called a file unsafe that torch.load(path, weights_only=True) reads: its allow-list is not "
+                          "empty to begin with. When it is imported, torch puts Python's built-in exception classes (a "
+                          "saved ValueError, say) and a few of its own types (the jagged nested tensor's) on it; "
+                          "torch.serialization.get_safe_globals() shows them. A list of your own that leaves them out, "
+                          "or a cleared list, is narrower than the loader's.",
+                          "你把一个 torch.load(path, weights_only=True) 能读取的文件判为不安全：它的允许列表一开始就不是空的。"
+                          "torch 在导入时会把 Python 内置的异常类（例如保存下来的 ValueError）和它自己的几种类型（例如 jagged "
+                          "嵌套张量的类型）放进去；torch.serialization.get_safe_globals() 可以看到它们。漏掉它们的自定义列表，"
+                          "或者被清空的列表，都比加载器的窄。")
+            elif first in ("sparse", "p3_plain"):
+                en, zh = ("You called a file unsafe that torch.load(path, weights_only=True) reads: the loader warns "
+                          "while reading it (it checks a sparse tensor's invariants; it notes a pickle protocol other "
+                          "than the default 2), but a warning is not a refusal. A protocol-3 file of tensors and numbers "
+                          "is read; turning warnings into errors, or calling every protocol but 2 refused, gets such "
+                          "files wrong.",
+                          "你把一个 torch.load(path, weights_only=True) 能读取的文件判为不安全：加载器读取它时会发出警告"
+                          "（检查稀疏张量的不变量；提示 pickle 协议不是默认的 2），但警告并不是拒绝。只有张量和数字的协议 3 "
+                          "文件是可以读取的；把警告变成错误，或者把 2 以外的所有协议都当作会被拒绝，都会判错这样的文件。")
             elif first in _SAFE_KINDS:
                 en, zh = ("You called a file unsafe that torch.load(path, weights_only=True) reads: its allow-list "
                           "takes tensors of every dtype, buffers such as num_batches_tracked, and a few torch types "
@@ -1065,6 +1213,21 @@ def _check_unsafe(answer: Any) -> None:
                           "to call while loading.",
                           "你把一个仅权重加载器会拒绝的文件判为安全：它的 pickle 会调用一个不在加载器允许列表中的函数或类"
                           "（torch 函数、torch 类、Python 内置函数）。来自 torch 或 Python 本身，并不意味着加载时调用它就是安全的。")
+            elif first in ("p1_plain", "p3_bytes"):
+                protocol = _PROTOCOL_OF[first]
+                how = (("writes booleans (a tensor's requires_grad flag) with the INT instruction",
+                        "用 INT 指令写布尔值（例如张量的 requires_grad 标志）") if protocol == 1 else
+                       ("writes bytes with the SHORT_BINBYTES instruction (protocol 2 writes them as a call the loader "
+                        "allows)", "用 SHORT_BINBYTES 指令写 bytes（协议 2 则把 bytes 写成加载器允许的调用）"))
+                en, zh = (f"You called a file safe that the weights-only loader refuses: it was saved with "
+                          f"pickle_protocol={protocol}, which {how[0]}; that loader does not read this instruction. It reads "
+                          "the instructions of torch.save's default protocol, 2; a file written with another protocol is "
+                          "refused as soon as it holds one it does not read, even when it holds only tensors and plain "
+                          "data. The protocol number alone does not tell: read every instruction, or let the loader "
+                          "decide.",
+                          f"你把一个仅权重加载器会拒绝的文件判为安全：它是用 pickle_protocol={protocol} 保存的，该协议{how[1]}，"
+                          "而该加载器不读取这条指令。加载器读取的是 torch.save 默认协议 2 的指令；用其他协议写出的文件，只要含有"
+                          "它不读取的指令就会被拒绝，即使其中只有张量和普通数据。只看协议号是判断不了的：要读全部指令，或者交给加载器判断。")
             elif first in ("p4_payload", "p4_plain"):
                 en, zh = ("You called a file safe that the weights-only loader refuses: it was saved with "
                           "pickle_protocol=4, whose instructions (FRAME, STACK_GLOBAL) that loader does not read, so it "
