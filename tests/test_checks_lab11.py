@@ -312,6 +312,15 @@ def test_lab11_1_fake_output_requiring_grad_is_named():
     assert "requires grad" in result.en and "要求梯度" in result.zh
 
 
+def test_lab11_1_fake_output_requiring_grad_with_its_input_is_named():
+    """The attackers' answer: requires_grad=x.requires_grad; only an input requiring grad shows it."""
+    result = expect_wrong("lab11.1", softsign_op_maker(
+        fake=lambda x: x.new_empty(x.shape, requires_grad=x.requires_grad)))
+    assert "requires grad" in result.en and "要求梯度" in result.zh
+    assert "requires grad" in result.tried[0] and "要求梯度" in result.tried[1]
+    assert "requires_grad=True" in result.got[0] and "requires_grad=False" in result.expected[0]
+
+
 @pytest.mark.parametrize("mutates_args", [("x",), "unknown"], ids=["x", "unknown"])
 def test_lab11_1_declaring_a_mutation_that_does_not_happen_is_named(mutates_args):
     result = expect_wrong("lab11.1", softsign_op_maker(mutates_args=mutates_args))
@@ -322,6 +331,52 @@ def test_lab11_1_a_python_function_around_the_op_is_named_truthfully():
     result = expect_wrong("lab11.1", softsign_op_maker(returns="wrapper"))
     assert "not a Python function around it" in result.en and "包着它的 Python 函数" in result.zh
     assert "breaks" not in result.en
+
+
+_KEPT_LIBRARIES = []
+
+
+def library_maker(freed):
+    """The torch.library.Library route; ``freed`` names the part registered through a Library kept only
+    in a local variable (freed when make_softsign_op returns): "all", "impl", "fake" or "" (none)."""
+    def make_softsign_op(name):
+        namespace, op_name = name.split("::")
+        kept = torch.library.Library(namespace, "FRAGMENT")
+        _KEPT_LIBRARIES.append(kept)
+        local = torch.library.Library(namespace, "FRAGMENT")
+        (local if freed == "all" else kept).define(op_name + "(Tensor x) -> Tensor")
+        (local if freed in ("all", "impl") else kept).impl(op_name, py_softsign, "CPU")
+        torch.library.register_fake(name, lambda x: x.new_empty(x.shape),
+                                    lib=local if freed in ("all", "fake") else kept)
+        return getattr(getattr(torch.ops, namespace), op_name)
+    return make_softsign_op
+
+
+def test_lab11_1_library_kept_alive_passes():
+    expect_passed("lab11.1", library_maker(""))
+
+
+def test_lab11_1_op_defined_through_a_freed_library_is_named_without_crashing():
+    """The attackers' answer: a Library in a local variable is freed as the function returns, which
+    unregisters the op; calling the stale operator object then crashed the process (segfault) when
+    another lab11.1 check had run before. Checked twice, after a passing check, in this process."""
+    expect_passed("lab11.1", solution("lab11", "make_softsign_op"))
+    for _ in range(2):
+        result = expect_wrong("lab11.1", library_maker("all"))
+        assert "no longer registered" in result.en and "Library" in result.en and "module-level" in result.en
+        assert "不再处于注册状态" in result.zh and "模块级变量" in result.zh
+
+
+def test_lab11_1_real_kernel_registered_through_a_freed_library_is_named():
+    result = expect_wrong("lab11.1", library_maker("impl"))
+    assert "no real kernel for CPU tensors" in result.en and "keep that object alive" in result.en
+    assert "没有处理 CPU 张量的真实内核" in result.zh and "一直存活" in result.zh
+
+
+def test_lab11_1_fake_kernel_registered_through_a_freed_library_is_named():
+    result = expect_wrong("lab11.1", library_maker("fake"))
+    assert "no fake kernel" in result.en and "keep that object alive" in result.en
+    assert "没有 fake 内核" in result.zh and "一直存活" in result.zh
 
 
 def test_lab11_1_define_impl_returning_the_impl_decorators_result_is_named():
@@ -411,6 +466,19 @@ def test_lab11_2_fake_on_the_default_device_is_named():
         return torch.empty((*x.shape[:-1], (x.shape[-1] - size) // step + 1, size), dtype=x.dtype)
     result = expect_wrong("lab11.2", fake)
     assert "input's device" in result.en and "设备" in result.zh and "'meta' device" in result.tried[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, size, step: x.new_empty((*x.shape[:-1], (x.shape[-1] - size) // step + 1, size),
+                                      requires_grad=x.requires_grad),
+    lambda x, size, step: torch.empty((*x.shape[:-1], (x.shape[-1] - size) // step + 1, size), dtype=x.dtype,
+                                      device=x.device).requires_grad_(x.requires_grad),
+], ids=["new_empty", "requires_grad_"])
+def test_lab11_2_fake_output_requiring_grad_with_its_input_is_named(make):
+    """The attackers' answer: only an input that requires grad shows it (opcheck's test_faketensor fails)."""
+    result = expect_wrong("lab11.2", make)
+    assert "requires grad" in result.en and "要求梯度" in result.zh
+    assert "requiring grad" in result.tried[0] and "要求梯度" in result.tried[1]
 
 
 def test_lab11_2_fake_that_fails_on_a_transposed_input_is_named():
@@ -603,6 +671,57 @@ def test_a_learner_rerunning_cells_can_register_the_same_names_again():
     x = torch.tensor([1.0, -2.0], requires_grad=True)
     op(x, 2.0).sum().backward()
     torch.testing.assert_close(x.grad, 6 * x.detach() ** 2)
+
+
+def _save_s_as_float32_tensor(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0], torch.tensor(inputs[1]))
+
+
+def _save_s_with_full(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0], torch.full((), inputs[1]))
+
+
+@pytest.mark.parametrize("setup", [_save_s_as_float32_tensor, _save_s_with_full], ids=["tensor", "full"])
+def test_lab11_3_s_kept_as_a_float32_tensor_is_named(setup):
+    """The attackers' answer: torch.tensor(s) is float32; only an s with no exact float32 value shows it."""
+    result = expect_wrong("lab11.3", autograd_with_state(setup, _backward_from_two_saved))
+    assert "only float32 precision" in result.en and "torch.tensor(s)" in result.en
+    assert "float32 的精度" in result.zh and "torch.tensor(s)" in result.zh and "s = 0.1" in result.tried[0]
+
+
+def _save_output_keep_s(ctx, inputs, output, state):
+    ctx.save_for_backward(output)
+    ctx.s = inputs[1]
+
+
+def _x_from_the_output(ctx, grad, state):
+    (out,) = ctx.saved_tensors
+    r = out / ctx.s
+    x = r.sign() * r.abs() ** (1 / 3)
+    return grad * 3 * ctx.s * x * x, None
+
+
+def test_lab11_3_x_recovered_from_the_output_by_dividing_by_s_is_named():
+    """The attackers' answer: x = cbrt(out / s) is nan when s = 0."""
+    result = expect_wrong("lab11.3", autograd_with_state(_save_output_keep_s, _x_from_the_output))
+    assert "s = 0.0" in result.tried[0] and "divides by s" in result.en and "除以 s" in result.zh
+    assert "nan" in result.got
+
+
+def _save_x_and_output(ctx, inputs, output, state):
+    ctx.save_for_backward(inputs[0], output)
+
+
+def _output_over_x(ctx, grad, state):
+    x, out = ctx.saved_tensors
+    return grad * torch.where(x == 0, torch.zeros_like(x), 3 * out / x), None
+
+
+def test_lab11_3_output_divided_by_x_is_named_on_tiny_x():
+    """The attackers' answer: 3 * out / x, guarded at x == 0, loses the gradient where out underflows."""
+    result = expect_wrong("lab11.3", autograd_with_state(_save_x_and_output, _output_over_x))
+    assert "1e-120" in result.tried[0] and "underflows" in result.en and "x itself" in result.en
+    assert "下溢" in result.zh and "x 本身" in result.zh
 
 
 # -- one language at a time ----------------------------------------------------------------------

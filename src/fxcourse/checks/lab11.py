@@ -179,6 +179,31 @@ def _schema_of(op: Any) -> Any:
         return None
 
 
+def _still_registered(op: Any, qualname: str) -> bool:
+    """Whether the operator ``op`` names is still in the dispatcher's registry. An op defined through a
+    torch.library.Library object is removed again when that object is freed; calling the Python
+    operator object afterwards reads freed memory and may crash the process, so check first."""
+    import gc
+
+    gc.collect()  # a Library kept only by a reference cycle goes now, not in the middle of the check
+    overload = op._schema.overload_name if isinstance(op, torch._ops.OpOverload) else ""
+    try:
+        torch._C._dispatch_find_schema_or_throw(qualname, overload)
+    except RuntimeError:
+        return False
+    return True
+
+
+_FREED = ("the operator your function returned is no longer registered once make_softsign_op has returned: an "
+          "op defined through a torch.library.Library object is removed again when that object is freed, as a "
+          "Library kept only in a local variable is when the function returns. Keep the Library alive (for "
+          "example in a module-level variable), or register the op with torch.library.custom_op, so the op "
+          "stays registered.",
+          "make_softsign_op 返回之后，它返回的算子已经不再处于注册状态：通过 torch.library.Library 对象定义的算子，"
+          "会在这个对象被释放时一并撤销；只保存在局部变量中的 Library 对象在函数返回时就会被释放。请让这个 Library "
+          "对象一直存活（例如保存在模块级变量中），或者用 torch.library.custom_op 注册算子，这样算子才会一直处于注册状态。")
+
+
 def _not_an_operator(op: Any) -> None:
     """Raise the Wrong that says what came back instead of the operator."""
     where = ("(If you registered it with torch.library.define and torch.library.impl, the operator is "
@@ -247,7 +272,7 @@ def _call_fake(call: Callable[[], Any], label: tuple[str, str],
                inputs: tuple[str, str] = ("0-d and non-contiguous tensors", "0 维张量和非连续张量")) -> Any:
     """``call()``, with the learner's fake-kernel errors turned into named feedback (``inputs``:
     the kinds of input the message reminds of)."""
-    from torch._subclasses.fake_tensor import DataDependentOutputException
+    from torch._subclasses.fake_tensor import DataDependentOutputException, UnsupportedOperatorException
 
     try:
         return call()
@@ -255,6 +280,16 @@ def _call_fake(call: Callable[[], Any], label: tuple[str, str],
         raise
     except DataDependentOutputException as exc:
         raise Wrong(*_VALUES, tried=label, got=one_line_error(exc)) from None
+    except UnsupportedOperatorException as exc:
+        raise Wrong("the op has no fake kernel, so FakeTensors (torch.compile, torch.export) cannot run it. If you "
+                    "registered one through a torch.library.Library object (lib=...), keep that object alive (for "
+                    "example in a module-level variable): everything registered through a Library is removed "
+                    "again when it is freed, as a Library kept only in a local variable is when the function "
+                    "returns.",
+                    "这个算子没有 fake 内核，所以伪张量（FakeTensor，torch.compile 和 torch.export 都要用它）无法运行它。"
+                    "如果你是通过 torch.library.Library 对象（lib=...）注册的，请让这个对象一直存活（例如保存在模块级变量中）："
+                    "Library 对象被释放时，通过它注册的一切都会被撤销；只保存在局部变量中的 Library 对象在函数返回时就会被释放。",
+                    tried=label, got=one_line_error(exc)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the learner
         text = one_line_error(exc)
         if "no fake impl" in text.lower() or "register_fake" in text:
@@ -269,6 +304,8 @@ def _call_fake(call: Callable[[], Any], label: tuple[str, str],
                     tried=label, got=text) from None
 
 
+#: gradients (float64) are compared this tightly, relative only: the tiny-x probe's exact gradients are ~1e-240
+_GRAD_TOL = dict(rtol=1e-12, atol=0.0)
 #: float64 results are compared this tightly: float32 arithmetic on the way shows (about 1e-8 off).
 _FLOAT64_TOL = dict(rtol=1e-12, atol=1e-15)
 _FLOAT64_WANT = ("float64 precision: a relative difference below 1e-12", "float64 精度：相对误差小于 1e-12")
@@ -301,8 +338,8 @@ def _real_matches(label: tuple[str, str], x: torch.Tensor, got: Any, want: torch
                         "（先转成 float32 再转回来，或者用了 float32 张量）；它必须在输入的 dtype 下算出与 py_softsign 相同的结果。",
                         tried=label, expected=_FLOAT64_WANT, got=_precision_got(got, want))
         raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
-                    "compute exactly what py_softsign computes.",
-                    "调用该算子的结果与 py_softsign 不同：算子的真实内核应当与 py_softsign 计算的完全一样。",
+                    "compute what py_softsign computes (to the precision of the input's dtype).",
+                    "调用该算子的结果与 py_softsign 不同：算子的真实内核应当算出与 py_softsign 相同的结果（达到输入 dtype 的精度）。",
                     tried=label, expected=describe(want), got=diff)
     if _strides_differ(got, want):
         raise Wrong("calling the op returns a tensor that is not laid out row by row (contiguous) for this input: "
@@ -357,6 +394,19 @@ def _softsign_op(answer: Any) -> None:
                     "calls it with names of its own so that your notebook's op is left alone.",
                     f"请用传给 make_softsign_op 的名字注册算子（这里是 {name!r}）；检查器用自己的名字调用它，"
                     "以免影响你笔记本中的算子。", expected=name, got=registered)
+    if not _still_registered(op, name):
+        raise Wrong(*_FREED, expected=(f"the operator {name} registered", f"算子 {name} 处于注册状态"),
+                    got=(f"no operator named {name} in the registry", f"注册表中没有名为 {name} 的算子"))
+    if not torch._C._dispatch_has_computed_kernel_for_dispatch_key(name, "CPU"):
+        raise Wrong("the op has no real kernel for CPU tensors once make_softsign_op has returned: register the "
+                    "kernel for the CPU (or for every device), and if you registered it through a "
+                    "torch.library.Library object, keep that object alive (for example in a module-level "
+                    "variable): everything registered through a Library is removed again when it is freed, as a "
+                    "Library kept only in a local variable is when the function returns.",
+                    "make_softsign_op 返回之后，这个算子没有处理 CPU 张量的真实内核：请为 CPU（或所有设备）注册内核；"
+                    "如果你是通过 torch.library.Library 对象注册的，请让这个对象一直存活（例如保存在模块级变量中）："
+                    "Library 对象被释放时，通过它注册的一切都会被撤销；只保存在局部变量中的 Library 对象在函数返回时就会被释放。",
+                    expected=("a kernel for CPU tensors", "处理 CPU 张量的内核"), got=("none", "没有"))
     schema = _schema_of(op)
     if schema is not None and schema.is_mutable:
         raise Wrong("the op is registered as writing into its input (mutates_args names it, or is \"unknown\"), but "
@@ -393,6 +443,7 @@ def _softsign_op(answer: Any) -> None:
     with quiet():
         real, on_meta = op(x.clone()), _call_fake(lambda: op(_meta_twin(x)), meta_label)
     _compare_fake(meta_label, real, on_meta, False, _FAKE_HELP, device="meta")
+    _fake_requires_grad_matches(op, probes[1])
     for label, x in probes:
         failed = _failed_tests(op, (x,))
         if failed:
@@ -410,6 +461,23 @@ def _softsign_op(answer: Any) -> None:
                         tried=(f"torch.compile(lambda x: op(x * 2) + 1, fullgraph=True) with x {label[0]}",
                                f"torch.compile(lambda x: op(x * 2) + 1, fullgraph=True)，x 为{label[1]}"),
                         expected=("one graph, eager's values", "一张计算图，数值与 eager 相同"), got=why)
+
+
+def _fake_requires_grad_matches(op: Any, probe: tuple[tuple[str, str], torch.Tensor]) -> None:
+    """On an input that requires grad (under no_grad), the op's output on a FakeTensor must require grad
+    exactly when the real output does (opcheck's test_faketensor compares them; a fake kernel that makes
+    its output require grad, e.g. requires_grad=x.requires_grad, breaks this)."""
+    label, x = probe
+    label = (f"{label[0]} that requires grad, under torch.no_grad()", f"torch.no_grad() 下要求梯度的{label[1]}")
+    # under no_grad no autograd formula touches the output: what the kernels return shows through
+    with quiet(), torch.no_grad():
+        real = op(x.clone().requires_grad_())
+        fake, _ = _call_fake(lambda: _fake_output(op, x.clone().requires_grad_()), label)
+    if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor) and fake.requires_grad != real.requires_grad:
+        raise Wrong(*_REQUIRES_GRAD, tried=label,
+                    expected=(f"requires_grad={real.requires_grad}, as the real output",
+                              f"与真实输出一样，requires_grad={real.requires_grad}"),
+                    got=(f"requires_grad={fake.requires_grad}", f"requires_grad={fake.requires_grad}"))
 
 
 # -- exercise 2: a fake kernel whose output shape depends on the inputs --------------------
@@ -532,6 +600,19 @@ def _windows_fake(answer: Any) -> None:
                         tried=label, expected=str(want.dtype), got=str(got.dtype))
         _compare_fake(label, want, got, alias, help_)
     label, _, size, step, _, _ = _WINDOW_PROBES[1]
+    rg_label = (f"{label[0]}, x requiring grad", f"{label[1]}，x 要求梯度")
+
+    def fake_of_x_requiring_grad() -> Any:
+        # as under an op: the fake kernel runs below autograd, where nothing it computes is recorded
+        x_rg = xs[1].clone().requires_grad_()
+        with quiet(), FakeTensorMode() as mode, torch.no_grad():
+            return answer(mode.from_tensor(x_rg), size, step)
+
+    on_rg = _call_fake(fake_of_x_requiring_grad, rg_label, _WINDOW_INPUTS)
+    if isinstance(on_rg, torch.Tensor) and on_rg.requires_grad:
+        raise Wrong(*_REQUIRES_GRAD, tried=rg_label,
+                    expected=("a tensor that does not require grad", "不要求梯度的张量"),
+                    got=("requires_grad=True", "requires_grad=True"))
     meta_label = (f"{label[0]}, on the 'meta' device", f"{label[1]}，位于 'meta' 设备上")
     with quiet():
         on_meta = _call_fake(lambda: answer(_meta_twin(xs[1]), size, step), meta_label, _WINDOW_INPUTS)
@@ -667,9 +748,11 @@ _NOT_SAVED = ("the backward reads x from where autograd cannot watch it (a ctx a
 
 
 _FLOAT32_GRAD = ("the gradient for a float64 x has only float32 precision: the backward computes in float32 "
-                 "somewhere (a .float(), or a float32 tensor); autograd then converts the result back to float64, "
+                 "somewhere (a .float(), or a float32 tensor, such as s turned into a tensor with torch.tensor(s), "
+                 "which is float32 unless told otherwise); autograd then converts the result back to float64, "
                  "but the digits are lost. Compute in x's dtype.",
-                 "对 float64 的 x，梯度只有 float32 的精度：反向传播在某处用 float32 计算（.float()，或者一个 float32 张量）；"
+                 "对 float64 的 x，梯度只有 float32 的精度：反向传播在某处用 float32 计算（.float()，或者一个 float32 张量，"
+                 "例如用 torch.tensor(s) 把 s 变成的张量，不指定 dtype 时它就是 float32）；"
                  "自动微分随后会把结果转回 float64，但丢掉的有效数字回不来了。请在 x 的 dtype 下计算。")
 
 
@@ -715,7 +798,22 @@ def _cube_autograd(answer: Any) -> None:
                torch.tensor(-1.25, dtype=torch.float64), 1.5),
               (("a transposed x: torch.randn(4, 3).t(), shape (3, 4), with s = -2.0",
                 "转置的 x：torch.randn(4, 3).t()，形状 (3, 4)，s = -2.0"),
-               _tensors(135, (4, 3), dtype=torch.float64)[0].t(), -2.0)]
+               _tensors(135, (4, 3), dtype=torch.float64)[0].t(), -2.0),
+              # 0.1 has no exact float32 value: s kept in float32 shows here
+              (("x of shape (4,) with s = 0.1", "形状 (4,) 的 x，s = 0.1"),
+               _tensors(141, (4,), dtype=torch.float64)[0], 0.1),
+              (("x of shape (2, 3) with s = 0.0", "形状 (2, 3) 的 x，s = 0.0"),
+               _tensors(142, (2, 3), dtype=torch.float64)[0], 0.0),
+              (("x = [1e-120, -3e-110, 2e-105, -1e-100] with s = 1.0", "x = [1e-120, -3e-110, 2e-105, -1e-100]，s = 1.0"),
+               torch.tensor([1e-120, -3e-110, 2e-105, -1e-100], dtype=torch.float64), 1.0)]
+    hints = {0.0: (" With s = 0 the exact gradient is 0 everywhere; a backward that divides by s (to get x back "
+                   "from the output, for example) gets nan or inf instead.",
+                   "s = 0 时精确梯度处处为 0；如果反向传播除以 s（例如为了从输出反推出 x），得到的就会是 nan 或 inf。"),
+             1.0: (" For such tiny x, s * x**3 underflows to 0 (or keeps only a few digits) in float64, while "
+                   "3 * s * x**2 is still an ordinary float64 number: a backward that gets x back from the output, "
+                   "or divides the output by x, loses it. The backward needs x itself.",
+                   "对这样小的 x，s * x**3 在 float64 下会下溢为 0（或者只剩下几位有效数字），而 3 * s * x**2 仍是普通的 "
+                   "float64 数：如果反向传播从输出反推出 x，或者用输出除以 x，就会丢掉它。反向传播需要的是 x 本身。")}
     for label, x, s in probes:
         grad_out = _tensors(134, tuple(x.shape), dtype=torch.float64)[0] + 0.5
         want = grad_out * 3 * s * x * x
@@ -728,10 +826,10 @@ def _cube_autograd(answer: Any) -> None:
             raise Wrong(*_SAVED_WRITTEN, tried=label, expected=("x unchanged", "x 保持不变"), got=exc.args[0]) from None
         except Exception as exc:  # noqa: BLE001 - reported to the learner
             raise _backward_error(exc, label) from None
-        diff = differs(got, want, **_FLOAT64_TOL)
+        diff = differs(got, want, **_GRAD_TOL)
         if diff is None:
             continue
-        if differs(got, want) is None:
+        if differs(got, want, rtol=1e-5, atol=0.0) is None:  # relative only: tiny gradients lost are no rounding
             raise Wrong(*_FLOAT32_GRAD, tried=label, expected=_FLOAT64_WANT, got=_precision_got(got, want))
         mistakes = [
             (grad_out * 3 * x * x, "the gradient leaves out the scale s: the derivative of s * x**3 keeps s.",
@@ -746,10 +844,12 @@ def _cube_autograd(answer: Any) -> None:
              "反向传播在需要输入 x 的地方用了算子的输出：请在 setup_context 中保存输入。"),
         ]
         for candidate, en, zh in mistakes:
-            if differs(got, candidate) is None:
+            if differs(got, candidate, rtol=1e-5, atol=0.0) is None:
                 raise Wrong(en, zh, tried=label, expected=describe(want), got=diff)
-        raise Wrong("the gradient differs from d/dx (s * x**3) times the incoming gradient.",
-                    "梯度与 d/dx (s * x**3) 乘以传入梯度的结果不同。", tried=label, expected=describe(want), got=diff)
+        hint_en, hint_zh = hints.get(s, ("", ""))
+        raise Wrong("the gradient differs from d/dx (s * x**3) times the incoming gradient." + hint_en,
+                    "梯度与 d/dx (s * x**3) 乘以传入梯度的结果不同。" + hint_zh, tried=label, expected=describe(want),
+                    got=diff)
     _two_calls_then_backward(op)
     _changed_in_place_after_forward(op)
     x, s = probes[0][1].detach().clone().requires_grad_(), probes[0][2]
