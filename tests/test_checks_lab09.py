@@ -215,11 +215,44 @@ def test_fused_the_reciprocal_is_caught_on_tiny_values():
     lambda x: torch.relu(x) / x.abs().amax(),
     lambda x: x.clamp(min=0) / x.abs().amax(),
     lambda x: torch.where(x > 0, x, 0.0) / x.abs().max(),
-], ids=["relu", "clamp", "where"])
+    lambda x: torch.where(x >= 0, x / x.abs().amax(), torch.zeros_like(x)),
+], ids=["relu", "clamp", "where", "where-selects-0"])
 def test_fused_relu_before_dividing_is_caught_on_minus_inf(answer):
-    # x = [-inf, 1, -2]: normalise gives [nan, 0, -0], relu first gives [0, 0, 0]
+    # x = [-inf, 1, -2]: normalise gives [nan, 0, -0], relu first (or a where that selects 0) gives [0, 0, 0]
     result = expect_wrong("lab09.2", answer)
-    assert "relu before dividing" in result.en and "先做了 relu 再除" in result.zh and "-inf" in result.tried[0]
+    assert "sets negative values to 0 without dividing them" in result.en and "没有做除法就把负值设成了 0" in result.zh
+    assert "-inf" in result.tried[0]
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: (x + x.abs()) / (2 * x.abs().amax()),
+    lambda x: torch.relu(2 * x / (2 * x.abs().amax())),
+    lambda x: (x + x.abs()) / 2 / x.abs().amax(),
+], ids=["relu-as-abs-identity", "twice", "sum-halved"])
+def test_fused_an_intermediate_that_overflows_near_the_largest_number_is_named(answer):
+    # float32 [3e38, -1, 1e38]: x + |x| = inf at 3e38 and 2 * peak = inf, where x / peak is finite
+    result = expect_wrong("lab09.2", answer)
+    assert "overflows on values near the largest number" in result.en and "最大数时溢出" in result.zh
+    assert "largest number" in result.tried[0] and "最大数" in result.tried[1]
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x: (lambda y: torch.where(y > 0, y, torch.zeros_like(y)))(x / x.abs().amax()),
+    lambda x: torch.nan_to_num(torch.relu(x / x.abs().amax())),
+], ids=["where-as-relu", "nan_to_num-after"])
+def test_fused_replacing_the_nan_of_zero_by_zero_is_named(answer):
+    # all-zero x: normalise gives NaN everywhere (0 / 0); where(y > 0, y, 0) is False for NaN and gives 0
+    result = expect_wrong("lab09.2", answer)
+    assert "replaces the NaN afterwards" in result.en and "事后替换了 NaN" in result.zh and "zeros only" in result.tried[0]
+
+
+def test_fused_the_third_round_right_answers_pass():
+    def peak_under_no_grad(x):
+        with torch.no_grad():
+            peak = x.abs().amax()
+        return torch.relu(x / peak)
+    expect_passed("lab09.2", peak_under_no_grad)
+    expect_passed("lab09.2", lambda x: torch.relu(x.double() / x.double().abs().amax()).to(x.dtype))
 
 
 @pytest.mark.parametrize("answer", [
@@ -479,6 +512,75 @@ def test_decompose_a_cutoff_for_large_inputs_is_named(table):
     assert "only for inputs of large magnitude" in result.en and "截断" in result.zh and "-100 to 100" in result.tried[0]
 
 
+@pytest.mark.parametrize("forward", [
+    lambda x: torch.where(x > 10, x, x * torch.sigmoid(x)),
+    lambda x: torch.where(x > 20, x, x * torch.sigmoid(x)),
+    lambda x: torch.where(x > 20, x, x / (1 + torch.exp(-x))),
+], ids=["at-10", "at-20", "at-20-exp"])
+def test_decompose_a_forward_cutoff_above_is_named(forward):
+    # float64 x = 11: eager silu 10.999816284359673, cut off 11; x = 21: 20.99999998407662, cut off 21
+    result = expect_wrong("lab09.3", _returning({torch.ops.aten.silu.default: forward,
+                                                 torch.ops.aten.silu_backward.default: _silu_backward}))
+    assert result.en.startswith("values differ from eager silu only for inputs of large magnitude")
+    assert "(x itself, 0 or one constant)" in result.en and "截断" in result.zh and "x 本身" in result.zh
+    assert "±5.5 to ±40" in result.tried[0] and "±5.5 到 ±40" in result.tried[1]
+
+
+def _expanded(g, x):
+    s = torch.sigmoid(x)
+    return g * (s + x * s - x * s * s)
+
+
+def _through_silu_value(g, x):
+    s = torch.sigmoid(x)
+    return g * s * (1 + x - x * s)
+
+
+def _through_y(g, x):
+    s = torch.sigmoid(x)
+    y = x * s
+    return g * (s + y - y * s)
+
+
+@pytest.mark.parametrize("backward", [_expanded, _through_silu_value, _through_y],
+                         ids=["expanded", "s-times-1-plus-x-minus-xs", "through-y"])
+def test_decompose_a_backward_that_cancels_large_terms_is_named_not_as_a_cutoff(backward):
+    # float64 x = 1e300: s = 1, s + x*s - x*s*s = (1 + 1e300) - 1e300 = 0 where eager gives 1
+    result = expect_wrong("lab09.3", _returning({torch.ops.aten.silu.default: _silu,
+                                                 torch.ops.aten.silu_backward.default: backward}))
+    assert result.en.startswith("gradients differ from eager silu only for inputs of huge magnitude")
+    assert "subtracts nearly equal large numbers" in result.en and "相互抵消" in result.zh
+    assert "cutoff" not in result.en and "截断" not in result.zh
+
+
+@pytest.mark.parametrize("backward", [
+    lambda g, x: g * torch.sigmoid(x) * (1 + x * torch.sigmoid(-x)),
+    lambda g, x: g * torch.sigmoid(x) + torch.ops.aten.sigmoid_backward(g * x, torch.sigmoid(x)),
+    lambda g, x: g * (torch.sigmoid(x) + F.silu(x) * (1 - torch.sigmoid(x))),
+], ids=["sigmoid-of-minus-x", "aten.sigmoid_backward", "F.silu-inside"])
+def test_decompose_the_third_round_right_backwards_pass(backward):
+    expect_passed("lab09.3", _returning({torch.ops.aten.silu.default: _silu,
+                                         torch.ops.aten.silu_backward.default: backward}))
+
+
+def test_decompose_an_explicit_sigmoid_passes():
+    def sigmoid(x):
+        return 1 / (1 + torch.exp(-x))
+
+    def backward(grad_output, self):
+        s = sigmoid(self)
+        return grad_output * s * (1 + self * (1 - s))
+    expect_passed("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: x * sigmoid(x),
+                                         torch.ops.aten.silu_backward.default: backward}))
+
+
+def test_decompose_a_forward_that_gives_nan_at_inf_is_named():
+    # x = inf: x - x * sigmoid(-x) = inf - inf * 0 = NaN where eager silu gives inf
+    result = expect_wrong("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: x - x * torch.sigmoid(-x),
+                                                 torch.ops.aten.silu_backward.default: _silu_backward}))
+    assert result.en.startswith("values are NaN where eager silu gives inf") and "无穷大相互运算" in result.zh
+
+
 def test_decompose_masking_nan_and_inf_is_named():
     # x = [nan, inf, 1]: eager values [nan, inf, 0.731], gradients [nan, nan, 0.928]
     result = expect_wrong("lab09.3", _returning({
@@ -589,7 +691,11 @@ def test_hints_are_ladders_without_code():
                             torch.ops.aten.silu_backward.default: lambda g, x: torch.nan_to_num(_silu_backward(g, x))})),
     ("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: _silu(x.float()).to(x.dtype),
                             torch.ops.aten.silu_backward.default: _silu_backward})),
+    ("lab09.2", lambda x: (x + x.abs()) / (2 * x.abs().amax())),
+    ("lab09.3", _returning({torch.ops.aten.silu.default: _silu, torch.ops.aten.silu_backward.default: _expanded})),
+    ("lab09.3", _returning({torch.ops.aten.silu.default: lambda x: torch.where(x > 10, x, _silu(x)),
+                            torch.ops.aten.silu_backward.default: _silu_backward})),
 ], ids=["lab09.1", "lab09.2", "lab09.2-tiny", "lab09.3", "lab09.3-overflow", "lab09.2-infinity", "lab09.2-detached",
-        "lab09.3-masked", "lab09.3-precision"])
+        "lab09.3-masked", "lab09.3-precision", "lab09.2-near-max", "lab09.3-cancellation", "lab09.3-cutoff"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)

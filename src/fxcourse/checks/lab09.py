@@ -2,8 +2,8 @@
 
 lab09.1 compares predicted counts of saved tensors with what AOTAutograd's min-cut
 partitioner saves on this torch, naming the functions whose count is wrong but never the count;
-lab09.2 compares the answer's values with ``normalise`` on numerical edges (tiny, huge and
-all-zero tensors, NaN and ±inf, float64 to its precision and beyond float32's range, 0-d,
+lab09.2 compares the answer's values with ``normalise`` on numerical edges (tiny, huge, near the
+dtype's largest number and all-zero tensors, NaN and ±inf, float64 to its precision and beyond float32's range, 0-d,
 transposed, requiring grad, a second call with the same shape and dtype), then compiles it with
 Inductor on inputs the lab does not show and counts graphs and kernels with ``fxcourse.inductor_code``;
 lab09.3 runs AOTAutograd with the learner's decomposition table, reads the forward and backward
@@ -256,6 +256,9 @@ def _fused_probes() -> list[tuple[Probe, bool]]:
     with_nan[1, 3] = float("nan")   # the peak is NaN, so every value is
     huge64 = torch.randn(3, 4, generator=gen, dtype=torch.float64) * 1e300   # beyond float32's range
     tiny64 = torch.randn(4, 2, generator=gen, dtype=torch.float64) * 1e-300
+    # near each dtype's largest finite number: x + |x| or twice the peak overflows there, x / peak does not
+    near_max = torch.tensor([[3.0e38, -1.0, 1.0e38], [-3.2e38, 1e30, 2.5e38]])
+    near_max64 = torch.tensor([[1e308, -1.0], [-1.5e308, 1.2e308]], dtype=torch.float64)
     return [(Probe(("a (6, 5) tensor, mostly negative", "形状 (6, 5)、大多为负数的张量"), (mostly_negative,)), True),
             (Probe(("another (6, 5) float32 tensor, with other values (the same shape and dtype as the one before)",
                     "另一个形状 (6, 5) 的 float32 张量，数值不同（形状和 dtype 与前一个相同）"), (again,)), False),
@@ -274,7 +277,17 @@ def _fused_probes() -> list[tuple[Probe, bool]]:
             (Probe(("a (3, 4) float64 tensor of values about 1e300 (beyond float32's range)",
                     "形状 (3, 4)、数值约为 1e300 的 float64 张量（超出 float32 的范围）"), (huge64,)), False),
             (Probe(("a (4, 2) float64 tensor of values about 1e-300 (below float32's range)",
-                    "形状 (4, 2)、数值约为 1e-300 的 float64 张量（低于 float32 的范围）"), (tiny64,)), False)]
+                    "形状 (4, 2)、数值约为 1e-300 的 float64 张量（低于 float32 的范围）"), (tiny64,)), False),
+            (Probe(("a (2, 3) float32 tensor of values near float32's largest number (about 3e38)",
+                    "形状 (2, 3)、数值接近 float32 最大数（约 3e38）的 float32 张量"), (near_max,)), False),
+            (Probe(("a (2, 2) float64 tensor of values near float64's largest number (about 1e308)",
+                    "形状 (2, 2)、数值接近 float64 最大数（约 1e308）的 float64 张量"), (near_max64,)), False)]
+
+
+def _near_max(x: torch.Tensor) -> bool:
+    """``x`` is finite and its peak is within a factor 4 of the largest number its dtype holds."""
+    return x.is_floating_point() and bool(torch.isfinite(x).all()) and x.numel() > 0 \
+        and float(x.detach().abs().amax()) >= torch.finfo(x.dtype).max / 4
 
 
 def _same(got: Any, candidate: torch.Tensor) -> bool:
@@ -337,6 +350,16 @@ def _stale(got: Any, x: torch.Tensor, earlier: list[torch.Tensor]) -> bool:
 
 
 _FUSED_MISTAKES = [
+    # first: on these probes (the last ones) every other difference has shown on an earlier probe already
+    Mistake("overflow near the dtype's largest number",
+            lambda got, want, p: _near_max(p.args[0]),
+            "your function overflows on values near the largest number x's dtype holds: it computes something larger "
+            "than any value of x (such as x + |x|, twice the peak, or the sum of two large values), which becomes inf "
+            "there. normalise only divides x by its peak, so none of its intermediates exceeds x's own magnitude; "
+            "keep yours within it too.",
+            "你的函数在数值接近 x 的 dtype 所能表示的最大数时溢出了：它算出了比 x 中任何值都大的中间结果（例如 x + |x|、"
+            "峰值的两倍，或两个大数之和），在那里变成了 inf。normalise 只是把 x 除以它的峰值，没有哪个中间结果超过 x 自身的量级；"
+            "你的中间结果也不能超过。"),
     Mistake("largest value, not magnitude",
             lambda got, want, p: (_same(got, torch.relu(p.args[0] / p.args[0].max()))
                                   or _same(got, torch.relu(p.args[0] / p.args[0].max().abs()))),
@@ -366,10 +389,13 @@ _FUSED_MISTAKES = [
             "你通过平方来求最大的绝对值：数值极大时 x * x 溢出为 inf（极小时下溢为 0），所以在这些量级上你除以的峰值是错的。"),
     Mistake("relu before dividing",
             lambda got, want, p: _same(got, torch.relu(p.args[0]) / p.args[0].abs().amax()),
-            "you apply relu before dividing; normalise divides first. The two differ where x holds -inf: the peak is "
-            "then inf, and normalise computes -inf / inf = NaN where relu first gives 0 / inf = 0.",
-            "你先做了 relu 再除；normalise 是先除再做 relu。当 x 含有 -inf 时两者不同：此时峰值为 inf，normalise 计算 "
-            "-inf / inf 得到 NaN，而先做 relu 得到的是 0 / inf = 0。"),
+            "your result is 0 where normalise gives NaN: x holds -inf, so the peak is inf and normalise computes "
+            "-inf / inf = NaN, which its relu keeps. Your function sets negative values to 0 without dividing them "
+            "(relu or a clamp before the division, or a where that selects 0 instead of the quotient); normalise "
+            "divides every value first, then applies relu.",
+            "你的结果在 normalise 给出 NaN 的地方是 0：x 含有 -inf，所以峰值是 inf，normalise 计算 -inf / inf 得到 NaN，"
+            "而它的 relu 会保留这个 NaN。你的函数没有做除法就把负值设成了 0（在除法之前做了 relu 或 clamp，或者用 where "
+            "选了 0 而不是商）；normalise 先把每个值都除以峰值，然后才做 relu。"),
     Mistake("NaN or inf skipped",
             lambda got, want, p: (not bool(torch.isfinite(p.args[0]).all()) and isinstance(got, torch.Tensor)
                                   and bool((torch.isnan(want) & ~torch.isnan(got.detach())).any())),
@@ -387,6 +413,16 @@ _FUSED_MISTAKES = [
             "你的函数用比 x 的 dtype 更低的精度进行计算（float64 输入经过了 float32，或者经过了 float16、bfloat16："
             "通过一次类型转换，或参与计算的某个该 dtype 的张量）：normalise 按 x 自己的 dtype 计算，结果保留该 dtype 的精度和范围"
             "（float64 能表示 1e300 和 1e-300，float32 不能）。"),
+    Mistake("NaN of 0 / 0 replaced",
+            lambda got, want, p: (not bool(p.args[0].any()) and isinstance(got, torch.Tensor)
+                                  and bool((torch.isnan(want) & ~torch.isnan(got.detach())).any())),
+            "your result is a number where normalise gives NaN: on an all-zero x normalise divides 0 by 0 and returns "
+            "NaN everywhere. Your function guards the division (an epsilon added to the peak, a floor on it, or a "
+            "special case for zero) or replaces the NaN afterwards (nan_to_num, or a where whose comparison is false "
+            "for NaN and so selects 0; relu itself keeps NaN); normalise does neither.",
+            "你的结果在 normalise 给出 NaN 的地方是一个数：对全零的 x，normalise 计算 0 / 0，处处返回 NaN。你的函数给除法加了保护"
+            "（给峰值加一个 epsilon、给它设下限，或对零单独处理），或者事后替换了 NaN（nan_to_num，或者一个 where：它的比较对 NaN "
+            "为假，于是选了 0；relu 本身会保留 NaN）；normalise 两者都没有做。"),
     Mistake("guarded division",
             lambda got, want, p: _guarded(got, want, p.args[0]),
             "your function guards the division (an epsilon added to the peak, a floor on it, or a special case for "
@@ -530,14 +566,16 @@ def _silu_cases() -> list[tuple[tuple[str, str], Callable[..., torch.Tensor], to
             (("F.silu(x) + F.silu(2 * x), input of shape (7,)", "F.silu(x) + F.silu(2 * x)，输入形状 (7,)"),
              lambda x: F.silu(x) + F.silu(2 * x), torch.randn(7, generator=gen) * 3),
             # float64's precision and range (a float32 detour shows), and NaN and inf, which eager silu passes on
-            (("F.silu on a float64 tensor holding 1/3, -0.7, 2.5, ±40, ±1e300, 0, NaN, inf and -inf",
-              "对 float64 张量做 F.silu，其中含 1/3、-0.7、2.5、±40、±1e300、0、NaN、inf 和 -inf"),
+            (("F.silu on a float64 tensor holding 1/3, -0.7, 2.5, values from ±5.5 to ±40, ±1e300, 0, NaN, inf "
+              "and -inf",
+              "对 float64 张量做 F.silu，其中含 1/3、-0.7、2.5、±5.5 到 ±40 之间的若干值、±1e300、0、NaN、inf 和 -inf"),
              lambda x: F.silu(x), _EDGES64)]
 
 
 #: Values where float64 and eager silu's treatment of NaN and inf show.
 _EDGES64 = torch.tensor([1 / 3, -0.7, 2.5, 40.0, -40.0, 1e300, -1e300, 0.0, float("nan"), float("inf"),
-                         -float("inf")], dtype=torch.float64)
+                         -float("inf"), 5.5, 8.0, 11.0, 15.0, 21.0, -5.5, -11.0, -21.0, -25.0],
+                        dtype=torch.float64)   # 5.5 to 25: where a cutoff of silu at 10 or 20 (x, or 0) shows
 
 
 def _entries(table: dict[Any, Any]) -> tuple[Any, Any]:
@@ -582,21 +620,66 @@ def _silu_tol(dtype: torch.dtype) -> dict[str, float]:
     return dict(_FLOAT64_TOL) if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-5)
 
 
-def _cutoff(got: torch.Tensor, want: torch.Tensor, x: torch.Tensor, tol: dict[str, float]) -> bool:
-    """An elementwise result that differs from eager only where |x| is large and finite: a clamp
-    or a where on x."""
-    if got.shape != want.shape or got.shape != x.shape:
-        return False
-    g, w, x = got.detach(), want.detach(), x.detach()
-    bad = ~torch.isclose(g, w, equal_nan=True, **tol)
-    return bool(bad.any()) and bool((torch.isfinite(x[bad]) & (x[bad].abs() >= 20)).all())
+#: Where lab09.3 reads an entry directly to tell a cutoff from a cancellation: small values (right
+#: either way), the range where a cutoff at 10, 20 or 50 shows, and huge values, where a formula
+#: that subtracts nearly equal large numbers loses its small term.
+_LADDER = torch.tensor([0.5, 2.0, 5.5, 8.0, 11.0, 15.0, 21.0, 30.0, 50.0, 100.0, 1e3, 1e6, 1e17, 1e300],
+                       dtype=torch.float64)
 
 
-_CUTOFF = ("{what} differ from eager silu only for inputs of large magnitude: a clamp or a cutoff on x (a where) "
-           "changes silu there. Eager silu keeps following x * sigmoid(x) however large x is; write it so that "
-           "nothing overflows instead, e.g. in terms of sigmoid.",
-           "{what}只在输入绝对值很大的地方与 eager 的 silu 不同：对 x 做的 clamp 或截断（where）改变了那里的 silu。"
-           "无论 x 多大，eager 的 silu 都遵循 x * sigmoid(x)；请换一种写法让中间结果都不溢出，例如用 sigmoid 来表示，而不是截断。")
+def _large_input_fault(table: dict[Any, Any], *, backward: bool) -> str | None:
+    """What the table's silu (or silu_backward, with a gradient of ones) entry does wrong for large
+    inputs, read on ``_LADDER`` in float64: "cutoff" when it is right on small values and, where it
+    differs, gives what a cutoff gives (x itself for silu, grad_output for silu_backward, 0, or one
+    constant on each side), from a moderate magnitude on; "cancellation" when it differs only for
+    huge inputs (beyond 1e6) and stays finite there; None otherwise."""
+    fwd, bwd = _entries(table)
+    entry = bwd if backward else fwd
+    if entry is None:
+        return None
+    x = torch.cat([_LADDER, -_LADDER])
+    grad = torch.ones_like(x)
+    try:
+        with torch.no_grad():
+            got = entry(grad.clone(), x.clone()) if backward else entry(x.clone())
+    except Exception:
+        return None
+    want = torch.ops.aten.silu_backward(grad, x) if backward else F.silu(x)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
+        return None
+    got = got.detach()
+    bad = ~torch.isclose(got, want, equal_nan=True, **_FLOAT64_TOL)
+    if not bool(bad.any()) or bool(bad[x.abs() <= 2].any()):
+        return None
+    if float(x[bad].abs().min()) > 1e6:
+        return "cancellation" if bool(torch.isfinite(got[bad]).all()) else None
+    for side in (x > 0, x < 0):
+        where = bad & side
+        if not bool(where.any()):
+            continue
+        values = got[where]
+        cut = (values == (grad if backward else x)[where]) | (values == 0)
+        if int(where.sum()) >= 2:
+            cut |= values == values[-1]
+        if not bool(cut.all()):
+            return None
+    return "cutoff"
+
+
+_CUTOFF = ("{what} differ from eager silu only for inputs of large magnitude, where yours take the value a cutoff "
+           "gives ({cut}, 0 or one constant): a clamp or a cutoff on x (a where) changes silu there. "
+           "Eager silu keeps following x * sigmoid(x) however large x is, even where the difference is small (at x = "
+           "11 in float64 silu is not yet x); write it so that nothing overflows instead, e.g. in terms of sigmoid.",
+           "{what}只在输入绝对值很大的地方与 eager 的 silu 不同，而且在那里取的是截断给出的值（{cut}、0 "
+           "或某个常数）：对 x 做的 clamp 或截断（where）改变了那里的 silu。无论 x 多大，eager 的 silu 都遵循 x * sigmoid(x)，"
+           "即使差别很小也是如此（在 float64 中，x = 11 时 silu 还不等于 x）；请换一种写法让中间结果都不溢出，例如用 sigmoid "
+           "来表示，而不是截断。")
+
+_CANCELLATION = ("{what} differ from eager silu only for inputs of huge magnitude (beyond about 1e16 in float64): "
+                 "your formula subtracts nearly equal large numbers (such as x * s and x * s * s, with s = sigmoid(x) "
+                 "= 1 there), so the small term it should keep is lost. Rewrite it so that large terms do not cancel.",
+                 "{what}只在输入绝对值极大（float64 中约超过 1e16）的地方与 eager 的 silu 不同：你的公式让两个几乎相等的大数相减"
+                 "（例如 x * s 与 x * s * s，那里 s = sigmoid(x) = 1），于是本该保留的小项丢掉了。请改写公式，让大的项不会相互抵消。")
 
 
 def _masks_nonfinite(got: torch.Tensor, want: torch.Tensor) -> bool:
@@ -672,6 +755,11 @@ def _key_name(key: Any) -> str:
     if isinstance(key, (torch._ops.OperatorBase, torch._ops.OpOverloadPacket, str)):
         return str(key)
     return getattr(key, "__qualname__", None) or describe(key)
+
+
+def _nan_where_inf(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """``got`` is NaN where eager gives ±inf."""
+    return got.shape == want.shape and bool((torch.isnan(got.detach()) & torch.isinf(want.detach())).any())
 
 
 def _overflows(got: torch.Tensor, want: torch.Tensor) -> bool:
@@ -800,12 +888,21 @@ def _decompose(make_table: Any) -> None:
             if _masks_nonfinite(got, want):
                 raise Wrong(_MASKS[0].format(what="values"), _MASKS[1].format(what="数值"), tried=label,
                             expected=described(want), got=diff)
+            if _nan_where_inf(got, want):
+                raise Wrong("values are NaN where eager silu gives inf (at x = inf): your formula combines infinities "
+                            "there (inf - inf and inf * 0 are NaN). Write it so that it gives inf at x = inf, as "
+                            "x * sigmoid(x) does.",
+                            "在 eager 的 silu 给出 inf 的地方（x = inf 处），数值却是 NaN：你的公式在那里让无穷大相互运算"
+                            "（inf - inf 和 inf * 0 都是 NaN）。请换一种写法，让它在 x = inf 处像 x * sigmoid(x) 一样给出 inf。",
+                            tried=label, expected=described(want), got=diff)
             if _overflows(got, want):
                 raise Wrong(_OVERFLOW[0].format(what="values"), _OVERFLOW[1].format(what="数值"), tried=label,
                             expected=described(want), got=diff)
-            if _cutoff(got, want, x, tol):
-                raise Wrong(_CUTOFF[0].format(what="values"), _CUTOFF[1].format(what="数值"), tried=label,
-                            expected=described(want), got=diff)
+            fault = _large_input_fault(answer, backward=False)
+            if fault is not None:
+                text = _CUTOFF if fault == "cutoff" else _CANCELLATION
+                raise Wrong(text[0].format(what="values", cut="x itself"), text[1].format(what="数值", cut="x 本身"),
+                            tried=label, expected=described(want), got=diff)
             raise Wrong("with your decompositions the function's values differ from eager silu: check the forward "
                         "formula against silu(x) = x * sigmoid(x).",
                         "使用你的分解后，函数的数值与 eager 的 silu 不同：请对照 silu(x) = x * sigmoid(x) 检查前向公式。",
@@ -821,8 +918,11 @@ def _decompose(make_table: Any) -> None:
             if _overflows(got_x.grad, eager_x.grad):
                 raise Wrong(_OVERFLOW[0].format(what="gradients"), _OVERFLOW[1].format(what="梯度"), tried=label,
                             expected=described(eager_x.grad), got=diff)
-            if _cutoff(got_x.grad, eager_x.grad, x, tol):
-                raise Wrong(_CUTOFF[0].format(what="gradients"), _CUTOFF[1].format(what="梯度"), tried=label,
+            fault = _large_input_fault(answer, backward=True)
+            if fault is not None:
+                text = _CUTOFF if fault == "cutoff" else _CANCELLATION
+                raise Wrong(text[0].format(what="gradients", cut="grad_output"),
+                            text[1].format(what="梯度", cut="grad_output"), tried=label,
                             expected=described(eager_x.grad), got=diff)
             named = _backward_mistake(answer)
             if named is not None:
