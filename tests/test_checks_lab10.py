@@ -93,6 +93,29 @@ def test_shared_sizes_one_dim_for_batch_and_length_is_named():
     assert "one Dim for two dimensions" in result.en and "同一个 Dim" in result.zh
 
 
+def test_shared_sizes_second_input_dims_swapped_are_named():
+    result = expect_wrong("lab10.1", _shared(_pair(_B, _T), _pair(_T, _B)))
+    assert "Dims of one input are in the wrong order" in result.en and "batch, then length" in result.en
+    assert "有一个输入的 Dim 顺序错了" in result.zh and "先批维度，后长度" in result.zh
+    result = expect_wrong("lab10.1", _shared(_pair(_T, _B), _pair(_B, _T)))  # the first input's Dims swapped
+    assert "Dims of one input are in the wrong order" in result.en and "有一个输入的 Dim 顺序错了" in result.zh
+
+
+def test_shared_sizes_exported_with_keyword_inputs_passes_too():
+    def by_keyword(model, a, b):
+        first, second = _names(model)
+        batch, length = Dim("batch"), Dim("length")
+        return torch.export.export(model, (), kwargs={first: a, second: b},
+                                   dynamic_shapes={first: {0: batch, 1: length}, second: {0: batch, 1: length}})
+
+    def mixed(model, a, b):
+        batch, length = Dim("batch"), Dim("length")
+        return torch.export.export(model, (a,), kwargs={_names(model)[1]: b},
+                                   dynamic_shapes=({0: batch, 1: length}, {0: batch, 1: length}))
+    for answer in (by_keyword, mixed):
+        expect_passed("lab10.1", answer)
+
+
 def test_shared_sizes_feature_dim_marked_dynamic_is_named():
     result = expect_wrong("lab10.1", _shared(lambda: {0: _B, 1: _T, 2: Dim("f")}))
     assert "fixed by the model" in result.en and "被模型固定" in result.zh
@@ -377,6 +400,60 @@ def test_cond_gate_relu_computed_before_cond_is_named():
     assert "done before torch.cond" in result.en and "之前就做了" in result.zh
 
 
+@pytest.mark.parametrize("positive", [
+    lambda y: torch.maximum(y, torch.zeros_like(y)),
+    lambda y: torch.where(y > 0, y, 0.0),
+    lambda y: y * (y > 0),
+], ids=["maximum", "where", "mask"])
+def test_cond_gate_relu_written_otherwise_before_cond_is_named(positive):
+    def forward(self, x):
+        y = self.linear(x)
+        pos = positive(y)
+        return torch.cond(y.sum() > 0, lambda x, y, pos: pos + x, lambda x, y, pos: x - y, (x, y, pos))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "done before torch.cond" in result.en and "之前就做了" in result.zh
+
+
+@pytest.mark.parametrize("difference", [lambda x, y: x - y, lambda x, y: y - x, lambda x, y: 2 * (x - y)],
+                         ids=["x-y", "y-x", "twice"])
+def test_cond_gate_difference_computed_before_cond_is_named(difference):
+    scale = float(difference(torch.ones(()), torch.zeros(())))  # n / scale is x - y again
+
+    def forward(self, x):
+        y = self.linear(x)
+        n = difference(x, y)
+        return torch.cond(y.sum() > 0, lambda x, y, n: torch.relu(y) + x, lambda x, y, n: n / scale, (x, y, n))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "done before torch.cond" in result.en and "之前就做了" in result.zh
+
+
+def test_cond_gate_both_results_in_each_branch_are_named():
+    def forward(self, x):
+        y = self.linear(x)
+        both = lambda x, y: torch.where(y.sum() > 0, torch.relu(y) + x, x - y)  # noqa: E731
+        return torch.cond(y.sum() > 0, both, both, (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "each branch computes both results" in result.en and "每个分支都把两个结果都算了" in result.zh
+
+
+def test_cond_gate_operands_derived_without_branch_work_pass_too():
+    def negated(self, x):
+        y = self.linear(x)
+        return torch.cond(y.sum() > 0, lambda x, y, n: torch.relu(y) + x, lambda x, y, n: x + n, (x, y, -y))
+
+    def extra(self, x):
+        y = self.linear(x)
+        return torch.cond(y.sum() > 0, lambda x, y, w, x2: torch.relu(y) + x2, lambda x, y, w, x2: x - y,
+                          (x, y, self.linear.weight, x * 1))
+
+    def one_tuple(self, x):
+        y = self.linear(x)
+        return torch.cond(y.sum() > 0, lambda x, y: (y.clamp(min=0) + x,), lambda x, y: (torch.add(x, y, alpha=-1),),
+                          (x, y))[0]
+    for forward in (negated, extra, one_tuple):
+        expect_passed("lab10.2", _gate(forward))
+
+
 # -- lab10.3 ---------------------------------------------------------------------------------
 
 def _compile(stage="linalg-on-tensors", dynamic=True, convert=True, eager=False, keyed_x=False, detach=True,
@@ -540,6 +617,55 @@ def test_iree_vmvx_backend_is_named():
         return lambda x: _out(module, x)
     result = expect_wrong("lab10.3", vmvx)
     assert "vmvx" in result.en and "llvm-cpu" in result.en and "vmvx 后端" in result.zh
+
+
+def test_iree_vmvx_module_loaded_in_run_is_named():
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+
+    def lazy(model, example):
+        low = lowering(model, example, dynamic_shapes=({0: Dim("batch")},), stages=("linalg-on-tensors",))
+        vmfb, kept = ireec.compile_str(low.stage("linalg-on-tensors").text, target_backends=["vmvx"]), {}
+
+        def run(x):
+            if "module" not in kept:
+                kept["module"] = ireert.load_vm_flatbuffer(vmfb, driver="local-task")
+            return _out(kept["module"], x)
+        return run
+    result = expect_wrong("lab10.3", lazy)
+    assert "the module your run loads" in result.en and "vmvx" in result.en and "run 加载的模块" in result.zh
+
+
+def test_iree_compiling_in_run_is_named():
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+
+    def each_call(model, example):
+        text = lowering(model, example, dynamic_shapes=({0: Dim("batch")},),
+                        stages=("linalg-on-tensors",)).stage("linalg-on-tensors").text
+
+        def run(x):
+            vmfb = ireec.compile_str(text, target_backends=["llvm-cpu"])
+            return _out(ireert.load_vm_flatbuffer(vmfb, driver="local-task"), x)
+        return run
+    result = expect_wrong("lab10.3", each_call)
+    assert "compiles the MLIR with IREE again" in result.en and "又用 IREE 编译了一次" in result.zh
+
+
+def test_iree_llvm_cpu_module_loaded_lazily_in_run_passes_too():
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+
+    def lazy(model, example):
+        low = lowering(model, example, dynamic_shapes=({0: Dim("batch")},), stages=("linalg-on-tensors",))
+        vmfb, kept = ireec.compile_str(low.stage("linalg-on-tensors").text, target_backends=["llvm-cpu"]), {}
+
+        def run(x):
+            if "module" not in kept:
+                kept["module"] = ireert.load_vm_flatbuffer(vmfb, driver="local-task")
+            return _out(kept["module"], x)
+        return run
+    expect_passed("lab10.3", lazy)
 
 
 def test_iree_example_made_to_require_grad_is_named():

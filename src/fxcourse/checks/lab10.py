@@ -7,6 +7,8 @@ PyTorch. torch-mlir and IREE are imported only when task lab10.3 runs.
 from __future__ import annotations
 
 import contextlib
+import inspect
+import re
 from typing import Any, Callable, Iterator
 
 import torch
@@ -87,12 +89,37 @@ _ONE_ERRORS = [
 ]
 
 
+_CROSSED = re.compile(r"L\['(\w+)'\]\.size\(\)\[(\d)\] = \d+ is not equal to L\['(\w+)'\]\.size\(\)\[(\d)\]")
+_DIM_WORDS = {"0": ("the batch", "批维度"), "1": ("the length", "长度")}
+
+
+def _crossed_dims(text: str) -> tuple[str, str] | None:
+    """Why export refused: one Dim for dimension i of one input and dimension j != i of the other
+    (one input's Dims in the wrong order), read from the error's ``L['a'].size()[i] = ...
+    is not equal to L['b'].size()[j]``."""
+    found = _CROSSED.search(text)
+    if not found or found[1] == found[3] or found[2] == found[4] or not {found[2], found[4]} <= set(_DIM_WORDS):
+        return None
+    (en_i, zh_i), (en_j, zh_j) = _DIM_WORDS[found[2]], _DIM_WORDS[found[4]]
+    return (f"export refused your dynamic_shapes: the Dims of one input are in the wrong order. Dimension "
+            f"{found[2]} of {found[1]} ({en_i}) got the same Dim as dimension {found[4]} of {found[3]} ({en_j}), "
+            f"and these sizes differ in the example. In both inputs dimension 0 is the batch and dimension 1 the "
+            f"length: give each input its Dims in that order, batch, then length (lecture 10, section 3 "
+            f"'Dynamic shapes').",
+            f"导出（torch.export）拒绝了你的 dynamic_shapes：有一个输入的 Dim 顺序错了。{found[1]} 的第 {found[2]} 维"
+            f"（{zh_i}）与 {found[3]} 的第 {found[4]} 维（{zh_j}）用了同一个 Dim，而示例中这两个尺寸不同。两个输入的第 0 维"
+            f"都是批维度、第 1 维都是长度：请按这个顺序（先批维度，后长度）给每个输入的 Dim（第 10 讲第 3 节）。")
+
+
 def _export_or_named(answer: Callable[..., Any], model: nn.Module, args: tuple[torch.Tensor, ...], label: str,
                      errors: list[tuple[str, str, str]]) -> Any:
     try:
         return _call(answer, model, *args)
     except Exception as exc:
         text = str(exc)
+        crossed = _crossed_dims(text)
+        if crossed:
+            raise Wrong(*crossed, tried=label, got=one_line_error(exc)) from None
         for needle, en, zh in errors:
             if needle in text:
                 raise Wrong(en, zh, tried=label, got=one_line_error(exc)) from None
@@ -169,6 +196,21 @@ def _bounded_above(program: torch.export.ExportedProgram) -> tuple[str, str] | N
     return None
 
 
+def _call_as_exported(program: torch.export.ExportedProgram, model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Any:
+    """Call ``program.module()`` the way the learner exported it: the inputs given by position, or
+    by keyword (the model's own argument names) where the program was exported with kwargs."""
+    module = program.module()
+    spec = program.call_spec.in_spec
+    if spec is None or spec.num_children != 2 or not spec.child(1).context:
+        return _call(module, *inputs)
+    positional = spec.child(0).num_children
+    names = list(inspect.signature(model.forward).parameters)
+    by_name = dict(zip(names, inputs))
+    keywords = {name: by_name[name] for name in spec.child(1).context if name in by_name}
+    with quiet(), torch.no_grad():
+        return module(*inputs[:positional], **keywords)
+
+
 def _training_flags(model: nn.Module) -> list[tuple[str, Any]]:
     """Every submodule's training flag, and every parameter's requires_grad and dtype: what
     Snapshot (values only) does not see."""
@@ -239,7 +281,7 @@ def _check_shared_sizes(answer: Any) -> None:
                      f"{label}，导出后以批大小 {batch}、长度 {length} 调用")
             want = _call(model, *inputs)
             try:
-                got = _call(program.module(), *inputs)
+                got = _call_as_exported(program, model, inputs)
             except Exception as exc:
                 why = _why_rejected(program, {0: batch, 1: length})
                 en, zh = why or ("the exported program fails on these sizes.", "导出的程序在这组尺寸上运行失败。")
@@ -369,17 +411,114 @@ def _graph_ops(gm: torch.fx.GraphModule) -> list[str]:
     return [getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes if n.op == "call_function"]
 
 
-def _operand_ops(conds: list[torch.fx.Node]) -> list[str]:
-    """The ops outside torch.cond that compute its operands (not its predicate alone): a relu among
-    them is the relu(y) + x branch's work done whichever branch is taken."""
+def _ancestors(nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
     seen: set[torch.fx.Node] = set()
-    stack = [m for n in conds for m in n.all_input_nodes if m is not n.args[0] and m.op != "get_attr"]
+    stack = list(nodes)
     while stack:
         node = stack.pop()
         if node not in seen:
             seen.add(node)
             stack.extend(node.all_input_nodes)
-    return [getattr(n.target, "__name__", str(n.target)) for n in seen if n.op == "call_function"]
+    return seen
+
+
+def _operand_ops(conds: list[torch.fx.Node]) -> list[str]:
+    """The ops outside torch.cond that compute its operands and not its predicate: a relu among
+    them is the relu(y) + x branch's work done whichever branch is taken."""
+    predicate = _ancestors([n.args[0] for n in conds if isinstance(n.args[0], torch.fx.Node)])
+    operands = _ancestors([m for n in conds for m in n.all_input_nodes if m is not n.args[0] and m.op != "get_attr"])
+    return [getattr(n.target, "__name__", str(n.target)) for n in operands - predicate if n.op == "call_function"]
+
+
+# ops that make relu(y)'s value (or pick by sign) however it is written: relu, clamp, maximum with 0,
+# where(y > 0, ...), y * (y > 0), ...
+_BRANCH_WORK = {"relu", "clamp", "clamp_min", "clamp_max", "threshold", "hardtanh", "maximum", "minimum", "max",
+                "min", "fmax", "fmin", "where", "gt", "ge", "lt", "le", "abs", "sign", "sgn", "heaviside",
+                "masked_fill", "softplus", "elu", "leaky_relu", "relu6"}
+
+
+def _is_branch_work(op: str) -> bool:
+    return op.split(".")[0].rstrip("_") in _BRANCH_WORK
+
+
+def _cond_values(program: torch.export.ExportedProgram, x: torch.Tensor) -> list[tuple[list[Any], list[Any], list[Any]]]:
+    """Run ``program`` on ``x`` and, at every torch.cond, run both branches on its operands: per cond
+    node, (the first branch's outputs, the second's, the operands), whichever branch the
+    predicate picks."""
+    found: list[tuple[list[Any], list[Any], list[Any]]] = []
+    flat = lambda value: list(torch.utils._pytree.tree_leaves(value))  # noqa: E731
+
+    class Recorder(torch.fx.Interpreter):
+        def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+            if target is torch.ops.higher_order.cond:
+                operands = tuple(args[3])
+                found.append((flat(args[1](*operands)), flat(args[2](*operands)), flat(operands)))
+            return super().call_function(target, args, kwargs)
+
+    with quiet(), torch.no_grad():
+        Recorder(program.module()).run(x.clone())
+    return found
+
+
+def _multiple_of(value: torch.Tensor, of: torch.Tensor) -> bool:
+    """Whether ``value`` is c · ``of`` for some c != 0 (same shape)."""
+    if not isinstance(value, torch.Tensor) or value.shape != of.shape or not value.is_floating_point() and \
+            value.dtype != torch.bool:
+        return False
+    value = value.detach().double()
+    of = of.double()
+    scale = float((value * of).sum() / (of * of).sum()) if bool((of != 0).any()) else 0.0
+    return scale != 0.0 and bool(torch.allclose(value, scale * of, rtol=1e-4, atol=1e-5))
+
+
+def _branch_work_outside(program: torch.export.ExportedProgram, linear: nn.Linear,
+                         inputs: list[torch.Tensor]) -> bool:
+    """Whether a torch.cond operand holds (a multiple of) a branch's result or a part of it:
+    relu(y), relu(-y), y > 0, relu(y) + x or x - y, on inputs where y has both signs."""
+    for x in inputs:
+        with torch.no_grad():
+            y = linear(x)
+        if not (bool((y > 0).any()) and bool((y < 0).any()) and bool((x != 0).all())):
+            continue
+        works = [torch.relu(y), torch.relu(-y), (y > 0).float(), torch.relu(y) + x, x - y]
+        try:
+            values = _cond_values(program, x)
+        except Exception:
+            continue
+        for _, _, operands in values:
+            if any(_multiple_of(o.float() if isinstance(o, torch.Tensor) and o.dtype == torch.bool else o, w)
+                   for o in operands for w in works):
+                return True
+    return False
+
+
+def _branches_decide(program: torch.export.ExportedProgram, linear: nn.Linear,
+                     inputs: list[torch.Tensor]) -> bool:
+    """Whether a branch, run on an input where the predicate picks the other one, gives the other
+    branch's result: each branch computes both results (and picks one itself)."""
+    for x in inputs:
+        with torch.no_grad():
+            y = linear(x)
+        relu_x, sub = torch.relu(y) + x, x - y
+        if differs(relu_x, sub, rtol=1e-4, atol=1e-5) is None:
+            continue
+        try:
+            values = _cond_values(program, x)
+        except Exception:
+            continue
+        if len(values) != 1:
+            continue
+        first, second, _ = values[0]
+        own, others = (first, relu_x), (second, sub)
+        if bool(y.sum() > 0):
+            own, others = others, own  # the branch not picked is the second one
+        outputs, expected = own  # the branch the predicate does not pick, and its own result
+        other = others[1]
+        tensors = [o for o in outputs if isinstance(o, torch.Tensor) and o.shape == x.shape]
+        if tensors and all(differs(o, expected, rtol=1e-4, atol=1e-5) is not None for o in tensors) and \
+                any(differs(o, other, rtol=1e-4, atol=1e-5) is None for o in tensors):
+            return True
+    return False
 
 
 _COPIES = {"clone.default", "alias.default", "view.default", "detach.default", "_to_copy.default",
@@ -509,13 +648,23 @@ def _check_cond_gate(answer: Any) -> None:
         branches = [getattr(program.graph_module, str(a.target)) for n in conds for a in n.args[1:3]
                     if isinstance(a, torch.fx.Node) and a.op == "get_attr"]
         idle = [b for b in branches if not [op for op in _graph_ops(b) if op not in _COPIES]]
-        if idle or any(op.startswith(("relu", "clamp", "threshold")) for op in _operand_ops(conds)):
+        mixed = [x for branch, x in probes if branch in (_RELU, _SUB, _RELU_X, _SUB_X)]
+        if idle or any(_is_branch_work(op) for op in _operand_ops(conds)) or \
+                _branch_work_outside(program, linear, mixed):
             raise Wrong("the values are right, but a branch's work is done before torch.cond, whichever branch is "
                         "taken (torch.cond then only hands a result back): each branch must compute its own result, "
                         "so that only the branch taken runs.",
                         "数值正确，但某个分支的计算在 torch.cond 之前就做了，不论走哪个分支都会做（torch.cond 只是把结果交回）："
                         "每个分支必须自己计算自己的结果，这样才只运行被选中的分支。", tried=label,
                         got=(f"ops outside cond: {outer}", f"cond 之外的算子：{outer}"))
+        if _branches_decide(program, linear, mixed):
+            raise Wrong("the values are right, but each branch computes both results and picks one itself: run on "
+                        "an input where the condition picks the other branch, it gives that branch's result. Let "
+                        "each branch compute only its own result (the first relu(y) + x, the second x - y), so "
+                        "that only the work of the branch taken runs.",
+                        "数值正确，但每个分支都把两个结果都算了，再自己从中挑一个：在条件选中另一个分支的输入上运行它，"
+                        "它给出的是另一个分支的结果。请让每个分支只计算自己的结果（第一个是 relu(y) + x，第二个是 x - y），"
+                        "这样只运行被选中分支的计算。", tried=label)
         for tried, exc in failures:
             raise Wrong("the exported program fails on this input, where SkipGate returns a result.",
                         "导出的程序在这个输入上运行失败，而 SkipGate 能给出结果。", tried=tried, got=one_line_error(exc))
@@ -597,6 +746,30 @@ def _no_export() -> Iterator[list[int]]:
         yield tries
     finally:
         torch.export.export = original
+
+
+class _CompiledAgain(BaseException):
+    """Raised from IREE's compiler while ``run`` is called (a BaseException, as _ExportedAgain)."""
+
+
+@contextlib.contextmanager
+def _no_iree_compile() -> Iterator[None]:
+    """Make IREE's compiler raise inside the block: compile_str and compile_file (both end in
+    ``tools.core.invoke_immediate``, looked up when called) and the in-process compiler API's
+    ``Invocation.execute``."""
+    from iree.compiler.api import ctypes_dl
+    from iree.compiler.tools import core
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise _CompiledAgain
+
+    originals = (core.__dict__["invoke_immediate"], ctypes_dl.Invocation.__dict__["execute"])
+    core.invoke_immediate = refuse
+    ctypes_dl.Invocation.execute = refuse
+    try:
+        yield
+    finally:
+        core.invoke_immediate, ctypes_dl.Invocation.execute = originals
 
 
 @contextlib.contextmanager
@@ -746,10 +919,16 @@ def _check_iree(answer: Any) -> None:
             if index == 0:
                 first = fresh
             try:
-                with quiet(), _no_export() as exports, ops, _iree_calls() as calls:
+                with quiet(), _no_export() as exports, _no_iree_compile(), _loaded_modules() as late, ops, \
+                        _iree_calls() as calls:
                     got = run(fresh)
             except _ExportedAgain:
                 got, exports = None, [1]
+            except _CompiledAgain:
+                raise Wrong("your run compiles the MLIR with IREE again when it is called: compile once, in "
+                            "compile_with_iree, and let run only call the compiled module.",
+                            "你的 run 在被调用时又用 IREE 编译了一次 MLIR：请在 compile_with_iree 中只编译一次，"
+                            "run 只负责调用编译出的模块。", tried=tried) from None
             except Exception as exc:
                 text = str(exc)
                 if "requires grad" in text:
@@ -768,6 +947,13 @@ def _check_iree(answer: Any) -> None:
                             "dynamic batch, in compile_with_iree, and let run only call the compiled module.",
                             "你的 run 在被调用时又导出（并编译）了一次模型：请在 compile_with_iree 中以动态批维度只编译一次，"
                             "run 只负责调用编译出的模块。", tried=tried)
+            loaded.extend(late)
+            if late and _only_vmvx(loaded):
+                raise Wrong("the module your run loads was compiled for IREE's vmvx backend (a portable interpreter), "
+                            "not llvm-cpu: the exercise asks for native CPU code, target_backends=[\"llvm-cpu\"] "
+                            "(lecture 10, section 9 'Run it').",
+                            "你的 run 加载的模块是为 IREE 的 vmvx 后端（一个可移植的解释器）编译的，而不是 llvm-cpu：练习要求编译成本机 "
+                            "CPU 代码，即 target_backends=[\"llvm-cpu\"]（第 10 讲第 9 节）。", tried=tried)
             if not _same_tensor(fresh, x):
                 raise Wrong("run changed the tensor it was given (its values, shape, strides, dtype or requires_grad, "
                             "e.g. with x.requires_grad_(False) instead of x.detach()); leave it as it was.",
