@@ -239,7 +239,8 @@ def test_fused_an_intermediate_that_overflows_near_the_largest_number_is_named(a
 @pytest.mark.parametrize("answer", [
     lambda x: (lambda y: torch.where(y > 0, y, torch.zeros_like(y)))(x / x.abs().amax()),
     lambda x: torch.nan_to_num(torch.relu(x / x.abs().amax())),
-], ids=["where-as-relu", "nan_to_num-after"])
+    lambda x: torch.fmax(x / x.abs().amax(), torch.zeros((), dtype=x.dtype)),
+], ids=["where-as-relu", "nan_to_num-after", "fmax-drops-nan"])
 def test_fused_replacing_the_nan_of_zero_by_zero_is_named(answer):
     # all-zero x: normalise gives NaN everywhere (0 / 0); where(y > 0, y, 0) is False for NaN and gives 0
     result = expect_wrong("lab09.2", answer)
@@ -699,3 +700,9 @@ def test_hints_are_ladders_without_code():
         "lab09.3-masked", "lab09.3-precision", "lab09.2-near-max", "lab09.3-cancellation", "lab09.3-cutoff"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)
+
+
+def test_fused_fmax_is_named_among_what_replaces_nan():
+    # round 4: fmax(x / peak, 0) picks 0 over the NaN of 0 / 0; the message names fmax
+    result = expect_wrong("lab09.2", lambda x: torch.fmax(x / x.abs().amax(), torch.zeros((), dtype=x.dtype)))
+    assert "fmax or fmin" in result.en and "fmax 或 fmin" in result.zh

@@ -307,6 +307,15 @@ def test_cond_gate_negated_condition_is_named_on_nan():
     assert "is NaN" in result.en and "not (y.sum() <= 0)" in result.en and "为 NaN" in result.zh
 
 
+def test_cond_gate_nansum_condition_is_named_on_nan():
+    # round 4: nansum skips the NaN, so the condition is true where SkipGate's y.sum() > 0 is false
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.cond(y.nansum() > 0, lambda x, y: torch.relu(y) + x, lambda x, y: x - y, (x, y))
+    result = expect_wrong("lab10.2", _gate(forward))
+    assert "is NaN" in result.en and "nansum" in result.en and "nansum" in result.zh
+
+
 def test_cond_gate_squeezing_the_batch_is_named():
     def forward(self, x):
         y = self.linear(x)

@@ -743,3 +743,11 @@ def test_lab11_3_output_divided_by_x_is_named_on_tiny_x():
         "lab11.3-saved-written", "lab11.3-float32"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)
+
+
+def test_lab11_1_a_formula_that_cancels_on_small_inputs_is_named():
+    """sign(x) * (1 - 1/(1+|x|)) is softsign on paper, but 1e-8 and 1e-30 come back as 0 (round 4 of the attack)."""
+    cancelling = softsign_op_maker(kernel=lambda x: (torch.sign(x) * (1 - 1 / (1 + x.abs()))).contiguous())
+    result = expect_wrong("lab11.1", cancelling)
+    assert "subtracts nearly equal numbers" in result.en and "几乎相等的数相减" in result.zh
+    assert "small values" in result.tried or "小数值" in str(result.tried)

@@ -418,11 +418,12 @@ _FUSED_MISTAKES = [
                                   and bool((torch.isnan(want) & ~torch.isnan(got.detach())).any())),
             "your result is a number where normalise gives NaN: on an all-zero x normalise divides 0 by 0 and returns "
             "NaN everywhere. Your function guards the division (an epsilon added to the peak, a floor on it, or a "
-            "special case for zero) or replaces the NaN afterwards (nan_to_num, or a where whose comparison is false "
-            "for NaN and so selects 0; relu itself keeps NaN); normalise does neither.",
+            "special case for zero) or replaces the NaN afterwards (nan_to_num, fmax or fmin, which pick the number "
+            "over a NaN, or a where whose comparison is false for NaN and so selects 0; relu itself keeps NaN); "
+            "normalise does neither.",
             "你的结果在 normalise 给出 NaN 的地方是一个数：对全零的 x，normalise 计算 0 / 0，处处返回 NaN。你的函数给除法加了保护"
-            "（给峰值加一个 epsilon、给它设下限，或对零单独处理），或者事后替换了 NaN（nan_to_num，或者一个 where：它的比较对 NaN "
-            "为假，于是选了 0；relu 本身会保留 NaN）；normalise 两者都没有做。"),
+            "（给峰值加一个 epsilon、给它设下限，或对零单独处理），或者事后替换了 NaN（nan_to_num；fmax 或 fmin，它们在数和 NaN 之间选数；或者一个 where："
+            "它的比较对 NaN 为假，于是选了 0；relu 本身会保留 NaN）；normalise 两者都没有做。"),
     Mistake("guarded division",
             lambda got, want, p: _guarded(got, want, p.args[0]),
             "your function guards the division (an epsilon added to the peak, a floor on it, or a special case for "

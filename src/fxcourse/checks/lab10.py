@@ -611,9 +611,10 @@ def _check_cond_gate(answer: Any) -> None:
             if is_other and branch is _NAN:
                 raise Wrong("when y.sum() is NaN your program takes the relu(y) + x branch: SkipGate's condition "
                             "y.sum() > 0 is false for NaN, so it takes x - y. A negated condition such as "
-                            "not (y.sum() <= 0) is not the same when the sum is NaN.",
+                            "not (y.sum() <= 0), or a sum that skips NaN (nansum), is not the same when the sum "
+                            "is NaN.",
                             "当 y.sum() 为 NaN 时，你的程序走了 relu(y) + x 分支：对 NaN 而言 SkipGate 的条件 y.sum() > 0 "
-                            "为假，所以应当走 x - y 分支。像“非 (y.sum() <= 0)”这样取反的条件在和为 NaN 时并不等价。",
+                            "为假，所以应当走 x - y 分支。像“非 (y.sum() <= 0)”这样取反的条件，或者跳过 NaN 的求和（nansum），在和为 NaN 时都不等价。",
                             tried=tried, got=diff)
             if is_other and branch is _ROUND:
                 raise Wrong("on this input SkipGate's y.sum(), a float32 sum, is exactly 0 (rounding), so it takes "

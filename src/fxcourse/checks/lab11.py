@@ -308,6 +308,9 @@ def _call_fake(call: Callable[[], Any], label: tuple[str, str],
 _GRAD_TOL = dict(rtol=1e-12, atol=0.0)
 #: float64 results are compared this tightly: float32 arithmetic on the way shows (about 1e-8 off).
 _FLOAT64_TOL = dict(rtol=1e-12, atol=1e-15)
+#: the op's values, relative only, so a formula that cancels (1 - 1/(1+|x|)) shows on small inputs
+_VALUES64_TOL = dict(rtol=1e-12, atol=0.0)
+_VALUES32_TOL = dict(rtol=1e-5, atol=0.0)
 _FLOAT64_WANT = ("float64 precision: a relative difference below 1e-12", "float64 精度：相对误差小于 1e-12")
 
 
@@ -320,7 +323,7 @@ def _precision_got(got: torch.Tensor, want: torch.Tensor) -> tuple[str, str]:
 def _real_matches(label: tuple[str, str], x: torch.Tensor, got: Any, want: torch.Tensor) -> None:
     """Raise the named Wrong when the op's real output ``got`` is not what py_softsign returns (``want``):
     values (float64 ones to float64 precision), dtype, and a contiguous layout."""
-    tol = _FLOAT64_TOL if x.dtype == torch.float64 else {}
+    tol = _VALUES64_TOL if x.dtype == torch.float64 else _VALUES32_TOL
     diff = differs(got, want, **tol)
     if diff is not None:
         if isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype != want.dtype:
@@ -337,6 +340,14 @@ def _real_matches(label: tuple[str, str], x: torch.Tensor, got: Any, want: torch
                         "对 float64 的输入，调用算子得到的数值只有 float32 的精度：真实内核在某处用 float32 计算"
                         "（先转成 float32 再转回来，或者用了 float32 张量）；它必须在输入的 dtype 下算出与 py_softsign 相同的结果。",
                         tried=label, expected=_FLOAT64_WANT, got=_precision_got(got, want))
+        if differs(got, want, rtol=1e-3, atol=1e-5) is None:
+            raise Wrong("calling the op on small inputs loses their precision: the real kernel's formula "
+                        "subtracts nearly equal numbers (such as 1 - 1/(1+|x|)), which cancels the small value; "
+                        "compute what py_softsign computes, x / (1 + |x|).",
+                        "对很小的输入，调用算子的结果丢失了精度：真实内核的公式让两个几乎相等的数相减（例如 1 - 1/(1+|x|)），"
+                        "小数值被抵消掉了；请算出 py_softsign 所算的 x / (1 + |x|)。",
+                        tried=label, expected=("the same values to the precision of the input's dtype",
+                                               "在输入 dtype 的精度内相同的数值"), got=diff)
         raise Wrong("calling the op gives a different result from py_softsign: the op's real kernel should "
                     "compute what py_softsign computes (to the precision of the input's dtype).",
                     "调用该算子的结果与 py_softsign 不同：算子的真实内核应当算出与 py_softsign 相同的结果（达到输入 dtype 的精度）。",
@@ -363,7 +374,11 @@ def _softsign_probes() -> list[tuple[tuple[str, str], torch.Tensor]]:
             (("a 0-d float64 tensor: torch.tensor(0.1, dtype=torch.float64)",
               "0 维的 float64 张量：torch.tensor(0.1, dtype=torch.float64)"), torch.tensor(0.1, dtype=torch.float64)),
             (("every other column of a float64 (3, 8) tensor: x[:, ::2], shape (3, 4), strides (8, 2)",
-              "float64 的 (3, 8) 张量每隔一列取一列：x[:, ::2]，形状 (3, 4)，步长 (8, 2)"), wide[:, ::2])]
+              "float64 的 (3, 8) 张量每隔一列取一列：x[:, ::2]，形状 (3, 4)，步长 (8, 2)"), wide[:, ::2]),
+            (("small values in float32: [1e-3, 1e-8, -1e-30, 0.3]", "float32 的小数值：[1e-3, 1e-8, -1e-30, 0.3]"),
+             torch.tensor([1e-3, 1e-8, -1e-30, 0.3])),
+            (("small values in float64: [1e-3, 1e-8, -1e-30, 0.3]", "float64 的小数值：[1e-3, 1e-8, -1e-30, 0.3]"),
+             torch.tensor([1e-3, 1e-8, -1e-30, 0.3], dtype=torch.float64))]
 
 
 @task("lab11.1", "a graph-breaking function as a custom op", "把导致图中断的函数变成自定义算子", hints=[
