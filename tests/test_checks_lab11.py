@@ -626,7 +626,7 @@ def test_lab11_3_saving_the_float_with_save_for_backward_is_named():
     def setup(ctx, inputs, output, state):
         ctx.save_for_backward(*inputs)
     result = expect_wrong("lab11.3", autograd_with_state(setup, _backward_from_two_saved))
-    assert "setup_context raised an error" in result.en and "只能保存张量" in result.zh
+    assert "setup_context raised an error" in result.en and "只接受张量" in result.zh
 
 
 def test_lab11_3_a_gradient_for_s_is_named():
@@ -751,3 +751,42 @@ def test_lab11_1_a_formula_that_cancels_on_small_inputs_is_named():
     result = expect_wrong("lab11.1", cancelling)
     assert "subtracts nearly equal numbers" in result.en and "几乎相等的数相减" in result.zh
     assert "small values" in result.tried or "小数值" in str(result.tried)
+
+
+# -- round 5 of the attack: feedback that names the real cause ------------------------------------
+
+def test_lab11_1_a_fake_named_like_the_op_is_explained():
+    """`def softsign` twice: the second def (the fake) rebinds the name, and the fake is returned."""
+    def make_softsign_op(name):
+        @torch.library.custom_op(name, mutates_args=())
+        def softsign(x: torch.Tensor) -> torch.Tensor:
+            return py_softsign(x)
+
+        @softsign.register_fake
+        def softsign(x):  # noqa: F811 - the learner's mistake
+            return x.new_empty(x.shape)
+        return softsign
+
+    result = expect_wrong("lab11.1", make_softsign_op)
+    assert "plain Python function" in result.en and "rebinds the name" in result.en
+    assert "重新绑定" in result.zh
+
+
+def test_lab11_3_saving_the_inputs_tuple_is_explained():
+    def setup(ctx, inputs, output, state):
+        ctx.save_for_backward(inputs)
+    result = expect_wrong("lab11.3", autograd_with_state(setup, _backward_from_two_saved))
+    assert "save inputs[0], not inputs" in result.en and "inputs 这个元组本身也不是张量" in result.zh
+
+
+def test_lab11_3_saving_x_data_is_named():
+    def setup(ctx, inputs, output, state):
+        ctx.save_for_backward(inputs[0].data)
+        ctx.s = inputs[1]
+
+    def backward(ctx, grad, state):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * ctx.s * x * x, None
+    result = expect_wrong("lab11.3", autograd_with_state(setup, backward))
+    assert "x.data saved instead of x" in result.en and "保存的是 x.data" in result.zh
+

@@ -225,10 +225,14 @@ def _not_an_operator(op: Any) -> None:
     why = _compiled_matches(lambda t: op(t * 2) + 1, (x,), x * 2 / (1 + (x * 2).abs()) + 1)
     if why is not None:
         raise Wrong("make_softsign_op must return the operator it registered (what the decorator returns); what "
-                    "came back is a plain Python function, and Dynamo traces into such a function: this one breaks "
-                    "the graph, as py_softsign does.",
+                    "came back is a plain Python function, which Dynamo traces into instead of calling the op: "
+                    "compiled with fullgraph=True it breaks the graph (as py_softsign does) or computes something "
+                    "else (the fake kernel, for example, returns empty memory). If you named the fake kernel like "
+                    "the op (def softsign twice), the second def rebinds the name: give the fake its own name.",
                     "make_softsign_op 必须返回它注册的算子（装饰器返回的对象）；你返回的是一个普通的 Python 函数，"
-                    "Dynamo 会追踪进这种函数的内部：这个函数会像 py_softsign 一样产生图中断。",
+                    "Dynamo 会追踪进它的内部而不是调用算子：用 fullgraph=True 编译时，它要么产生图中断（像 py_softsign 那样），"
+                    "要么算出别的东西（例如 fake 内核返回的是未初始化的内存）。如果你给 fake 内核起了和算子相同的名字"
+                    "（两次 def softsign），第二个 def 会把这个名字重新绑定：请给 fake 内核另起一个名字。",
                     tried=tried, expected=("a custom operator", "一个自定义算子"), got=why)
     raise Wrong("make_softsign_op must return the operator itself, not a Python function around it: opcheck, "
                 "torch.export and this checker need the operator object (what the decorator returns). " + where[0],
@@ -720,8 +724,10 @@ def _changed(now: torch.Tensor, before: torch.Tensor, name: str) -> tuple[str, s
 
 
 _BACKWARD_ERRORS = [  # (text in the error, English, 中文)
-    ("save_for_backward can only save", "setup_context raised an error: save_for_backward keeps tensors only, and s "
-     "is a Python float.", "setup_context 抛出了异常：save_for_backward 只能保存张量，而 s 是 Python 浮点数。"),
+    ("save_for_backward can only save", "setup_context raised an error: save_for_backward takes tensors only, each "
+     "as its own argument; s is a Python float (keep it on ctx), and the inputs tuple itself is not a tensor "
+     "(save inputs[0], not inputs).", "setup_context 抛出了异常：save_for_backward 只接受张量，每个张量作为一个单独的参数；"
+     "s 是 Python 浮点数（把它放在 ctx 上），inputs 这个元组本身也不是张量（要保存 inputs[0]，而不是 inputs）。"),
     ("incorrect number of gradients", "the backward must return a tuple with one gradient per input of the op (x, "
      "then s).", "反向传播必须返回一个元组，算子的每个输入（先 x，再 s）各对应一个梯度。"),
     ("different than none at position 2", "the backward returns a gradient for s, but s is a Python float, not a "
@@ -755,11 +761,12 @@ _OUTSIDE = ("the backward reads x or s from state kept outside ctx (a global, a 
             "反向传播从 ctx 之外保存的状态（全局变量、闭包、算子对象）读取 x 或 s：当算子在一次反向传播之前被调用两次时，"
             "第一次调用的反向传播看到的是第二次调用的值。反向传播需要的东西要放在 ctx 上，张量要用 ctx.save_for_backward 保存。")
 _NOT_SAVED = ("the backward reads x from where autograd cannot watch it (a ctx attribute or other state, not "
-              "ctx.save_for_backward): when x is changed in place after the forward, the backward silently uses "
-              "the new values and returns a wrong gradient, where a tensor saved with save_for_backward makes "
-              "autograd raise an error.",
-              "反向传播从自动微分无法监控的地方读取 x（ctx 的属性或其他状态，而不是 ctx.save_for_backward）：前向传播之后如果 x "
-              "被原地修改，反向传播会悄悄用上新值，返回错误的梯度；而用 save_for_backward 保存的张量会让自动微分报错。")
+              "ctx.save_for_backward, or x.data saved instead of x): when x is changed in place after the forward, "
+              "the backward silently uses the new values and returns a wrong gradient, where x itself saved with "
+              "save_for_backward makes autograd raise an error.",
+              "反向传播从自动微分无法监控的地方读取 x（ctx 的属性或其他状态，而不是 ctx.save_for_backward；或者保存的是 x.data "
+              "而不是 x）：前向传播之后如果 x 被原地修改，反向传播会悄悄用上新值，返回错误的梯度；而用 save_for_backward 保存 x "
+              "本身会让自动微分报错。")
 
 
 _FLOAT32_GRAD = ("the gradient for a float64 x has only float32 precision: the backward computes in float32 "
