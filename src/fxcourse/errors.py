@@ -14,7 +14,7 @@ from typing import Any, Callable, TypeVar
 
 from ._lang import pick
 
-__all__ = ["FxCourseError", "describe", "refuses_bad_calls"]
+__all__ = ["FxCourseError", "describe", "need_flag", "refuses_bad_calls"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -166,3 +166,21 @@ def _bad_call(name: str, shown: str, signature: inspect.Signature, args: tuple[A
     return FxCourseError(got=f"a call it cannot take ({message})", accepted=shown,
                          fix="pass the arguments as shown, by position or by keyword", where=name,
                          zh=f"{name}：无法接受这样的调用（{message}）；用法：{shown}。修复：按上面的用法传参。")
+
+
+def need_flag(value: object, name: str, where: str, fix: str, fix_zh: str, *, none_ok: bool = False) -> None:
+    """Refuse an option that is not ``True`` or ``False`` (or ``None`` when ``none_ok``): a truthy
+    ``"no"`` or ``1`` would otherwise read as ``True``.
+
+    >>> need_flag(True, "shapes", "draw", "pass shapes=False", "传 shapes=False")
+    >>> need_flag("no", "shapes", "draw", "pass shapes=False", "传 shapes=False")
+    Traceback (most recent call last):
+    ...
+    fxcourse.errors.FxCourseError: draw: got shapes=str 'no'; expected shapes=True or shapes=False. Fix: pass shapes=False. / draw：shapes=str 'no' 不可用；只能是 True 或 False。修复：传 shapes=False。
+    """
+    if isinstance(value, bool) or (none_ok and value is None):
+        return
+    en, zh = ("None, True or False", "None、True 或 False") if none_ok else (f"{name}=True or {name}=False", "True 或 False")
+    raise FxCourseError(got=f"{name}={describe(value)}", accepted=en, fix=fix, where=where,
+                        zh=f"{where}：{name}={describe(value)} 不可用；只能是 {zh}。修复：{fix_zh}。")
+

@@ -18,7 +18,7 @@ from typing import Any
 
 from ._dot import Dot
 from .._lang import only
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, need_flag
 
 __all__ = ["Drawing", "dot_missing_message", "draw"]
 
@@ -125,11 +125,8 @@ def draw(obj: Any, *, max_nodes: int | None = MAX_NODES, focus: str | None = Non
                             accepted="a module path such as 'layer1' or 'layer1.0', or None",
                             fix="pass the dotted path of one submodule, as named in the collapsed picture",
                             zh=f"draw：focus={focus!r} 不可用；focus 应为子模块的路径（如 'layer1'），或 None。")
-    if not isinstance(shapes, bool):  # shapes="no" would read as True
-        raise FxCourseError(got=f"shapes={describe(shapes)}", where="draw", accepted="shapes=True or shapes=False",
-                            fix="pass shapes=False to leave shapes and dtypes out of the labels, else leave it out",
-                            zh=f"draw：shapes={describe(shapes)} 不可用；需要 True 或 False。"
-                               "修复：传 shapes=False 可在标签中省略形状和 dtype，否则不传。")
+    need_flag(shapes, "shapes", "draw", "pass shapes=False to leave shapes and dtypes out of the labels, else leave it out",
+              "传 shapes=False 可在标签中省略形状和 dtype，否则不传")
     _require_dot()
     dot, source = _build(obj, max_nodes, focus, shapes)
     return Drawing(dot, source)

@@ -17,7 +17,7 @@ import io
 from typing import Any, Mapping, Sequence, Union
 
 from .._lang import pick
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, describe, need_flag
 
 __all__ = ["Plot", "bar_plot", "cjk_font"]
 
@@ -192,9 +192,7 @@ def _check_options(title: Any, unit: Any, log: Any, series: Any, fmt: Any) -> No
                                 fix=f'pass e.g. {name}=("time per call", "每次调用耗时")',
                                 zh=f"bar_plot：{name}={describe(value)} 不可用；需要字符串或（英文, 中文）字符串对，"
                                    f'例如 {name}=("time per call", "每次调用耗时")。')
-    if not isinstance(log, bool):
-        raise FxCourseError(got=f"log={describe(log)}", where="bar_plot", accepted="log=True or log=False",
-                            fix="pass log=True for numbers spanning decades", zh=f"bar_plot：log={describe(log)} 不可用；log 只能是 True 或 False。")
+    need_flag(log, "log", "bar_plot", "pass log=True for numbers spanning decades", "数值跨越几个数量级时传 log=True")
     if series is not None and (isinstance(series, (str, bytes)) or not isinstance(series, Sequence)):
         raise FxCourseError(got=f"series={describe(series)}", where="bar_plot",
                             accepted="a list of series names (a str would be split into letters)",

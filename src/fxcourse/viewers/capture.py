@@ -33,7 +33,7 @@ from ._dynamo_log import LoggedBreak, Recording, describe_skip, recording
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
 from .._text import first_line, fold, one_line_error, quiet, scrub
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, describe, need_flag
 
 __all__ = ["Capture", "CapturedGraph", "GraphBreak", "Recompile", "capture"]
 
@@ -379,11 +379,8 @@ def capture(fn_or_module: Callable[..., Any], *args: Any, dynamic: bool | None =
                             fix="pass the function itself, e.g. capture(f, x)", where="capture",
                             zh=f"capture：收到 {describe(fn_or_module)}，它不能调用；需要函数或 nn.Module。"
                                f"修复：传入函数本身，例如 capture(f, x)。")
-    if dynamic is not None and not isinstance(dynamic, bool):  # 1 == True, but torch wants a bool
-        raise FxCourseError(got=f"dynamic={dynamic!r}", accepted="None, True or False",
-                            fix="leave dynamic=None to let Dynamo decide", where="capture",
-                            zh=f"capture：dynamic={dynamic!r} 不可用；只能是 None、True 或 False。"
-                               f"修复：保留 dynamic=None，让 Dynamo 自己决定。")
+    need_flag(dynamic, "dynamic", "capture", "leave dynamic=None to let Dynamo decide", "保留 dynamic=None，让 Dynamo 自己决定",
+              none_ok=True)
     inner, backend_name = _lookup(backend)
     return _capture(_unwrap_compiled(fn_or_module), args, kwargs, inner, backend_name, dynamic)
 

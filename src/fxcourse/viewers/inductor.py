@@ -31,7 +31,7 @@ from .._caller_state import process_kept, untouched
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
 from .._text import one_line_error, quiet
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, describe, need_flag
 from .capture import eager_error, whose_error
 
 __all__ = ["AOTGraphs", "Extern", "InductorCode", "Kernel", "aot_graphs", "inductor_code"]
@@ -163,12 +163,8 @@ def inductor_code(fn: Callable[..., Any], *args: Any, simdlen: int | None = 0,
                             zh=f"inductor_code：simdlen={describe(simdlen)} 不可用；需要 0（标量 C++，在每种 CPU 上都一样）、"
                                "以比特计的向量宽度（如 256、512），或 None（沿用 Inductor 自己的设置）。修复：不传 simdlen，"
                                "或传 simdlen=None 查看向量化代码。")
-    if dynamic is not None and not isinstance(dynamic, bool):
-        raise FxCourseError(got=f"dynamic={describe(dynamic)}", accepted="False (the default), True or None",
-                            fix="leave dynamic out for code specialised to these shapes, or pass dynamic=True",
-                            where="inductor_code",
-                            zh=f"inductor_code：dynamic={describe(dynamic)} 不可用；只能是 False（默认）、True 或 None。"
-                               "修复：不传 dynamic（按这些形状生成代码），或传 dynamic=True。")
+    need_flag(dynamic, "dynamic", "inductor_code", "leave dynamic out for code specialised to these shapes, or pass "
+              "dynamic=True", "不传 dynamic（按这些形状生成代码），或传 dynamic=True", none_ok=True)
     import torch._dynamo
     import torch._inductor.config as inductor_config
     from torch._inductor.utils import run_and_get_code

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 from .._lang import only
 from .._render import Table, Viewable, table_style
 from .._text import quiet
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, describe, need_flag
 
 __all__ = ["Lowering", "Stage", "lowering"]
 
@@ -224,10 +224,8 @@ def lowering(model: Any, *args: Any, dynamic_shapes: Any = None, stages: Sequenc
                             fix='pass e.g. stages=("torch", "linalg-on-tensors")', where="lowering",
                             zh=f"收到 {stages!r}；需要由 {list(MLIR_STAGES)} 中的名字组成的非空序列。"
                                '修复：例如传入 stages=("torch", "linalg-on-tensors")。')
-    if not isinstance(strict, bool):  # strict="no" would read as True
-        raise FxCourseError(got=f"strict={describe(strict)}", accepted="strict=True or strict=False", where="lowering",
-                            fix="leave strict out (False: export traces with Python) or pass strict=True",
-                            zh=f"lowering：strict={describe(strict)} 不可用；需要 True 或 False。修复：不传 strict（即 False），或传 strict=True。")
+    need_flag(strict, "strict", "lowering", "leave strict out (False: export traces with Python) or pass strict=True",
+              "不传 strict（即 False），或传 strict=True")
     if dynamic_shapes is not None and not isinstance(dynamic_shapes, (dict, tuple, list)):
         raise FxCourseError(got=f"dynamic_shapes={describe(dynamic_shapes)}", where="lowering",
                             accepted="None, or what torch.export takes: a dict (or tuple) giving each input's dynamic dims",
