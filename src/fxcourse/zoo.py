@@ -229,7 +229,11 @@ def names() -> list[str]:
 
 
 def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
-    """Build zoo model ``name`` (seeded, eval mode) and its example inputs."""
+    """Build zoo model ``name`` (seeded, eval mode) and its example inputs.
+
+    The seed applies to a forked random stream: the global torch generator is left
+    where the caller had it.
+    """
     _check_seed(seed, "zoo.example")
     if not isinstance(name, str) or name not in _ENTRIES:
         raise FxCourseError(
@@ -239,9 +243,12 @@ def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ..
                "修复：从 fxcourse.zoo.names() 中选一个名字。",
         )
     build, inputs = _ENTRIES[name]
-    torch.manual_seed(seed)
-    model = build().eval()
-    return model, inputs()
+    # Seed a forked stream: the caller's global random stream goes on as if this
+    # call had never happened (issue: a helper must not move the learner's RNG).
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = build().eval()
+        return model, inputs()
 
 
 # A misspelt keyword or a missing argument: a FxCourseError, not Python's TypeError.
