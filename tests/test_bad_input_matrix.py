@@ -915,27 +915,36 @@ def _files(root: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
 
-def _cells(data: bytes) -> list[str] | None:
-    try:
-        return [c.get("source") if isinstance(c.get("source"), str) else "".join(c.get("source"))
-                for c in json.loads(data)["cells"]]
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def _lost(before: dict[Path, bytes], root: Path) -> list[str]:
-    """Files the user had whose bytes are nowhere now (a notebook edited in place, its cells kept, is not lost)."""
+    """Files the user had whose bytes are nowhere now. A notebook rewritten in place counts
+    unless the rewrite only filled in what was empty (a lab that had no outputs, executed): an
+    output or a cell's metadata replaced (nb run, slides mark) must have been kept somewhere."""
     after = _files(root)
     present = set(after.values())
     lost = []
     for path, data in before.items():
         if data in present:
             continue
-        cells = _cells(data)
-        if path in after and cells is not None and _cells(after[path]) == cells:
-            continue  # metadata or outputs rewritten in place (slides mark, nb run)
+        if path in after and _only_filled_in(data, after[path]):
+            continue
         lost.append(str(path.relative_to(root)))
     return lost
+
+
+def _only_filled_in(old: bytes, new: bytes) -> bool:
+    """The same cells, and every output list and metadata dict that ``old`` had filled is the same in ``new``."""
+    try:
+        old_cells, new_cells = json.loads(old)["cells"], json.loads(new)["cells"]
+    except Exception:  # noqa: BLE001
+        return False
+    if len(old_cells) != len(new_cells):
+        return False
+    for a, b in zip(old_cells, new_cells):
+        if "".join(a.get("source", "")) != "".join(b.get("source", "")):
+            return False
+        if any(a.get(key) and a.get(key) != b.get(key) for key in ("outputs", "metadata")):
+            return False
+    return True
 
 
 def _classify_cli(r: Row, learner: Learner, tmp: Path, monkeypatch, capsys) -> Outcome:
@@ -1084,13 +1093,21 @@ def test_the_harness_finds_each_forbidden_class(r, cls, tmp_path, monkeypatch, c
         torch.set_grad_enabled(grad)
 
 
-@pytest.mark.parametrize("code, cls", [(3, "foreign"), (0, "lost")])
+@pytest.mark.parametrize("code, cls", [(3, "foreign"), (0, "lost"), (1, "lost")])
 def test_the_harness_finds_a_foreign_exit_and_a_lost_file(code, cls, tmp_path, monkeypatch, capsys):
     def run(args):
         if code == 3:
             raise KeyError("a bug")  # main() turns it into exit 3, "unexpected error"
         for path in Path.cwd().glob("*.ipynb"):
-            path.unlink()
+            if code == 1:  # outputs and a cell's metadata replaced in place, no copy kept
+                nb = nbformat.read(path, as_version=4)
+                for cell in nb.cells:
+                    cell.metadata["slideshow"] = {"slide_type": "skip"}
+                    if cell.cell_type == "code":
+                        cell.outputs = []
+                nbformat.write(nb, path)
+            else:
+                path.unlink()
         return 0
 
     monkeypatch.setattr(cli, "_run", run)

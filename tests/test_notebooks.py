@@ -63,3 +63,37 @@ def test_nb_run_reports_a_failing_cell_clearly(tmp_path):
         nbrun.run(path)
     with pytest.raises(FxCourseError, match="existing .ipynb"):
         nbrun.run(tmp_path / "missing.ipynb")
+
+
+def test_nb_run_keeps_the_version_it_replaces(tmp_path):
+    (tmp_path / "course").mkdir()
+    path = tmp_path / "course" / "mine.ipynb"
+    nb = new_notebook(cells=[new_code_cell("print('hello')")],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="what I ran on my GPU\n")]
+    nb.cells[0].execution_count = 7
+    nbformat.write(nb, path)
+    mine = path.read_bytes()
+    _, kept = nbrun.run(path)
+    # the old outputs are not lost: a copy sits in the course's backups/ folder, under course/
+    assert kept is not None and kept.parent == tmp_path / "backups" / "course", kept
+    assert kept.read_bytes() == mine
+    assert "hello" in path.read_text() and "my GPU" not in path.read_text()
+    _, again = nbrun.run(path)  # the same bytes again: nothing new to keep
+    assert again is None
+    assert sorted(p.name for p in kept.parent.iterdir()) == [kept.name]
+
+
+def test_slides_mark_keeps_an_instructors_own_slide_choices(tmp_path, capsys):
+    from fxcourse.tooling import cli
+
+    path = tmp_path / "talk.ipynb"
+    nb = new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title"), new_code_cell("1")])
+    nb.cells[1].metadata["slideshow"] = {"slide_type": "skip"}  # chosen by hand
+    nbformat.write(nb, path)
+    mine = path.read_bytes()
+    assert cli.main(["slides", "mark", str(path)]) == 0
+    copies = list((tmp_path / "backups").iterdir())
+    assert [c.read_bytes() for c in copies] == [mine]
+    assert copies[0].name in capsys.readouterr().out  # and the command says where it went
+    assert nbformat.read(path, as_version=4).cells[1].metadata["slideshow"] != {"slide_type": "skip"}

@@ -7,6 +7,7 @@ and reports speak the reader's language (``FXCOURSE_LANG=en|zh|both``, default b
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -194,8 +195,9 @@ def _slides(args: argparse.Namespace) -> int:
 
     if args.action == "mark":
         changed = slides.mark_paths(args.paths)
+        kept = slides.marked_backups()
         for path in changed:
-            print(path)
+            print(_with_copy(path, kept.get(path)))
         print(pick(f"{len(changed)} notebooks marked", f"已标记 {len(changed)} 个笔记本"))
         return 0
     problems = slides.check_paths(args.paths)
@@ -258,8 +260,17 @@ def _run(args: argparse.Namespace) -> int:
     for path in paths:  # every notebook checked before the first one runs
         nbrun.prepare(path)
     for path in paths:
-        _say(f"{path}: {nbrun.run(path):.1f} s")  # a number: the same in every language
+        seconds, kept = nbrun.run(path)
+        _say(_with_copy(f"{path}: {seconds:.1f} s", kept))  # a number: the same in every language
     return 0
+
+
+def _with_copy(line: object, kept: Path | None) -> str:
+    """``line``, and where the version a command replaced was kept, if it kept one."""
+    if kept is None:
+        return str(line)
+    where = os.path.relpath(kept) if not os.path.relpath(kept).startswith("..") else str(kept)
+    return f"{line}" + pick(f" (the version it replaced is in {where})", f"（被替换的版本保存在 {where}）")
 
 
 def _say(line: object) -> None:

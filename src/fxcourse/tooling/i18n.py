@@ -17,7 +17,6 @@ language) and still reports a mixed one.
 from __future__ import annotations
 
 import re
-import shutil
 import warnings
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +27,7 @@ import nbformat
 
 from .._lang import current, only, pick
 from ..errors import FxCourseError
-from .nbrun import kernel_language
+from .nbrun import keep_copy, kernel_language
 
 __all__ = ["KINDS", "LANGUAGE_TAG", "Exported", "Problem", "check_glossary", "check_notebook", "check_paths",
            "export", "export_iter", "headings", "kernel_language", "notebooks_in", "single_language"]
@@ -342,15 +341,7 @@ def _inside_course(target: Path, exports: dict[Path, bool] | None = None) -> boo
 
 
 def _backup(target: Path, out: Path) -> Path:
-    folder = out / "backups" / target.parent.name
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    backup, n = folder / f"{target.stem}.{stamp}{target.suffix}", 1
-    while backup.exists():
-        n += 1
-        backup = folder / f"{target.stem}.{stamp}-{n}{target.suffix}"
-    shutil.copy2(target, backup)
-    return backup
+    return keep_copy(target, out / "backups" / target.parent.name)
 
 
 def single_language(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNode:

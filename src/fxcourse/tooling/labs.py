@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import copy
 import re
-import shutil
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -124,17 +122,9 @@ def _lab_state(lab_path: Path) -> tuple[str | None, str | None, FxCourseError | 
 def _backup(lab_path: Path, root: Path, *, broken: bool = False) -> Path:
     """Copy ``lab_path`` into ``root/backups/`` under a new, timestamped name. A broken file
     is kept as ``.txt`` so that JupyterLab opens it in its text editor."""
-    folder = root / BACKUPS
-    folder.mkdir(exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    suffix = ".broken.txt" if broken else ".ipynb"
-    target = folder / f"{lab_path.stem}.{stamp}{suffix}"
-    n = 1
-    while target.exists():
-        n += 1
-        target = folder / f"{lab_path.stem}.{stamp}-{n}{suffix}"
-    shutil.copy2(lab_path, target)
-    return target
+    from .nbrun import keep_copy
+
+    return keep_copy(lab_path, root / BACKUPS, ".broken.txt" if broken else ".ipynb")
 
 
 def _install(lab: nbformat.NotebookNode, solution_path: Path, lab_path: Path, root: Path, *,

@@ -30,7 +30,10 @@ import nbformat
 from .._lang import ENV, pick
 from ..errors import FxCourseError
 
-__all__ = ["check_kernel", "check_writable", "execute", "merge_streams", "prepare", "read", "run", "write"]
+__all__ = ["BACKUPS", "backup_folder", "check_kernel", "check_writable", "execute", "keep_copy", "merge_streams",
+           "prepare", "read", "run", "write"]
+
+BACKUPS = "backups"  # in the course folder, beside labs/: JupyterLab's file browser shows it
 
 DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 _REPAIR = ("open it in a text editor and repair it, or restore it from your copy or version control "
@@ -223,19 +226,52 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, *, name: str = "notebook", tim
     return nb
 
 
-def write(nb: nbformat.NotebookNode, path: str | Path) -> None:
-    """Write ``nb`` to ``path`` through a temporary file, so a failed write loses nothing."""
+def keep_copy(path: Path, folder: Path, suffix: str | None = None) -> Path:
+    """Copy ``path`` into ``folder`` as ``<stem>.<timestamp><suffix>`` (a new name each time:
+    an earlier copy is never replaced); return where it went."""
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = path.suffix if suffix is None else suffix
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target, n = folder / f"{path.stem}.{stamp}{suffix}", 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = folder / f"{path.stem}.{stamp}-{n}{suffix}"
+    shutil.copy2(path, target)
+    return target
+
+
+def backup_folder(path: str | Path) -> Path:
+    """Where ``write(..., keep=True)`` keeps what it replaces: ``backups/<folder>/`` in the course
+    folder holding ``path`` (the nearest folder above it with ``course/`` or ``solutions/``), or
+    ``backups/`` beside a notebook that is in no course."""
+    path = Path(path).resolve()
+    for folder in path.parents:
+        if (folder / "course").is_dir() or (folder / "solutions").is_dir():
+            return folder / BACKUPS / path.parent.relative_to(folder)
+    return path.parent / BACKUPS
+
+
+def write(nb: nbformat.NotebookNode, path: str | Path, *, keep: bool = False) -> Path | None:
+    """Write ``nb`` to ``path`` through a temporary file, so a failed write loses nothing.
+
+    With ``keep``, a file already at ``path`` whose bytes differ from the new ones is first
+    copied into :func:`backup_folder`; the copy's path is returned (None when nothing was kept).
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.fxcourse-tmp")
+    kept = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             nbformat.write(nb, tmp)
         if path.exists():
             shutil.copymode(path, tmp)
+            if keep and path.read_bytes() != tmp.read_bytes():
+                kept = keep_copy(path, backup_folder(path))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    return kept
 
 
 def prepare(path: str | Path) -> nbformat.NotebookNode:
@@ -252,14 +288,15 @@ def prepare(path: str | Path) -> nbformat.NotebookNode:
     return nb
 
 
-def run(path: str | Path, *, timeout: int = 600) -> float:
-    """Execute the notebook at ``path`` in place; return the seconds it took."""
+def run(path: str | Path, *, timeout: int = 600) -> tuple[float, Path | None]:
+    """Execute the notebook at ``path`` in place; return the seconds it took and where the
+    version it replaced was kept (None when the bytes did not change)."""
     path = Path(path)
     nb = prepare(path)
     start = time.perf_counter()
     execute(nb, path.parent.resolve(), name=str(path), timeout=timeout)
-    write(nb, path)
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return seconds, write(nb, path, keep=True)
 
 
 def source_hash(nb: nbformat.NotebookNode) -> str:

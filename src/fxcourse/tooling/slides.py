@@ -30,7 +30,7 @@ import nbformat
 from .._lang import pick
 
 __all__ = ["BUDGET", "RISE_SETTINGS", "OutOfDate", "check_paths", "estimate_lines", "mark_notebook",
-           "mark_paths", "slide_types"]
+           "mark_paths", "marked_backups", "slide_types"]
 
 #: About how many lines of notebook text fit on a 1280×720 projector in RISE.
 BUDGET = 30
@@ -142,7 +142,8 @@ def _differences(nb: nbformat.NotebookNode) -> list[tuple[int, str | None, str]]
 
 def mark_notebook(path: str | Path) -> bool:
     """Write the slide metadata into the notebook at ``path``; True if it changed. Outputs,
-    sources and every other field stay as they are."""
+    sources and every other field stay as they are; the version it replaced is kept in
+    ``backups/`` first (see :func:`marked_backups`)."""
     from .nbrun import read, write
 
     nb = read(path, where="slides mark")
@@ -151,8 +152,18 @@ def mark_notebook(path: str | Path) -> bool:
         for cell, kind in zip(nb.cells, slide_types(nb)):
             cell.metadata["slideshow"] = {"slide_type": kind}
         nb.metadata["rise"] = dict(RISE_SETTINGS)
-        write(nb, path)
+        kept = write(nb, path, keep=True)
+        if kept is not None:
+            _KEPT[Path(path)] = kept
     return changed
+
+
+_KEPT: dict[Path, Path] = {}  # notebook -> the copy of what mark_notebook replaced, this process
+
+
+def marked_backups() -> dict[Path, Path]:
+    """Each notebook ``mark_notebook`` rewrote in this process, and where its old version is."""
+    return dict(_KEPT)
 
 
 @dataclass(frozen=True)
