@@ -299,3 +299,54 @@ def test_attributes_set_during_the_call_are_put_back():
     assert model.scale is None  # the learner's model has not been "called"
     second = capture(model, x)
     assert first.break_count == second.break_count >= 1
+
+
+def _inner(x):
+    if x.sum() > 0:  # data-dependent: breaks wherever it is traced
+        return x + 1
+    return x - 1
+
+
+def _middle(x):
+    return _inner(x * 2) + 1
+
+
+def _outer(x):
+    return _middle(x) * 3
+
+
+def _two_calls(x):
+    a = _inner(x)
+    b = _inner(-x)
+    return a + b
+
+
+def test_a_break_met_while_inlining_is_shown_once_and_its_repeats_say_whose_graph_they_split():
+    cap = capture(_outer, torch.ones(3))
+    # Dynamo really splits three frames here (5 graphs); its log has the same stack three times
+    assert cap.graph_count == 5 and len(cap.breaks) == 3 == dynamo_logged_breaks(_outer, (torch.ones(3),))
+    first, second, third = cap.breaks
+    assert {b.location for b in cap.breaks} == {f"test_capture_breaks.py:{_inner.__code__.co_firstlineno + 1}"}
+    assert (first.repeat_of, second.repeat_of, third.repeat_of) == (0, 1, 1)
+    assert (first.frame, first.callee) == ("_outer", "_middle")
+    assert (second.frame, second.callee) == ("_middle", "_inner")
+    assert third.frame == "" and third.function == "_inner"
+    text = cap.to_text()
+    assert "_outer's graph is split at that call" in text and "return _middle(x) * 3" in text
+    assert "the same break as 1, met again in _middle's own frame" in text
+    assert "the same break as 1, met again in _inner's own frame: this time it splits _inner's graph\n" in text
+    assert text.count("Detected data-dependent branching") == 1  # the reason is not printed three times
+    assert "the same break as 1" in cap.to_html()
+
+
+def test_the_same_line_reached_from_two_call_sites_is_not_a_repeat():
+    cap = capture(_two_calls, torch.ones(3))
+    assert [b.repeat_of for b in cap.breaks] == [0, 1, 0]  # the second call site is a break of its own
+
+
+def test_repeats_speak_chinese(monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    text = capture(_outer, torch.ones(3)).to_text()
+    assert "与第 1 处是同一个图中断，在 _middle 自己的帧中再次遇到" in text
+    assert "Dynamo 在 _outer 中内联对 _middle 的调用时遇到它" in text
+    assert "the same break" not in text

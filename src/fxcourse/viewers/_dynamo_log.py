@@ -48,6 +48,7 @@ class LoggedBreak:
     explanation: str = ""
     effect: str = ""  # set when Dynamo skipped the rest of the frame
     call: int = 1
+    stack: tuple[tuple[str, int, str, str], ...] = ()  # the user traceback: (file, line, function, source)
 
 
 @dataclass
@@ -182,7 +183,9 @@ def parse_break(message: str, error: str = "", call: int = 1) -> LoggedBreak | N
     reason_text = head.partition("Graph Break Reason:")[2] or error or head
     reason, explanation = _reason(reason_text)
     effect = only(*_SKIPPED_REST) if any(message.startswith(p) or p in reason_text for p in _UNRESUMABLE) else ""
-    return LoggedBreak(reason, file, lineno, function, line, explanation, effect, call)
+    stack = tuple((m.group("file"), int(m.group("line")), m.group("func").strip(), m.group("src").strip())
+                  for m in frames)
+    return LoggedBreak(reason, file, lineno, function, line, explanation, effect, call, stack)
 
 
 def _reason(text: str) -> tuple[str, str]:

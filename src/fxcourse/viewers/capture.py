@@ -87,6 +87,10 @@ class GraphBreak:
     line: str  # the user's source line
     explanation: str = ""
     effect: str = ""  # set when Dynamo could not resume and ran the rest of the frame eagerly
+    repeat_of: int = 0  # 1-based number of the earlier break this one repeats (0: none)
+    frame: str = ""  # the function whose graph this break split, when it is not ``function``
+    split_at: str = ""  # where that function's graph was split: "file.py:LINE: source"
+    callee: str = ""  # the function called there, which Dynamo was inlining
 
 
 @dataclasses.dataclass
@@ -199,8 +203,14 @@ class Capture(Viewable):
 
     @property
     def breaks(self) -> list[GraphBreak]:
-        """Every graph break Dynamo logged during the first call, in order."""
-        return [_graph_break(b) for b in self._rec.log.breaks if b.call == 1]
+        """Every graph break Dynamo logged during the first call, in order.
+
+        A break inside a function Dynamo was inlining is taken twice (or once per enclosing
+        frame): first in the caller, whose graph is split at the call, then again when the
+        callee runs as a frame of its own. Dynamo logs each with the same user stack; the
+        later ones carry ``repeat_of``, and each says which function's graph it split.
+        """
+        return _with_repeats([b for b in self._rec.log.breaks if b.call == 1])
 
     @property
     def guards(self) -> list[str]:
@@ -292,8 +302,11 @@ class Capture(Viewable):
             for i, b in enumerate(self.breaks, 1):
                 out.append(only(f"  {i}. {b.location} in {b.function}: {b.line}",
                                 f"  {i}. {b.location}，{b.function} 中：{b.line}"))
-                out.append(f"     {b.reason}")
-                for more in (b.explanation, b.effect):
+                if b.repeat_of:
+                    out.append(f"     {_repeat_note(b)}")
+                else:
+                    out.append(f"     {b.reason}")
+                for more in (b.effect,) if b.repeat_of else (b.explanation, _inlined_note(b), b.effect):
                     if more:
                         out.append(f"     {more}")
             out.append("")
@@ -329,8 +342,10 @@ class Capture(Viewable):
             in_, colon = only(" in ", "，"), only(": ", " 中：")
             items = "".join(
                 f"<li><code>{esc(b.location)}</code>{in_}<code>{esc(b.function)}</code>{colon}"
-                f"<code>{esc(b.line)}</code><br>{esc(b.reason)}"
-                + "".join(f"<br><small>{esc(m)}</small>" for m in (b.explanation, b.effect) if m) + "</li>"
+                f"<code>{esc(b.line)}</code><br>{esc(_repeat_note(b) if b.repeat_of else b.reason)}"
+                + "".join(f"<br><small>{esc(m)}</small>"
+                          for m in ((b.effect,) if b.repeat_of else (b.explanation, _inlined_note(b), b.effect))
+                          if m) + "</li>"
                 for b in self.breaks)
             parts.append(f"<p>{only('graph breaks:', '图中断：')}</p><ol>{items}</ol>")
         if self._rec.graphs:
@@ -491,6 +506,51 @@ def _unwrap_compiled(obj: Any) -> Any:
             return obj
         obj = inner
     return obj
+
+
+def _inlined_note(b: GraphBreak) -> str:
+    """For a break met while Dynamo was inlining a call: whose graph it split, and where."""
+    if not b.frame:
+        return ""
+    return only(f"met while Dynamo was inlining the call to {b.callee} in {b.frame}: {b.frame}'s graph is split "
+                f"at that call ({b.split_at}), and {b.callee} then runs as a frame of its own",
+                f"Dynamo 在 {b.frame} 中内联对 {b.callee} 的调用时遇到它：{b.frame} 的计算图在这次调用处被切开"
+                f"（{b.split_at}），随后 {b.callee} 作为单独的帧运行")
+
+
+def _repeat_note(b: GraphBreak) -> str:
+    """The line that stands for a repeated break's reason."""
+    where = b.frame or b.function
+    if b.frame:
+        return only(f"the same break as {b.repeat_of}, met again in {where}'s own frame: this time it splits "
+                    f"{where}'s graph at the call to {b.callee} ({b.split_at})",
+                    f"与第 {b.repeat_of} 处是同一个图中断，在 {where} 自己的帧中再次遇到：这一次切开的是 {where} 的计算图，"
+                    f"位置是对 {b.callee} 的调用（{b.split_at}）")
+    return only(f"the same break as {b.repeat_of}, met again in {where}'s own frame: this time it splits "
+                f"{where}'s graph",
+                f"与第 {b.repeat_of} 处是同一个图中断，在 {where} 自己的帧中再次遇到：这一次切开的是 {where} 的计算图")
+
+
+def _with_repeats(logged: list[LoggedBreak]) -> list[GraphBreak]:
+    """GraphBreaks, each repeat of one user stack (the same break met again in the callee's own
+    frame) marked, and each naming the frame whose graph it split."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, b in enumerate(logged):
+        if b.stack:
+            groups.setdefault((b.reason, b.file, b.lineno, b.stack), []).append(i)
+    out = [_graph_break(b) for b in logged]
+    for members in groups.values():
+        stack = logged[members[0]].stack
+        frames = [f for f in stack if f[2] != "<module>"]
+        for k, i in enumerate(members):
+            if k:
+                out[i].repeat_of = members[0] + 1
+            depth = len(members) - k  # the k-th message splits the frame k levels above the break's own
+            if 1 < depth <= len(frames):
+                file, line, function, source = frames[-depth]
+                out[i].frame, out[i].split_at = function, f"{os.path.basename(file)}:{line}: {source}"
+                out[i].callee = frames[-depth + 1][2]
+    return out
 
 
 def _graph_break(b: LoggedBreak) -> GraphBreak:
