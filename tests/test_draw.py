@@ -340,3 +340,15 @@ def test_a_recompiled_graph_is_drawn_with_its_reason():
     cap.call_again(torch.randn(3, 4))  # another rank: the guard fails, Dynamo compiles again
     source = draw(cap).to_text()
     assert re.search(r'label="graph 1 \(ends with return\)\\nrecompiled on call 2: tensor \'x\' rank', source)
+
+
+def test_the_legend_follows_the_readers_language(monkeypatch):
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    zh = draw(gm).to_text()
+    assert "<b>图例</b>" in zh and "调用普通函数（torch.relu、operator.add）" in zh and "legend" not in zh
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    en = draw(gm).to_text()
+    assert "<b>legend</b>" in en and "calls a free function" in en and "图例" not in en
+    monkeypatch.setenv("FXCOURSE_LANG", "both")  # one legend, English, as the tables are
+    assert "<b>legend</b>" in draw(gm).to_text()

@@ -9,46 +9,48 @@ from __future__ import annotations
 import html
 from typing import Iterable
 
+from .._lang import only
+
 __all__ = ["Dot", "STYLES", "quote"]
 
 FONT = "Helvetica"
 LABEL_WIDTH = 48  # characters per label line; longer lines are cut with …
 
-# kind -> (node attributes, legend text). Fills follow graph_table's row colours.
-STYLES: dict[str, tuple[str, str]] = {
-    "placeholder": ('fillcolor="#e8f1fb" color="#4a78b0"', "an input"),
-    "get_attr": ('fillcolor="#f3ecfa" color="#7a55a8"', "reads an attribute: parameter, buffer, constant"),
-    "call_function": ('fillcolor="#ffffff" color="#555555"', "calls a free function (torch.relu, operator.add)"),
-    "call_method": ('fillcolor="#fdf6e3" color="#a0802a"', "calls a method on a value (x.sum())"),
-    "call_module": ('fillcolor="#eaf7ea" color="#3f8a3f"', "calls a submodule"),
-    "output": ('fillcolor="#fbe9e7" color="#b0493a"', "what the graph returns"),
-    "module": ('fillcolor="#eaf7ea" color="#3f8a3f" peripheries=2', "a collapsed module (its node count)"),
+# kind -> (node attributes, legend text in English and 中文). Fills follow graph_table's row colours.
+STYLES: dict[str, tuple[str, tuple[str, str]]] = {
+    "placeholder": ('fillcolor="#e8f1fb" color="#4a78b0"', ("an input", "输入")),
+    "get_attr": ('fillcolor="#f3ecfa" color="#7a55a8"', ("reads an attribute: parameter, buffer, constant", "读取属性：参数、缓冲区、常量")),
+    "call_function": ('fillcolor="#ffffff" color="#555555"', ("calls a free function (torch.relu, operator.add)", "调用普通函数（torch.relu、operator.add）")),
+    "call_method": ('fillcolor="#fdf6e3" color="#a0802a"', ("calls a method on a value (x.sum())", "调用值上的方法（x.sum()）")),
+    "call_module": ('fillcolor="#eaf7ea" color="#3f8a3f"', ("calls a submodule", "调用子模块")),
+    "output": ('fillcolor="#fbe9e7" color="#b0493a"', ("what the graph returns", "计算图的返回值")),
+    "module": ('fillcolor="#eaf7ea" color="#3f8a3f" peripheries=2', ("a collapsed module (its node count)", "折叠起来的模块（显示节点数）")),
     "outside": ('fillcolor="#f4f4f4" color="#999999" style="rounded,filled,dashed" fontcolor="#666666"',
-                "outside the focused module"),
-    "more": ('shape=note fillcolor="#fff8c5" color="#a0802a"', "nodes not drawn (see the note)"),
+                ("outside the focused module", "在聚焦的模块之外")),
+    "more": ('shape=note fillcolor="#fff8c5" color="#a0802a"', ("nodes not drawn (see the note)", "未画出的节点（见说明）")),
     # ExportedProgram inputs
-    "parameter": ('fillcolor="#f3ecfa" color="#7a55a8"', "input: a parameter"),
-    "buffer": ('fillcolor="#fdeaf3" color="#a8557a"', "input: a buffer"),
-    "constant": ('fillcolor="#eeeeee" color="#777777"', "input: a constant tensor"),
-    "user input": ('fillcolor="#e8f1fb" color="#4a78b0"', "input: a user input"),
+    "parameter": ('fillcolor="#f3ecfa" color="#7a55a8"', ("input: a parameter", "输入：参数")),
+    "buffer": ('fillcolor="#fdeaf3" color="#a8557a"', ("input: a buffer", "输入：缓冲区")),
+    "constant": ('fillcolor="#eeeeee" color="#777777"', ("input: a constant tensor", "输入：常量张量")),
+    "user input": ('fillcolor="#e8f1fb" color="#4a78b0"', ("input: a user input", "输入：用户输入")),
     "other input": ('fillcolor="#e8f1fb" color="#4a78b0" style="rounded,filled,dashed"',
-                    "input: another kind (token, custom object)"),
+                    ("input: another kind (token, custom object)", "输入：其他类型（令牌、自定义对象）")),
     # TorchScript
-    "ts-param": ('fillcolor="#e8f1fb" color="#4a78b0"', "graph input (prim::Param)"),
-    "ts-node": ('fillcolor="#ffffff" color="#555555"', "an aten:: or prim:: node"),
-    "ts-constant": ('shape=plain style="" fontcolor="#666666" fontsize=9', "prim::Constant (grey text)"),
-    "ts-control": ('fillcolor="#fff3cd" color="#a0802a" penwidth=2', "prim::If / prim::Loop; blocks boxed"),
-    "ts-return": ('fillcolor="#fbe9e7" color="#b0493a"', "return (graph or block output)"),
+    "ts-param": ('fillcolor="#e8f1fb" color="#4a78b0"', ("graph input (prim::Param)", "图的输入（prim::Param）")),
+    "ts-node": ('fillcolor="#ffffff" color="#555555"', ("an aten:: or prim:: node", "aten:: 或 prim:: 节点")),
+    "ts-constant": ('shape=plain style="" fontcolor="#666666" fontsize=9', ("prim::Constant (grey text)", "prim::Constant（灰色文字）")),
+    "ts-control": ('fillcolor="#fff3cd" color="#a0802a" penwidth=2', ("prim::If / prim::Loop; blocks boxed", "prim::If / prim::Loop；块用方框围起")),
+    "ts-return": ('fillcolor="#fbe9e7" color="#b0493a"', ("return (graph or block output)", "返回（图或块的输出）")),
     # capture
     "break": ('shape=octagon fillcolor="#ffe0e0" color="#c0392b" penwidth=2 style="filled"',
-              "graph break: reason and your source line"),
+              ("graph break: reason and your source line", "图中断：原因和你的源代码行")),
     # graph_diff
-    "added": ('fillcolor="#d8f5dd" color="#1a7f37" penwidth=2', "added node / edge (green)"),
+    "added": ('fillcolor="#d8f5dd" color="#1a7f37" penwidth=2', ("added node / edge (green)", "新增的节点 / 边（绿色）")),
     "removed": ('fillcolor="#ffebe9" color="#cf222e" style="rounded,filled,dashed" fontcolor="#8a1c24"',
-                "removed node / edge (red, dashed)"),
-    "changed": ('fillcolor="#fff8c5" color="#9a6700" penwidth=2', "changed node: retargeted, renamed"),
-    "rewired": ('fillcolor="#ffffff" color="#bc4c00" penwidth=2', "rewired: new inputs (orange edges)"),
-    "same": ('fillcolor="#ffffff" color="#999999" fontcolor="#555555"', "unchanged"),
+                ("removed node / edge (red, dashed)", "删除的节点 / 边（红色虚线）")),
+    "changed": ('fillcolor="#fff8c5" color="#9a6700" penwidth=2', ("changed node: retargeted, renamed", "改动的节点：换了目标或改了名")),
+    "rewired": ('fillcolor="#ffffff" color="#bc4c00" penwidth=2', ("rewired: new inputs (orange edges)", "重新连线：新的输入（橙色的边）")),
+    "same": ('fillcolor="#ffffff" color="#999999" fontcolor="#555555"', ("unchanged", "未改变")),
 }
 _SWATCH = {"call_function": "#ffffff", "ts-node": "#ffffff", "same": "#ffffff", "rewired": "#ffffff",
            "ts-constant": "#ffffff", "break": "#ffe0e0"}
@@ -147,8 +149,9 @@ class Dot:
             rows.append(f'<tr><td align="left"><font point-size="10">{_html(line)}</font></td></tr>')
         if self._kinds:
             legend = "".join(_legend_row(kind) for kind in self._kinds)
+            title = only("legend", "图例")
             rows.append('<tr><td align="left"><table border="0" cellborder="1" cellspacing="0" '
-                        f'cellpadding="2"><tr><td colspan="2"><font point-size="9"><b>legend</b></font></td></tr>'
+                        f'cellpadding="2"><tr><td colspan="2"><font point-size="9"><b>{title}</b></font></td></tr>'
                         f"{legend}</table></td></tr>")
         if not rows:
             return ""
@@ -160,7 +163,8 @@ def _html(text: str) -> str:
 
 
 def _legend_row(kind: str) -> str:
-    attrs, text = STYLES[kind]
+    attrs, (en, zh) = STYLES[kind]
+    text = only(en, zh)
     fill = _SWATCH.get(kind) or attrs.split('fillcolor="', 1)[-1].split('"', 1)[0]
     if not fill.startswith("#"):
         fill = "#ffffff"
