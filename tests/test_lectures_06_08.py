@@ -5,6 +5,7 @@ release changes the behaviour, the test fails and the lecture's prose has to cha
 The functions here are not the lectures' own, so a pass is not a copy of a notebook output.
 """
 import contextlib
+import dataclasses
 import inspect
 import io
 import logging
@@ -338,3 +339,278 @@ def test_nested_graph_breaks(nested, expected):
     with torch._dynamo.config.patch(nested_graph_breaks=nested):
         torch.testing.assert_close(torch.compile(caller, backend=graphs)(torch.ones(2)), caller(torch.ones(2)))
     assert graphs.ops() == expected
+
+
+# --- lecture 07: claims corrected in the second pass ----------------------------------------
+
+def test_numpy_is_traced_but_np_unique_breaks_the_graph():
+    np = pytest.importorskip("numpy")
+
+    def traced(x):
+        return torch.from_numpy(np.abs(np.fft.fft(x.numpy()))) + 1
+
+    def unique(x):
+        return torch.from_numpy(np.unique((x * 3).numpy())) - 1
+
+    x = torch.tensor([2.0, 1.0, 2.0])
+    graphs = Graphs()
+    torch.compile(traced, backend=graphs)(x)
+    assert len(graphs) == 1 and graph_breaks_counted() == 0
+    graphs = Graphs()
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(unique, backend=graphs)(x), unique(x))
+    assert len(graphs) == 2
+    assert [r.splitlines()[0] for r in counters["graph_break"]] == ["Dynamic shape operator"]
+
+
+def test_branching_on_an_unbacked_size_breaks_the_graph_and_fails_only_under_fullgraph():
+    def branch(x):
+        if x.shape[0] > 3:
+            return x * 2
+        return x / 2
+
+    def marked():
+        t = torch.randn(5, 2)
+        torch._dynamo.decorators.mark_unbacked(t, 0)
+        return t
+
+    graphs = Graphs()
+    compiled = torch.compile(branch, backend=graphs)
+    with graph_break_records() as records:
+        for inp in (marked(), torch.randn(1, 2), torch.randn(0, 2)):
+            torch.testing.assert_close(compiled(inp), branch(inp))
+    assert [r.getMessage().splitlines()[1] for r in records] == [
+        "Graph Break Reason: Data-dependent branching"]
+    assert graphs.ops()[0][-1] == "gt" and len(graphs) >= 3   # condition graph + branches
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.UserError,
+                       match="Could not guard on data-dependent expression u0 > 3"):
+        torch.compile(branch, backend="eager", fullgraph=True)(marked())
+
+
+def _hook_one(module, args, output):
+    torch._dynamo.graph_break()
+
+
+def _hook_two(module, args, output):
+    torch._dynamo.graph_break()
+
+
+def _hook_three(module, args, output):
+    torch._dynamo.graph_break()
+
+
+@pytest.mark.parametrize("hooks, expected", [((_hook_one,) * 3, 2),
+                                             ((_hook_one, _hook_two, _hook_three), 4)])
+def test_breaking_hooks_log_one_break_per_code_object_plus_the_outer_frame(hooks, expected):
+    seq = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 2))
+    for layer, hook in zip(seq, hooks):
+        layer.register_forward_hook(hook)
+    with graph_break_records() as records:
+        torch.compile(seq, backend="eager")(torch.randn(3, 2))
+    assert len(records) == expected == graph_breaks_counted()
+
+
+def test_mark_dynamic_after_the_first_call_recompiles_as_dynamic():
+    graphs = Graphs()
+    compiled = torch.compile(lambda x: x.cos() * 2, backend=graphs)
+    t = torch.randn(6, 2)
+    compiled(t)
+    torch._dynamo.mark_dynamic(t, 0)
+    compiled(t)
+    compiled(torch.randn(9, 2))
+    shapes = [[tuple(n.meta["example_value"].shape) for n in gm.graph.nodes
+               if n.op == "placeholder" and isinstance(n.meta["example_value"], torch.Tensor)]
+              for gm in graphs]
+    assert len(graphs) == 2
+    assert shapes[0] == [(6, 2)]
+    assert isinstance(shapes[1][0][0], torch.SymInt)
+
+
+def _compiled_sizes(make, sizes=(3, 6, 12), dynamic=None, **options):
+    graphs = Graphs()
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(**options):
+        compiled = torch.compile(lambda x: x.exp(), backend=graphs, dynamic=dynamic)
+        for n in sizes:
+            compiled(make(n))
+    return [[tuple(isinstance(d, torch.SymInt) for d in n.meta["example_value"].shape)
+             for n in gm.graph.nodes
+             if n.op == "placeholder" and isinstance(n.meta["example_value"], torch.Tensor)][0]
+            for gm in graphs]
+
+
+def test_mark_static_and_the_two_dynamic_shape_options():
+    def plain(n):
+        return torch.ones(n, 2)
+
+    def static(n):
+        t = torch.ones(n, 2)
+        torch._dynamo.mark_static(t, 0)
+        return t
+
+    assert _compiled_sizes(plain) == [(False, False), (True, False)]
+    assert _compiled_sizes(static) == [(False, False)] * 3
+    assert _compiled_sizes(static, dynamic=True) == [(False, True)] * 3
+    assert _compiled_sizes(plain, automatic_dynamic_shapes=False) == [(False, False)] * 3
+    assert _compiled_sizes(plain, assume_static_by_default=False) == [(True, True)]
+    assert torch._dynamo.config.automatic_dynamic_shapes is True
+    assert torch._dynamo.config.assume_static_by_default is True
+
+
+def test_cache_size_limit_is_an_alias_and_the_other_recompile_limits():
+    global OFFSET
+    assert torch._dynamo.config.accumulated_recompile_limit == 256
+    assert torch._dynamo.config.fail_on_recompile_limit_hit is False
+    with torch._dynamo.config.patch(cache_size_limit=3):
+        assert torch._dynamo.config.recompile_limit == 3
+    with torch._dynamo.config.patch(recompile_limit=5):
+        assert torch._dynamo.config.cache_size_limit == 5
+    graphs = Graphs()
+    compiled = torch.compile(_add_offset, backend=graphs)
+    try:
+        with torch._dynamo.config.patch(accumulated_recompile_limit=2):
+            for OFFSET in range(4):
+                torch.testing.assert_close(compiled(torch.ones(1)), torch.ones(1) + OFFSET)
+        assert len(graphs) == 2
+        torch._dynamo.reset()
+        with torch._dynamo.config.patch(recompile_limit=2, fail_on_recompile_limit_hit=True):
+            with pytest.raises(torch._dynamo.exc.FailOnRecompileLimitHit):
+                for OFFSET in range(4):
+                    compiled(torch.ones(1))
+            assert OFFSET == 2
+    finally:
+        OFFSET = 0
+
+
+# --- lecture 08: claims corrected in the second pass ----------------------------------------
+
+def _raising(exc):
+    def backend(gm, example_inputs):
+        raise exc
+    return backend
+
+
+def test_which_backend_exceptions_are_wrapped():
+    from torch._dynamo.exc import BackendCompilerFailed, SkipFrame
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+    def fn(x):
+        return x.tanh() - 1
+
+    @torch.compiler.allow_in_graph
+    def tripled(y):
+        return y * 3
+
+    def with_allowed(x):
+        return tripled(x.tanh()) - 1
+
+    x = torch.ones(3)
+    fake_error = DynamicOutputShapeException(torch.ops.aten.nonzero.default)
+    with pytest.raises(BackendCompilerFailed):
+        torch.compile(fn, backend=_raising(KeyError("k")))(x)
+    torch._dynamo.reset()
+    with pytest.raises(IndexError):
+        torch.compile(fn, backend=_raising(IndexError("i")))(x)
+    for exc in (SkipFrame("s"), fake_error):
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(fn, backend=_raising(exc))(x), fn(x))
+    torch._dynamo.reset()
+    with pytest.raises(BackendCompilerFailed) as info:
+        torch.compile(with_allowed, backend=_raising(fake_error))(x)
+    assert isinstance(info.value.inner_exception, DynamicOutputShapeException)
+
+
+def test_a_hook_on_a_top_level_user_module_runs_outside_the_compiled_forward():
+    class Own(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    own = Own()
+    own.register_forward_hook(lambda m, args, out: out + 100)
+    graphs = Graphs()
+    x = torch.randn(4, 2)
+    torch.testing.assert_close(torch.compile(own, backend=graphs)(x), own(x))
+    assert graphs.ops()[0] == ["linear"]          # the hook's add is not in the graph
+
+
+def test_eager_then_compile_runs_the_first_call_eagerly():
+    graphs = Graphs()
+    compiled = torch.compile(lambda x: x.sin() + 1, backend=graphs)
+    with torch.compiler.set_stance("eager_then_compile"):
+        compiled(torch.ones(4))
+        assert len(graphs) == 0
+        compiled(torch.ones(8))
+        assert len(graphs) == 1
+    dims = [n.meta["example_value"].shape[0] for n in graphs[0].graph.nodes
+            if n.op == "placeholder" and isinstance(n.meta["example_value"], torch.Tensor)]
+    assert isinstance(dims[0], torch.SymInt)      # the size that changed is dynamic at once
+
+
+def test_skip_guard_eval_unsafe_runs_a_stale_entry():
+    global OFFSET
+    compiled = torch.compile(_add_offset, backend="eager")
+    try:
+        compiled(torch.zeros(1))
+        OFFSET = 7
+        with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+            assert compiled(torch.zeros(1)).item() == 0      # the guard on OFFSET was skipped
+        assert compiled(torch.zeros(1)).item() == 7
+    finally:
+        OFFSET = 0
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+def test_nonstrict_trace_takes_a_pytree_dataclass_and_allow_in_graph_does_not():
+    import torch.utils._pytree as pytree
+    if _Pair not in pytree.SUPPORTED_NODES:
+        pytree.register_dataclass(_Pair)
+    allowed = torch.compiler.allow_in_graph(lambda p: p.a - p.b)
+    nonstrict = torch.compiler.nonstrict_trace(lambda p: p.a - p.b)
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(lambda x: allowed(_Pair(x, x * x)), backend="eager",
+                      fullgraph=True)(torch.ones(2))
+    torch._dynamo.reset()
+    graphs = Graphs()
+    x = torch.full((2,), 3.0)
+    out = torch.compile(lambda x: nonstrict(_Pair(x, x * x)) + 1, backend=graphs,
+                        fullgraph=True)(x)
+    torch.testing.assert_close(out, x - x * x + 1)
+    assert len(graphs) == 1 and "sub" not in graphs.ops()[0]   # the body is not traced
+
+
+def test_disable_recursive_false_compiles_what_the_function_calls():
+    def callee(y):
+        return y.cos() * 4
+
+    ops = {}
+    for recursive in (True, False):
+        skipped = torch.compiler.disable(lambda y: callee(y) - 3, recursive=recursive)
+        graphs = Graphs()
+        torch._dynamo.reset()
+        torch.compile(lambda x: skipped(x + 1) / 2, backend=graphs)(torch.ones(2))
+        ops[recursive] = graphs.ops()
+    assert ops[True] == [["add"], ["truediv"]]
+    assert ops[False] == [["add"], ["cos", "mul"], ["truediv"]]
+
+
+def test_eager_then_compile_remembers_the_first_call_across_reset():
+    def seen(x):
+        return x.cos() - 2
+
+    graphs = Graphs()
+    with torch.compiler.set_stance("eager_then_compile"):
+        torch.compile(seen, backend=graphs)(torch.ones(4))
+        assert len(graphs) == 0
+        torch._dynamo.reset()
+        torch.compile(seen, backend=graphs)(torch.ones(4))
+    assert len(graphs) == 1                       # no second eager call after the reset
