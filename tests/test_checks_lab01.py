@@ -437,3 +437,180 @@ def test_every_lab01_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab01_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)
+
+
+# -- issue 30: the second attack ---------------------------------------------------------------
+def _trace_checked(model, inputs):
+    try:
+        return torch.jit.trace(model, inputs[0], check_inputs=inputs)
+    except torch.jit.TracingCheckError:
+        return None
+
+
+def test_lab01_2_switching_the_model_to_eval_is_named():
+    def trace_safely(model, inputs):
+        model.eval()
+        return _trace_checked(model, inputs)
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "changed the mode of the model" in result.en and "改变了传入模型的模式" in result.zh
+    assert "training mode" in result.expected[0] and "eval mode" in result.got[0]
+
+
+def test_lab01_2_comparing_node_kinds_of_separate_traces_is_named():
+    def trace_safely(model, inputs):
+        first = torch.jit.trace(model, inputs[0], check_trace=False)
+        kinds = [n.kind() for n in first.inlined_graph.nodes()]
+        for args in inputs[1:]:
+            other = torch.jit.trace(model, args, check_trace=False)
+            if [n.kind() for n in other.inlined_graph.nodes()] != kinds:
+                return None
+        return first
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "comparing node kinds misses that" in result.en and "只比较节点种类发现不了" in result.zh
+
+
+def test_lab01_2_tracer_warnings_as_errors_are_named_not_a_system_error():
+    def trace_safely(model, inputs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", torch.jit.TracerWarning)
+            return _trace_checked(model, inputs)
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "(TracerWarning) was turned into an error" in result.en and "（TracerWarning）被变成了错误" in result.zh
+    assert "SystemError" not in str(result.got) and "TracerWarning" in str(result.got)
+
+
+def test_lab01_2_every_warning_as_an_error_is_named():
+    def trace_safely(model, inputs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return _trace_checked(model, inputs)
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "was turned into an error" in result.en and "被变成了错误" in result.zh
+
+
+def test_lab01_2_right_answers_written_differently_pass():
+    def listed(model, inputs):
+        try:
+            traced = torch.jit.trace(model, tuple(inputs[0]), check_inputs=list(inputs), check_trace=True)
+        except torch.jit.TracingCheckError:
+            traced = None
+        return traced
+
+    def quiet(model, inputs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _trace_checked(model, inputs)
+
+    expect_passed("lab01.2", listed)
+    expect_passed("lab01.2", quiet)
+
+
+def test_lab01_3_a_divisor_table_of_fixed_length_is_named():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            table = torch.arange(1, 9, dtype=x.dtype)
+            return x.cumsum(0) / table[: x.shape[0]].unsqueeze(1)
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "fixed length" in result.en and "长度固定" in result.zh and "12 rows" in result.en
+
+
+def test_lab01_3_a_long_table_still_runs_out_beyond_the_probes():
+    class TraceableRunningMean(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("counts", torch.arange(1, 65, dtype=torch.float32))
+
+        def forward(self, x):
+            return x.cumsum(0) / self.counts[: x.shape[0]].to(x.dtype).unsqueeze(1)
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "fixed length" in result.en and "1100 rows" in result.en and "长度固定" in result.zh
+
+
+def test_lab01_3_hard_coded_float32_is_named_on_float16():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.arange(1, x.shape[0] + 1, dtype=torch.float32).unsqueeze(1)
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "dtype is not the input's" in result.en and "dtype 与输入不同" in result.zh
+    assert "float16" in result.tried[0] and "float32" in result.got
+
+
+def test_lab01_3_computing_in_float32_is_named_on_float64():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            x = x.float()
+            return x.cumsum(0) / torch.arange(1, x.shape[0] + 1, dtype=x.dtype).unsqueeze(1)
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "dtype is not the input's" in result.en and "float64" in result.tried[0]
+
+
+def test_lab01_3_right_answers_written_differently_pass():
+    class OnesCumsum(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.ones_like(x).cumsum(0)
+
+    class Reciprocal(nn.Module):
+        def forward(self, x):
+            n = torch.arange(1, x.size(0) + 1, device=x.device).to(x.dtype)
+            return torch.cumsum(x, dim=0) * (1.0 / n)[:, None]
+
+    expect_passed("lab01.3", OnesCumsum)
+    expect_passed("lab01.3", Reciprocal)
+
+
+def _saved(module):
+    buffer = io.BytesIO()
+    torch.jit.save(module, buffer)
+    buffer.seek(0)
+    return torch.jit.load(buffer)
+
+
+def test_lab01_4_switching_the_model_to_eval_is_named():
+    def roundtrip(model, example_inputs):
+        model.eval()
+        return _saved(torch.jit.trace(model, example_inputs))
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "changed the mode of the model" in result.en and "改变了传入模型的模式" in result.zh
+    assert "BatchNorm1d" in result.tried[0]
+
+
+def test_lab01_4_scripting_instead_of_tracing_is_named():
+    result = expect_wrong("lab01.4", lambda model, example_inputs: _saved(torch.jit.script(model)))
+    assert "compiled with torch.jit.script, not traced" in result.en and "torch.jit.script 编译" in result.zh
+
+
+def test_lab01_4_tracing_random_copies_of_the_inputs_is_named():
+    def roundtrip(model, example_inputs):
+        return _saved(torch.jit.trace(model, tuple(torch.randn_like(x) for x in example_inputs)))
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "takes the other branch" in result.en and "另一个分支" in result.zh
+
+
+def test_lab01_4_right_answers_written_differently_pass():
+    def by_method(model, example_inputs):
+        data = torch.jit.trace(model, tuple(example_inputs)).save_to_buffer()
+        return torch.jit.load(io.BytesIO(data))
+
+    def cloned_inputs(model, example_inputs):
+        return _saved(torch.jit.trace(model, tuple(x.clone() for x in example_inputs)))
+
+    expect_passed("lab01.4", by_method)
+    expect_passed("lab01.4", cloned_inputs)
+
+
+def test_lab01_4_freezing_a_model_in_training_mode_is_named():
+    def roundtrip(model, example_inputs):
+        return _saved(torch.jit.freeze(torch.jit.trace(model, example_inputs)))
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "torch.jit.freeze works only on a module in eval mode" in result.en and "训练模式" in result.zh

@@ -412,3 +412,103 @@ def test_every_lab02_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab02_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)
+
+
+# -- issue 30: dead code in the probe graphs, and what a learner who ran too few passes is told ---------
+def _count_every_node(graph):
+    counts = Counter()
+
+    def visit(block):
+        for node in block.nodes():
+            counts[node.kind()] += 1
+            for sub in node.blocks():
+                visit(sub)
+
+    visit(graph)
+    return dict(counts)
+
+
+def test_lab02_1_dead_code_elimination_before_counting_is_named():
+    def count_kinds(graph):
+        torch._C._jit_pass_dce(graph)
+        return _count_every_node(graph)
+
+    result = expect_wrong("lab02.1", count_kinds)
+    assert "unused nodes are missing" in result.en and "无人使用的节点" in result.zh
+    assert "parse_ir" in result.tried[0]
+
+
+def test_lab02_1_cleaning_a_copy_before_counting_is_named():
+    def count_kinds(graph):
+        clean = graph.copy()
+        torch._C._jit_pass_cse(clean)
+        torch._C._jit_pass_dce(clean)
+        return _count_every_node(clean)
+
+    result = expect_wrong("lab02.1", count_kinds)
+    assert "used or not" in result.en and "无论是否被使用" in result.zh
+
+
+def test_lab02_1_a_right_answer_with_an_explicit_stack_passes():
+    def count_kinds(graph):
+        counts, stack = Counter(), [graph]
+        while stack:
+            for node in stack.pop().nodes():
+                counts[node.kind()] += 1
+                stack.extend(node.blocks())
+        return counts
+
+    expect_passed("lab02.1", count_kinds)
+
+
+def test_lab02_3_skipping_dead_code_elimination_is_named():
+    def run_passes(graph):
+        torch._C._jit_pass_cse(graph)
+        torch._C._jit_pass_constant_propagation(graph)
+        return graph
+
+    result = expect_wrong("lab02.3", run_passes)
+    assert "torch._C._jit_pass_dce" in result.en and "torch._C._jit_pass_dce" in result.zh
+    assert "Apply all three passes" in result.en and "三个 pass 都用上" in result.zh
+    assert "unused" in result.tried[0]
+
+
+def test_lab02_3_only_dead_code_elimination_is_told_which_passes_are_missing():
+    def run_passes(graph):
+        torch._C._jit_pass_dce(graph)
+        return graph
+
+    result = expect_wrong("lab02.3", run_passes)
+    assert "only torch._C._jit_pass_dce ran on it" in result.en
+    assert "torch._C._jit_pass_cse" in result.en and "只在它上面运行了 torch._C._jit_pass_dce" in result.zh
+    assert "graph.copy()" not in result.en
+
+
+def test_lab02_3_passes_on_a_copy_still_get_the_copy_message():
+    def run_passes(graph):
+        copy = graph.copy()
+        for run in (torch._C._jit_pass_cse, torch._C._jit_pass_constant_propagation, torch._C._jit_pass_dce):
+            run(copy)
+        return graph
+
+    result = expect_wrong("lab02.3", run_passes)
+    assert "passes ran on another graph" in result.en and "return that copy" in result.en
+    assert "pass 却运行在另一张图上" in result.zh
+
+
+def test_lab02_3_right_answers_in_another_order_pass():
+    def dce_first(graph):
+        for run in (torch._C._jit_pass_dce, torch._C._jit_pass_constant_propagation, torch._C._jit_pass_cse,
+                    torch._C._jit_pass_dce):
+            run(graph)
+        return graph
+
+    def cse_last_then_dce(graph):
+        torch._C._jit_pass_constant_propagation(graph)
+        torch._C._jit_pass_cse(graph)
+        torch._C._jit_pass_dce(graph)
+        return graph
+
+    expect_passed("lab02.3", dce_first)
+    expect_passed("lab02.3", cse_last_then_dce)
+

@@ -7,6 +7,7 @@ random numbers are never touched.
 """
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from typing import Any, Callable
 
@@ -48,8 +49,23 @@ def _scaled_norm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (x + y).norm(dim=-1).clamp(min=1e-3)
 
 
+class _Repeats(nn.Module):
+    """The same submodule, function and method called twice each: one target, two nodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.abs()  # an unused node: symbolic_trace records it, and it counts like any other
+        h = torch.relu(self.lin(x))
+        h = torch.relu(self.lin(h) + h)
+        return h.sum(-1).sum()
+
+
 def _opcode_probes() -> list[Probe]:
-    """Graphs the learner has not seen; together they hold all six opcodes."""
+    """Graphs the learner has not seen; together they hold all six opcodes, and one calls the same
+    submodule, function and method twice (so counting distinct targets shows)."""
     probes = [Probe(f"symbolic_trace(zoo.{name})", (fx.symbolic_trace(zoo.example(name)[0]),))
               for name in ("mlp", "clamp_linear", "conv_bn_relu")]
     probes.append(Probe(("symbolic_trace(<a module using its own Parameter and buffer, and tensor methods>)",
@@ -57,11 +73,21 @@ def _opcode_probes() -> list[Probe]:
                         (fx.symbolic_trace(built(_AttrsAndMethods, 5)),)))
     probes.append(Probe(("symbolic_trace(<a function of two tensors using methods>)",
                          "symbolic_trace(<接收两个张量、调用张量方法的函数>)"), (fx.symbolic_trace(_scaled_norm),)))
+    probes.append(Probe(("symbolic_trace(<a module calling the same Linear, torch.relu and .sum twice each, "
+                         "and an unused .abs()>)",
+                         "symbolic_trace(<同一个 Linear、torch.relu 和 .sum 各调用两次、另有一个无人使用的 .abs() 的模块>)"),
+                        (fx.symbolic_trace(built(_Repeats, 6)),)))
     return probes
 
 
 def _count_reference(gm: fx.GraphModule) -> dict[str, int]:
     return dict(Counter(node.op for node in gm.graph.nodes))
+
+
+def _without_dead_code(gm: fx.GraphModule) -> fx.GraphModule:
+    clean = copy.deepcopy(gm)
+    clean.graph.eliminate_dead_code()
+    return clean
 
 
 def _gm(probe: Probe) -> fx.GraphModule:
@@ -116,6 +142,17 @@ _OPCODE_MISTAKES = [
             "that counts the submodules of the GraphModule; walk the nodes of its graph instead.",
             "这统计的是 GraphModule 的子模块；应遍历它的计算图中的节点。"),
     counted_once("opcodes", " opcode "),
+    Mistake("left out unused nodes", lambda got, want, p: got == _count_reference(_without_dead_code(_gm(p))) != want,
+            "a node whose result nobody uses is missing from your counts (the graph was cleaned, e.g. by "
+            "eliminate_dead_code, before counting): count every node the graph holds, used or not.",
+            "结果无人使用的节点没有算进你的计数（统计之前计算图被清理过，例如调用了 eliminate_dead_code）："
+            "请统计计算图中的每个节点，无论是否被使用。"),
+    Mistake("counted distinct targets",
+            lambda got, want, p: got == dict(Counter(op for op, _ in {(n.op, str(n.target)) for n in _gm(p).graph.nodes}))
+            and got != want,
+            "a node that calls the same function, method or submodule as another node was not counted: each call "
+            "is a node of its own, so count the nodes, not the distinct things they call.",
+            "调用同一个函数、方法或子模块的节点没有被重复计数：每次调用都是一个独立的节点，所以要统计节点个数，而不是不同的调用对象个数。"),
 ]
 
 
@@ -192,6 +229,28 @@ _ZERO_SUM_X = torch.tensor([[1.0, 0.5, 3.0, -2.0], [-0.75, 1.25, 0.0, 1.0]])
 _ZERO_SUM_LABEL = ("x of shape (2, 4) for which y.sum() is exactly 0 (another Gate's weights)",
                    "形状为 (2, 4)、使 y.sum() 恰好为 0 的 x（另一个 Gate 的权重）")
 
+#: y.sum() of the tiny-sum gate on ``_TINY_POS_X``, exactly (about 1.8e-12; the mean of y is a quarter of it).
+_TINY = 2.0 ** -39
+
+
+def _tiny_sum_gate() -> zoo.Gate:
+    """A Gate with W = 2**-16 · I and a bias of (2**-39, 0, 0, 0): on ``_TINY_POS_X`` y.sum() is +2**-39,
+    on ``_TINY_NEG_X`` it is -2**-39. Every entry of y fits float32 exactly (24 bits), so any order of
+    summation gives that sum; the entries of y are about 1.5e-5, so relu(y) and -y stay far apart."""
+    gate = zoo.Gate(4).eval()
+    with torch.no_grad():
+        gate.linear.weight.copy_(torch.eye(4) * 2.0 ** -16)
+        gate.linear.bias.copy_(torch.tensor([_TINY, 0.0, 0.0, 0.0]))
+    return gate
+
+
+_TINY_POS_X = torch.tensor([[1.0, -1.0, 0.0, 0.0]])
+_TINY_NEG_X = torch.tensor([[1.0, -1.0 - 2.0 ** -22, 0.0, 0.0]])
+_TINY_LABELS = (("x of shape (1, 4) for which y.sum() is 2**-39, a tiny positive number (another Gate's weights)",
+                 "形状为 (1, 4)、使 y.sum() 为 2**-39（一个极小的正数）的 x（另一个 Gate 的权重）"),
+                ("x of shape (1, 4) for which y.sum() is -2**-39, a tiny negative number (another Gate's weights)",
+                 "形状为 (1, 4)、使 y.sum() 为 -2**-39（一个极小的负数）的 x（另一个 Gate 的权重）"))
+
 
 def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int) -> list[Mistake]:
     """What a learner's gate returns when it decides on the wrong thing, for this gate's y.
@@ -224,6 +283,13 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
         return seen[0]
 
     return [
+        Mistake("threshold off 0", lambda got, want, p: p.label in _TINY_LABELS
+                and _close(got, -y_of(p.args[0]) if p.label == _TINY_LABELS[0] else torch.relu(y_of(p.args[0]))),
+                "when y.sum() is a tiny number (about ±2e-12) of one sign, Gate follows that sign; yours took the "
+                "other branch, as a test against a small epsilon (or a rounded mean) would. Gate's test is "
+                "y.sum() > 0, with nothing added to 0.",
+                "当 y.sum() 是一个很小（约 ±2e-12）但有确定符号的数时，Gate 按这个符号选分支；你的结果却走了另一个分支，"
+                "就像拿它与一个小 epsilon 比较（或用了舍入后的均值）那样。Gate 的条件是 y.sum() > 0，0 上不加任何余量。"),
         Mistake("decided at the boundary", lambda got, want, p: p.label == _ZERO_SUM_LABEL
                 and _close(got, torch.relu(y_of(p.args[0]))),
                 "when y.sum() is exactly 0, Gate takes the `-y` branch (its test is a strict `> 0`); yours took relu(y).",
@@ -357,7 +423,9 @@ def _traceable_gate(answer: Any) -> None:
     cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
              (("another zoo.Gate()", "另一个 zoo.Gate()"), built(zoo.Gate, 12), None),
              (("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
-              [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))])]
+              [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))]),
+             (("a zoo.Gate whose y sums to a tiny number", "y 之和是一个极小数的 zoo.Gate"), _tiny_sum_gate(),
+              [Probe(label, (x,)) for label, x in zip(_TINY_LABELS, (_TINY_POS_X, _TINY_NEG_X))])]
     for i, (label, gate, probes) in enumerate(cases):
         en, zh = _pair(label)
         model = model_of()

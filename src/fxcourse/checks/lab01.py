@@ -184,6 +184,41 @@ def _count_aten(answer: Any) -> None:
                         "有计数不对：内联后计算图中的每个 aten:: 节点都按其类型计一次。"))
 
 
+def _modes(model: nn.Module) -> dict[str, bool]:
+    """{qualified name: training flag} of ``model`` and every submodule."""
+    return {name: m.training for name, m in model.named_modules()}
+
+
+def _require_modes(model: nn.Module, before: dict[str, bool], what: str, tried: Bilingual) -> None:
+    """Raise :class:`Wrong` when ``what`` switched ``model`` (or a submodule) between train and eval mode."""
+    after = _modes(model)
+    if after == before:
+        return
+    name = next(n for n in before if after.get(n) != before[n])
+    where = f"model.{name}" if name else "model"
+    mode = ("training" if before[name] else "eval", "训练" if before[name] else "eval")
+    now = ("training" if after.get(name) else "eval", "训练" if after.get(name) else "eval")
+    raise Wrong(f"{what} changed the mode of the model it was given (model.eval() or model.train() switches the "
+                "caller's model, and its BatchNorm and Dropout then behave differently for the caller): trace the "
+                "model as it is, and leave its mode alone.",
+                f"{what} 改变了传入模型的模式（model.eval() 或 model.train() 会切换调用方的模型，其中的 BatchNorm 和 "
+                "Dropout 对调用方的行为随之改变）：请按原样追踪模型，不要改动它的模式。",
+                tried=tried, expected=(f"{where} still in {mode[0]} mode", f"{where} 仍处于{mode[1]}模式"),
+                got=(f"{where} in {now[0]} mode", f"{where} 处于{now[1]}模式"))
+
+
+def _warning_of(exc: BaseException) -> Warning | None:
+    """The warning raised as an error behind ``exc`` (itself, its cause or its context), else None."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        if isinstance(seen, Warning):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 # -- lab01.2: trace_safely with check_inputs ----------------------------------------------------
 class _Affine(nn.Module):
     """No control flow: its trace is valid for every batch size."""
@@ -237,6 +272,34 @@ class _ScaleBy(nn.Module):
         return x * torch.sigmoid(w) - w
 
 
+class _ThreeOrHalf(nn.Module):
+    """Branches on the sign; both branches are one aten::mul by a constant (3 or 0.5)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x * 3
+        return x * 0.5
+
+
+class _TimesRows(nn.Module):
+    """Multiplies by the number of rows turned into a Python float: a constant of the trace."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * float(x.shape[0]) + 1
+
+
+class _NormedTrain(nn.Module):
+    """A Linear and a BatchNorm1d, handed over in training mode (batch statistics)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 4)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.lin(x)))
+
+
 class _SignSwitch2(nn.Module):
     """Two arguments and an `if` on both of them."""
 
@@ -272,14 +335,29 @@ def _trace_safely(answer: Any) -> None:
         return -pos(*shape)
 
     def call(model: nn.Module, inputs: list[tuple[torch.Tensor, ...]], tried: Bilingual) -> Any:
+        modes = _modes(model)
         with quiet(stderr=False):
             try:
-                return answer(model, [tuple(a.clone() for a in args) for args in inputs])
+                got = answer(model, [tuple(a.clone() for a in args) for args in inputs])
             except torch.jit.TracingCheckError as exc:
                 raise Wrong("torch.jit.trace raised TracingCheckError and your function let it through: that error "
                             "is the signal to return None.",
                             "torch.jit.trace 抛出了 TracingCheckError，你的函数却让它传了出来：这个错误正是应返回 None 的信号。",
                             tried=tried, got=one_line_error(exc)) from None
+            except (SystemError, Warning) as exc:
+                warning = _warning_of(exc)
+                if warning is None:
+                    raise
+                raise Wrong(f"a warning ({type(warning).__name__}) was turned into an error (a warnings filter set to "
+                            "'error'), so tracing stopped at it, before the check could run. Tracing warns as it goes "
+                            "(a TracerWarning only says the trace *might* be wrong); let warnings stay warnings and let "
+                            "the check decide.",
+                            f"一个警告（{type(warning).__name__}）被变成了错误（warnings 过滤器设成了 'error'），所以追踪在那里就中止了，"
+                            "检查根本没有机会运行。追踪过程中本来就会发出警告（TracerWarning 只是说追踪结果*可能*不对）；"
+                            "请让警告保持为警告，由检查来判断。",
+                            tried=tried, got=one_line_error(warning)) from None
+        _require_modes(model, modes, "trace_safely", tried)
+        return got
 
     def shapes(inputs: list[tuple[torch.Tensor, ...]]) -> str:
         return str([tuple(tuple(a.shape) for a in args) if len(args) > 1 else tuple(args[0].shape) for args in inputs])
@@ -292,6 +370,9 @@ def _trace_safely(answer: Any) -> None:
          ("an `if x.shape[1] > 2` that every input satisfies", "含 `if x.shape[1] > 2` 的模型，每个输入都满足这个条件")),
         (_ScaleBy(), [(pos(2, 4), neg(2, 4)), (neg(3, 4), pos(3, 4))], [(pos(1, 4) - 0.5, neg(1, 4) + 0.5)],
          ("a model of two arguments without control flow", "两个参数、没有控制流的模型")),
+        (built(_NormedTrain, 13, eval=False), [(pos(4, 3),), (neg(3, 3),), (pos(6, 3) - 0.5,)], [(neg(5, 3) + 0.5,)],
+         ("a Linear and a BatchNorm1d in training mode, without control flow",
+          "训练模式下的 Linear 加 BatchNorm1d，没有控制流")),
     ]
     for model, inputs, unseen, (what, what_zh) in valid:
         tried = (f"{what}; inputs of shapes {shapes(inputs)}", f"{what_zh}；inputs 的形状为 {shapes(inputs)}")
@@ -352,6 +433,22 @@ def _trace_safely(answer: Any) -> None:
           "compares the graphs.",
           "在 inputs[1] 上输出碰巧一致（x 为负时 abs(x) == -x），但在 inputs[1] 上追踪得到的是 aten::neg，"
           "而你的追踪结果里是 aten::abs。只比较输出是不够的：追踪器自己的检查会比较计算图。")),
+        (_ThreeOrHalf(), [(pos(2, 3),), (pos(3, 3),), (neg(2, 3),)],
+         ("an `if x.sum() > 0` between x * 3 and x * 0.5; the last input has a negative sum",
+          "用 `if x.sum() > 0` 在 x * 3 和 x * 0.5 之间选择；最后一个输入之和为负"),
+         ("both branches hold the same kinds of nodes (one aten::mul), but by another constant (3 against 0.5), "
+          "and you returned the trace: comparing node kinds misses that. The tracer's own check compares the whole "
+          "graphs, constants included; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "两个分支的节点种类相同（都是一个 aten::mul），但乘的常量不同（3 和 0.5），你却返回了追踪结果：只比较节点种类发现不了这一点。"
+          "追踪器自己的检查会比较整张计算图，包括常量；" + _CHECK_EVERY_TUPLE[1] + "。")),
+        (_TimesRows(), [(pos(2, 3),), (pos(4, 3),)],
+         ("x * float(x.shape[0]) + 1; the inputs have 2 and 4 rows",
+          "x * float(x.shape[0]) + 1；两个输入分别有 2 行和 4 行"),
+         ("the number of rows became the constant 2.0 of the trace, so it is wrong on 4 rows, yet you returned it: "
+          "the graphs traced on the two inputs have the same kinds of nodes and differ only in that constant. The "
+          "tracer's own check compares whole graphs, constants included; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "行数变成了追踪结果中的常量 2.0，所以它在 4 行输入上是错的，你却返回了它：在两个输入上追踪得到的计算图节点种类相同，"
+          "只有这个常量不同。追踪器自己的检查会比较整张计算图，包括常量；" + _CHECK_EVERY_TUPLE[1] + "。")),
         (_SignSwitch2(), [(pos(2, 3), pos(2, 3)), (pos(2, 3), neg(2, 3)), (neg(2, 3), neg(2, 3))],
          ("a model of two arguments with an `if (x * w).sum() > 0`; inputs[1] takes the other branch",
           "两个参数、含 `if (x * w).sum() > 0` 的模型；inputs[1] 走另一个分支"),
@@ -411,6 +508,27 @@ _EAGER_MEAN_MISTAKES = [
 ]
 
 
+#: Row counts of the first probes; the probes after them have many more rows.
+_FEW_ROWS = 8
+_MANY_ROWS = [(12, 3), (1100, 2)]
+
+
+def _half_probe(eager_call: Any, x: torch.Tensor, generic: tuple[str, str]) -> None:
+    """A float16 input of whole numbers: the result must be float16, within float16's rounding."""
+    label = (f"TraceableRunningMean()(x), x of shape {tuple(x.shape)} in float16 (whole numbers)",
+             f"TraceableRunningMean()(x)，x 的形状为 {tuple(x.shape)}，dtype 为 float16（取整数值）")
+    want = _running_mean_reference(x.clone())
+    with torch.no_grad():
+        got = eager_call(x.clone())
+    if isinstance(got, torch.Tensor) and got.shape == want.shape and got.dtype != want.dtype:
+        en, zh = _EAGER_MEAN_MISTAKES[0].en, _EAGER_MEAN_MISTAKES[0].zh
+        raise Wrong(en, zh, tried=label, expected=f"dtype {want.dtype}", got=f"dtype {got.dtype}")
+    diff = differs(got, want, rtol=2e-3, atol=1e-3)
+    if diff is not None:
+        zh_diff = differs(got, want, rtol=2e-3, atol=1e-3, where="结果", expected="期望", lang="zh")
+        raise Wrong(*generic, tried=label, expected=describe(want), got=(diff, zh_diff or diff))
+
+
 @task("lab01.3", "a running mean that traces for every length", "对任意长度都能正确追踪的累积均值", hints=[
     ("A Python loop runs while tracing, so the trace holds one copy of its body per row of the example. "
      "Find tensor operations that compute every row at once: a running sum, divided by how many rows it holds.",
@@ -433,8 +551,11 @@ def _running_mean(answer: Any) -> None:
                     "请传入 TraceableRunningMean 类（或它的实例）。", got=describe(model))
     gen = torch.Generator().manual_seed(17)
 
-    def rows(n: int, cols: int) -> torch.Tensor:
-        x = torch.randn(n, cols, generator=gen) * 2
+    def rows(n: int, cols: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        if dtype == torch.float16:  # whole numbers: float16 sums them exactly, in any order
+            x = torch.randint(-8, 9, (n, cols), generator=gen).to(dtype)
+        else:
+            x = (torch.randn(n, cols, generator=gen, dtype=torch.float64) * 2).to(dtype)
         if n > 2:
             x[1] = 0.0  # a row of zeros among rows of both signs
         return x
@@ -445,6 +566,15 @@ def _running_mean(answer: Any) -> None:
         except NotImplementedError:
             raise  # the stub (NotImplementedError is a RuntimeError)
         except RuntimeError as exc:
+            if x.shape[0] > _FEW_ROWS:
+                raise Wrong(f"your module works on inputs of up to {_FEW_ROWS} rows but raised on {x.shape[0]} rows: "
+                            "a tensor of fixed length (a table of divisors made in advance, sliced by the number of "
+                            "rows) runs out. Build every size-dependent tensor from x.shape[0], for any length.",
+                            f"你的模块在不超过 {_FEW_ROWS} 行的输入上能运行，在 {x.shape[0]} 行时却抛出了异常：长度固定的张量"
+                            "（例如预先做好、再按行数切片的除数表）不够用了。请根据 x.shape[0] 构造所有与尺寸有关的张量，适用于任意长度。",
+                            tried=(f"TraceableRunningMean()(x), x of shape {tuple(x.shape)}",
+                                   f"TraceableRunningMean()(x)，x 的形状为 {tuple(x.shape)}"),
+                            got=str(exc).strip().splitlines()[-1]) from None
             raise Wrong("in eager mode your module raised on an input RunningMean accepts: the rows are the first "
                         "dimension and the features the second, so a tensor with one entry per row must line up "
                         "with the rows.",
@@ -456,14 +586,20 @@ def _running_mean(answer: Any) -> None:
 
     eager = [Probe((f"TraceableRunningMean()(x), x of shape {(n, c)}", f"TraceableRunningMean()(x)，x 的形状为 {(n, c)}"),
                    (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
+    eager.append(Probe(("TraceableRunningMean()(x), x of shape (5, 3) in float64",
+                        "TraceableRunningMean()(x)，x 的形状为 (5, 3)，dtype 为 float64"), (rows(5, 3, torch.float64),)))
+    eager += [Probe((f"TraceableRunningMean()(x), x of shape {(n, c)}", f"TraceableRunningMean()(x)，x 的形状为 {(n, c)}"),
+                    (rows(n, c),)) for n, c in _MANY_ROWS]
+    generic = ("in eager mode your module already differs from RunningMean: out[t] is the mean of x[0] … x[t].",
+               "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值。")
     run_probes(eager_call, _running_mean_reference, eager, mistakes=_EAGER_MEAN_MISTAKES, what="TraceableRunningMean()",
-               generic=("in eager mode your module already differs from RunningMean: out[t] is the mean of "
-                        "x[0] … x[t].", "在 eager 模式下你的模块就与 RunningMean 不同：out[t] 是 x[0] … x[t] 的均值。"))
+               generic=generic)
+    _half_probe(eager_call, rows(12, 3, torch.float16), generic)
 
     traced = _trace(model, rows(3, 4))
     kinds = [n.kind() for n in traced.inlined_graph.nodes()]
     unrolled = kinds.count("aten::select") >= 3 or "aten::unbind" in kinds or "aten::stack" in kinds
-    for n, cols in [(5, 4), (1, 4), (8, 2)]:
+    for n, cols in [(5, 4), (1, 4), (8, 2), *_MANY_ROWS]:
         x = rows(n, cols)
         tried = (f"traced with x of shape (3, 4), called with x of shape ({n}, {cols})",
                  f"用形状为 (3, 4) 的 x 追踪，再用形状为 ({n}, {cols}) 的 x 调用")
@@ -542,6 +678,53 @@ def _watching_load() -> Iterator[list[Any]]:
         torch.jit.load = original
 
 
+@contextlib.contextmanager
+def _watching_save() -> Iterator[list[Any]]:
+    """Record every module given to ``torch.jit.save`` while the answer runs (the function is put back after)."""
+    saved: list[Any] = []
+    original = torch.jit.save
+
+    def save(module: Any, *args: Any, **kwargs: Any) -> Any:
+        saved.append(module)
+        return original(module, *args, **kwargs)
+
+    torch.jit.save = save
+    try:
+        yield saved
+    finally:
+        torch.jit.save = original
+
+
+@contextlib.contextmanager
+def _watching_script() -> Iterator[list[Any]]:
+    """Record every object given to ``torch.jit.script`` while the answer runs (the function is put back after)."""
+    scripted: list[Any] = []
+    original = torch.jit.script
+
+    def script(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        scripted.append(obj)
+        return original(obj, *args, **kwargs)
+
+    torch.jit.script = script
+    try:
+        yield scripted
+    finally:
+        torch.jit.script = original
+
+
+class _LogIfLarge(nn.Module):
+    """A branch on the data: every input the checker gives takes the log branch (entries above 1)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.min() > 1:
+            return self.lin(torch.log(x))
+        return self.lin(x) - 1
+
+
 _SAVE_LOAD = ("lecture 01, section 9 saves and loads a trace",
               "第 01 讲第 9 节演示了追踪结果的保存与加载")
 
@@ -566,9 +749,16 @@ def _roundtrip(answer: Any) -> None:
         (("roundtrip(<a Linear and a Dropout on x, times tanh(y)>.eval(), (x of shape (2, 6), y of shape (2, 3)))",
           "roundtrip(<对 x 做 Linear 和 Dropout，再乘以 tanh(y)>.eval(), (形状为 (2, 6) 的 x, 形状为 (2, 3) 的 y))"),
          built(_Pair, 24), lambda b: (torch.randn(b, 6, generator=gen), torch.randn(b, 3, generator=gen))),
+        (("roundtrip(<a Linear and a BatchNorm1d> in training mode, (x of shape (4, 3),))",
+          "roundtrip(<Linear 加 BatchNorm1d>（训练模式）, (形状为 (4, 3) 的 x,))"),
+         built(_NormedTrain, 25, eval=False), lambda b: (torch.randn(b, 3, generator=gen),)),
+        (("roundtrip(<if x.min() > 1: Linear(log(x)), else Linear(x) - 1>.eval(), (x of shape (2, 4), entries above 2,))",
+          "roundtrip(<若 x.min() > 1 则 Linear(log(x))，否则 Linear(x) - 1>.eval(), (形状为 (2, 4)、元素都大于 2 的 x,))"),
+         built(_LogIfLarge, 26), lambda b: (2 + torch.rand(b, 4, generator=gen) * 3,)),
     ]
     for tried, model, make in cases:
-        with quiet(stderr=False), _watching_load() as loads:
+        modes = _modes(model)
+        with quiet(stderr=False), _watching_load() as loads, _watching_save() as saved, _watching_script() as scripted:
             try:
                 loaded = answer(model, make(2))
             except AttributeError as exc:
@@ -584,12 +774,20 @@ def _roundtrip(answer: Any) -> None:
                                 tried=tried, got=one_line_error(exc)) from None
                 raise
             except RuntimeError as exc:
+                if "Freezing" in str(exc) and model.training:
+                    raise Wrong("torch.jit.freeze works only on a module in eval mode, and this model is handed over in "
+                                "training mode: save the trace itself, without freezing, and leave the model's mode "
+                                "as it is.",
+                                "torch.jit.freeze 只能用于 eval 模式的模块，而这个模型是以训练模式交给你的：请直接保存追踪结果，"
+                                "不要冻结，也不要改变模型的模式。",
+                                tried=tried, got=one_line_error(exc)) from None
                 if "istream" in str(exc) or "PytorchStreamReader" in str(exc):
                     raise Wrong("torch.jit.load found nothing to read: saving leaves the buffer's position at its "
                                 "end, and loading reads from there. Go back to the start before loading.",
                                 "torch.jit.load 读不到内容：保存后缓冲区的位置停在末尾，加载又从那里开始读。加载前请回到开头。",
                                 tried=tried, got=one_line_error(exc)) from None
                 raise
+        _require_modes(model, modes, "roundtrip", tried)
         if loaded is model or not isinstance(loaded, torch.jit.ScriptModule):
             raise Wrong("return the module that torch.jit.load gave back, not the model.",
                         "请返回 torch.jit.load 读回的模块，而不是原模型。",
@@ -607,7 +805,15 @@ def _roundtrip(answer: Any) -> None:
                         f"从未经过保存和加载；{_SAVE_LOAD[1]}。",
                         tried=tried, expected=("the module torch.jit.load returned", "torch.jit.load 返回的模块"),
                         got=describe(loaded))
-        for batch in (2, 5, 1):
+        if scripted and any(isinstance(m, torch.jit.ScriptModule) and not isinstance(m, torch.jit._trace.TracedModule)
+                            for m in saved):
+            raise Wrong("what you saved was compiled with torch.jit.script, not traced: the task is to save a trace "
+                        "(torch.jit.trace with the example inputs), which records the path those inputs take.",
+                        "你保存的是用 torch.jit.script 编译的模块，而不是追踪结果：这个练习要保存的是追踪结果"
+                        "（用示例输入调用 torch.jit.trace），它记录的是这些输入走过的路径。",
+                        tried=tried, expected=("a saved trace", "保存的追踪结果"),
+                        got=("a saved torch.jit.script module", "保存的 torch.jit.script 模块"))
+        for batch in ((2, 5, 3) if model.training else (2, 5, 1)):  # batch statistics need 2 rows or more
             args = make(batch)
             shown = f"loaded({', '.join(f'tensor of shape {tuple(a.shape)}' for a in args)})"
             with torch.no_grad(), quiet(stderr=False):
@@ -616,9 +822,17 @@ def _roundtrip(answer: Any) -> None:
                              errors=(RuntimeError,), en="the loaded module fails on a new input.",
                              zh="加载的模块在新输入上运行失败。")
             diff = differs(got, want)
+            if diff and isinstance(model, _LogIfLarge):
+                raise Wrong("the loaded module takes the other branch of the model's `if` on inputs like the example "
+                            "ones: a trace records the path its example inputs take, so trace with the example inputs "
+                            "you were given, not with new (random) tensors of the same shape.",
+                            "在与示例输入相似的输入上，加载的模块走了模型 `if` 的另一个分支：追踪结果记录的是示例输入走过的路径，"
+                            "所以请用传给你的示例输入来追踪，而不是用形状相同的新（随机）张量。",
+                            tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
+                            expected=describe(want), got=diff)
             if diff:
                 raise Wrong("the loaded module computes something else than the model: trace the model as it is "
-                            "given (in eval mode), with the example inputs.",
-                            "加载的模块与原模型计算结果不同：请按原样（eval 模式）用示例输入追踪模型。",
+                            "given (in its own mode), with the example inputs.",
+                            "加载的模块与原模型计算结果不同：请按原样（保持它本来的模式）用示例输入追踪模型。",
                             tried=(f"{tried[0]}, then {shown}", f"{tried[1]}，然后调用 {shown}"),
                             expected=describe(want), got=diff)

@@ -6,6 +6,7 @@ graph's nodes, with eager PyTorch, or with the unmodified graph run as a functio
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import warnings
@@ -86,6 +87,13 @@ def _while_with_if(x: torch.Tensor, limit: float) -> torch.Tensor:
     return x
 
 
+def _guarded(x: torch.Tensor) -> torch.Tensor:
+    """A prim::RaiseException (a node without outputs) inside an if."""
+    if bool(x.abs().max() > 100):
+        raise ValueError("x is too large")
+    return x * 2
+
+
 def _straight(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.tanh(a) * b + a
 
@@ -105,14 +113,42 @@ class _Mixer(nn.Module):
         return x
 
 
+#: Hand-written IR with unused nodes at the top level, in a loop's body and in an if's branch: script never
+#: leaves dead code, parse_ir keeps it (so counting after DCE, or cleaning without it, shows).
+_IR_DEAD_IN_BLOCKS = """
+graph(%x : Tensor, %n : int):
+  %true : bool = prim::Constant[value=1]()
+  %one : int = prim::Constant[value=1]()
+  %dead : Tensor = aten::exp(%x)
+  %r : Tensor = prim::Loop(%n, %true, %x)
+    block0(%i : int, %h : Tensor):
+      %unused : Tensor = aten::sin(%h)
+      %c : bool = aten::gt(%i, %one)
+      %h2 : Tensor = prim::If(%c)
+        block0():
+          %u2 : Tensor = aten::cos(%h)
+          %a : Tensor = aten::add(%h, %h, %one)
+          -> (%a)
+        block1():
+          -> (%h)
+      -> (%true, %h2)
+  return (%r)
+"""
+_DEAD_LABEL = ("parse_ir(<unused aten::exp, aten::sin and aten::cos: at the top level, in a loop, in an if inside it>)",
+               "parse_ir(<无人使用的 aten::exp、aten::sin 和 aten::cos：分别在顶层、循环里、循环内的 if 里>)")
+
+
 def _kind_graphs() -> list[tuple[Bilingual, Any]]:
     return [
+        (_DEAD_LABEL, torch._C.parse_ir(_IR_DEAD_IN_BLOCKS)),
         (("torch.jit.script(<a module with a loop around an if>).graph",
           "torch.jit.script(<循环里套着 if 的模块>).graph"), _script(_Mixer()).graph),
         (("torch.jit.script(<a loop, inside it an if, inside that a loop>).graph",
           "torch.jit.script(<循环里有 if，if 里又有循环>).graph"), _script(_nested_loops).graph),
         (("torch.jit.script(<a while loop around an if/else>).graph",
           "torch.jit.script(<while 循环里套着 if/else>).graph"), _script(_while_with_if).graph),
+        (("torch.jit.script(<an if that raises an exception (a node without outputs)>).graph",
+          "torch.jit.script(<一个会抛出异常的 if（没有输出的节点）>).graph"), _script(_guarded).graph),
         (("torch.jit.script(<a function without control flow>).graph",
           "torch.jit.script(<没有控制流的函数>).graph"), _script(_straight).graph),
     ]
@@ -153,7 +189,18 @@ _KIND_MISTAKES = [
             "block are not among them.",
             "只统计 block 的 nodes() 给出的节点；每个 block 隐藏的 prim::Param / prim::Return 节点不在其中。"),
     counted_once("kinds", " kind "),
+    Mistake("dead code removed first", lambda got, want, p: got == _kinds_reference(_dce(p.args[0])) != want,
+            "the unused nodes are missing from your counts (the graph was cleaned, e.g. by dead-code elimination, "
+            "before counting): count every node the graph holds, used or not, and leave the graph as it is.",
+            "你的计数里少了无人使用的节点（统计之前计算图被清理过，例如做了死代码消除）：请统计计算图中的每个节点，"
+            "无论是否被使用，并保持计算图不变。"),
 ]
+
+
+def _dce(graph: Any) -> Any:
+    g = graph.copy()
+    torch._C._jit_pass_dce(g)
+    return g
 
 
 @task("lab02.1", "count node kinds through nested blocks", "穿过嵌套 block 统计节点 kind", hints=[
@@ -415,6 +462,9 @@ def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator]
         (("parse_ir(<a prim::If on a constant False, an unused aten::sigmoid>)",
           "parse_ir(<条件为常量 False 的 prim::If、无人使用的 aten::sigmoid>)"),
          torch._C.parse_ir(_IR_CONSTANT_IF), lambda g: (torch.randn(3, generator=g),)),
+        (("parse_ir(<nothing to fold or merge; unused aten::exp, aten::sin and aten::cos, two of them in blocks>)",
+          "parse_ir(<没有可折叠或合并的节点；无人使用的 aten::exp、aten::sin 和 aten::cos，其中两个在 block 里>)"),
+         torch._C.parse_ir(_IR_DEAD_IN_BLOCKS), lambda g: (torch.randn(3, generator=g), 3)),
     ]
 
 
@@ -430,6 +480,48 @@ def _reference(graph: Any) -> Any:
     for _, run in _PASSES:
         run(g)
     return g
+
+
+@contextlib.contextmanager
+def _watching_passes() -> Iterator[list[tuple[str, Any]]]:
+    """Record (pass name, graph) for every call of the three passes while the answer runs (put back after).
+    An answer that imported a pass by name before the check is not seen; the feedback then stays general."""
+    calls: list[tuple[str, Any]] = []
+    originals = {name: getattr(torch._C, name.rsplit(".", 1)[1]) for name, _ in _PASSES}
+
+    def watched(name: str, run: Callable[..., Any]) -> Callable[..., Any]:
+        def call(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append((name, graph))
+            return run(graph, *args, **kwargs)
+        return call
+
+    for name, run in originals.items():
+        setattr(torch._C, name.rsplit(".", 1)[1], watched(name, run))
+    try:
+        yield calls
+    finally:
+        for name, run in originals.items():
+            setattr(torch._C, name.rsplit(".", 1)[1], run)
+
+
+def _unchanged(calls: list[tuple[str, Any]], result: Any) -> tuple[str, str]:
+    """Why a returned graph has all its nodes still, from the passes seen running."""
+    if any(graph is not result for _, graph in calls):
+        return ("the returned graph is unchanged, but passes ran on another graph. If you ran the passes on "
+                "graph.copy(), return that copy: passes change the graph they are given, not the one you return.",
+                "返回的计算图没有任何变化，pass 却运行在另一张图上。如果你是在 graph.copy() 上运行的 pass，就应返回那份副本："
+                "pass 修改的是传给它的图，而不是你返回的图。")
+    ran = sorted({name for name, _ in calls})
+    if ran:
+        missing = [name for name, _ in _PASSES if name not in ran]
+        return (f"you returned the graph, but only {', '.join(ran)} ran on it, and on this graph that changes "
+                f"nothing: {', '.join(missing)} would. Apply all three passes.",
+                f"你返回的计算图没错，但只在它上面运行了 {'、'.join(ran)}，而在这张图上它什么也没改变；"
+                f"{'、'.join(missing)} 才有活可干。请把三个 pass 都用上。")
+    return ("the returned graph is unchanged: no pass changed it. Run the three passes on the graph you were given "
+            "and return it (if you ran them on graph.copy(), return that copy).",
+            "返回的计算图没有任何变化：没有哪个 pass 改动过它。请在传给你的图上运行三个 pass，再把它返回"
+            "（如果你是在 graph.copy() 上运行的，就返回那份副本）。")
 
 
 def _run(graph: Any, inputs: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
@@ -459,7 +551,8 @@ def _run_passes(answer: Any) -> None:
         graph_of = (f"a torch.Graph with {want} nodes", f"有 {want} 个节点的 torch.Graph")
         nodes_of = (f"{want} nodes (from {before})", f"{want} 个节点（原有 {before} 个）")
         unseen = (f"{label[0]} on unseen inputs", f"{label[1]}，在未见过的输入上运行")
-        result = answer(given)
+        with _watching_passes() as calls:
+            result = answer(given)
         if result is None:
             raise Wrong("return the graph. The _jit_pass_* functions change the graph in place and return None, "
                         "so `return torch._C._jit_pass_dce(graph)` returns None.",
@@ -477,10 +570,7 @@ def _run_passes(answer: Any) -> None:
                         "返回的计算图不合法（graph.lint() 失败）。", tried=label, got=_first_line(exc)) from None
         got = _count(result)
         if got == before and want < before:
-            raise Wrong("the returned graph is unchanged. If you ran the passes on graph.copy(), return that "
-                        "copy: passes change the graph they are given, not the one you return.",
-                        "返回的计算图没有任何变化。如果你是在 graph.copy() 上运行的 pass，就应返回那份副本："
-                        "pass 修改的是传给它的图，而不是你返回的图。",
+            raise Wrong(*_unchanged(calls, result),
                         tried=label, expected=nodes_of, got=(f"{got} nodes (unchanged)", f"{got} 个节点（没有变化）"))
         gen = torch.Generator().manual_seed(5)
         inputs = make_inputs(gen)

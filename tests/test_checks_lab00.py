@@ -1,0 +1,95 @@
+"""Checkers of lab00, second attack (issue 30): counting distinct targets instead of nodes, and a
+threshold at an epsilon instead of `y.sum() > 0`, are rejected and named in both languages; right
+answers written differently still pass. (The first lab00 tests live in test_checks.py.)"""
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+from torch import fx
+
+from fxcourse import zoo
+
+from checking import expect_passed, expect_wrong
+
+
+# -- lab00.1 --------------------------------------------------------------------------------------
+def test_lab00_1_counting_distinct_targets_is_named():
+    def count_by_opcode(gm: fx.GraphModule) -> dict[str, int]:
+        return dict(Counter(op for op, _ in {(node.op, node.target) for node in gm.graph.nodes}))
+
+    result = expect_wrong("lab00.1", count_by_opcode)
+    assert "not the distinct things they call" in result.en and "不同的调用对象" in result.zh
+    assert "twice" in str(result.tried[0])
+
+
+def test_lab00_1_counting_distinct_target_names_is_named():
+    def count_by_opcode(gm: fx.GraphModule) -> dict[str, int]:
+        seen: dict[str, set] = {}
+        for node in gm.graph.nodes:
+            seen.setdefault(node.op, set()).add(str(node.target))
+        return {op: len(targets) for op, targets in seen.items()}
+
+    result = expect_wrong("lab00.1", count_by_opcode)
+    assert "each call is a node of its own" in result.en and "每次调用都是一个独立的节点" in result.zh
+
+
+def test_lab00_1_right_answers_written_differently_pass():
+    expect_passed("lab00.1", lambda gm: dict(Counter(n.op for n in gm.graph.nodes)))
+    expect_passed("lab00.1", lambda gm: {op: sum(n.op == op for n in gm.graph.nodes) for op in {n.op for n in gm.graph.nodes}})
+
+
+# -- lab00.3 --------------------------------------------------------------------------------------
+def _gate(decide):
+    class TraceableGate(zoo.Gate):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            return torch.where(decide(y), torch.relu(y), -y)
+
+    return TraceableGate
+
+
+def test_lab00_3_mean_above_an_epsilon_is_named():
+    result = expect_wrong("lab00.3", _gate(lambda y: y.mean() > 1e-6))
+    assert "small epsilon" in result.en and "y.sum() > 0" in result.en
+    assert "小 epsilon" in result.zh and "0 上不加任何余量" in result.zh
+    assert "2**-39" in result.tried[0]
+
+
+def test_lab00_3_sum_above_a_tiny_epsilon_is_named():
+    result = expect_wrong("lab00.3", _gate(lambda y: y.sum() > 1e-10))
+    assert "tiny positive" in result.tried[0] and "极小的正数" in result.tried[1]
+    assert "small epsilon" in result.en and "小 epsilon" in result.zh
+
+
+def test_lab00_3_mean_above_an_epsilon_below_zero_is_named():
+    # At an exact 0 it takes relu(y): the strict boundary is named first.
+    result = expect_wrong("lab00.3", _gate(lambda y: y.mean() > -1e-9))
+    assert "exactly 0" in result.en and "恰好为 0" in result.zh
+
+
+def test_lab00_3_right_answers_written_differently_pass():
+    expect_passed("lab00.3", _gate(lambda y: y.mean() > 0))
+    expect_passed("lab00.3", _gate(lambda y: y.sum().gt(0)))
+    expect_passed("lab00.3", _gate(lambda y: y.double().sum() > 0))
+
+
+def test_lab00_1_counting_after_dead_code_elimination_is_named():
+    import copy
+
+    def count_by_opcode(gm: fx.GraphModule) -> dict[str, int]:
+        clean = copy.deepcopy(gm)
+        clean.graph.eliminate_dead_code()
+        return dict(Counter(node.op for node in clean.graph.nodes))
+
+    result = expect_wrong("lab00.1", count_by_opcode)
+    assert "nobody uses" in result.en and "无人使用" in result.zh
+
+
+def test_lab00_1_cleaning_the_given_graph_is_wrong():
+    def count_by_opcode(gm: fx.GraphModule) -> dict[str, int]:
+        gm.graph.eliminate_dead_code()
+        return dict(Counter(node.op for node in gm.graph.nodes))
+
+    result = expect_wrong("lab00.1", count_by_opcode)
+    assert "changed the graph it was given" in result.en and "修改了传给它的计算图" in result.zh
