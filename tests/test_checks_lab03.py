@@ -107,7 +107,8 @@ def test_lab03_1_rejects_counting_by_opcode_only():
 
 def test_lab03_1_rejects_counting_each_target_once():
     result = expect_wrong("lab03.1", lambda gm: {k: 1 for k in solution("lab03", "op_histogram")(gm)})
-    assert "compare your counts" in result.en and "计数" in result.zh
+    assert "every count is 1" in result.en and "not how many nodes" in result.en
+    assert "每个计数都是 1" in result.zh and "有多少个节点" in result.zh
     assert "fc" in result.expected
 
 
@@ -464,3 +465,153 @@ def test_every_lab03_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab03_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)
+
+
+# ------------------------------------------------------------------ issue 30: classes the probes missed
+
+
+def _spelled(t):
+    return t if isinstance(t, str) else f"{t.__module__}.{t.__name__}"
+
+
+def _counts_where(keep):
+    def op_histogram(gm):
+        return dict(Counter((n.op, _spelled(n.target)) for n in gm.graph.nodes if keep(n)))
+    return op_histogram
+
+
+def test_lab03_1_leaving_out_only_the_output_node_is_named():
+    result = expect_wrong("lab03.1", _counts_where(lambda n: n.op != "output"))
+    assert "output node is missing" in result.en and "少了 output 节点" in result.zh
+
+
+def test_lab03_1_leaving_out_only_the_placeholders_is_named():
+    result = expect_wrong("lab03.1", _counts_where(lambda n: n.op != "placeholder"))
+    assert "placeholder nodes" in result.en and "少了 placeholder 节点" in result.zh
+
+
+def test_lab03_1_leaving_out_get_attr_nodes_is_named():
+    result = expect_wrong("lab03.1", _counts_where(lambda n: n.op != "get_attr"))
+    assert "get_attr nodes" in result.en and "少了 get_attr 节点" in result.zh
+
+
+def test_lab03_1_skipping_nodes_without_users_is_named():
+    # every probe of the first round had no dead node, so this passed; a conv call whose result is thrown away
+    result = expect_wrong("lab03.1", _counts_where(lambda n: n.op == "output" or bool(n.users)))
+    assert "nothing uses" in result.en and "dead-code elimination" in result.en
+    assert "死代码消除" in result.zh and "never used" in text(result.tried)
+
+
+def test_lab03_1_counting_after_dead_code_elimination_of_a_copy_is_named():
+    def op_histogram(gm):
+        pruned = copy.deepcopy(gm)
+        pruned.graph.eliminate_dead_code()
+        return dict(Counter((n.op, _spelled(n.target)) for n in pruned.graph.nodes))
+    result = expect_wrong("lab03.1", op_histogram)
+    assert "dead-code elimination" in result.en and "死代码消除" in result.zh
+
+
+def _find_by_last_part(first_wins):
+    def find_modules(gm, module_type):
+        modules = {}
+        for name, m in gm.named_modules():
+            if first_wins:
+                modules.setdefault(name.split(".")[-1], m)
+            else:
+                modules[name.split(".")[-1]] = m
+        return [n.target for n in gm.graph.nodes
+                if n.op == "call_module" and isinstance(modules[n.target.split(".")[-1]], module_type)]
+    return find_modules
+
+
+@pytest.mark.parametrize("first_wins", [False, True])
+def test_lab03_2_a_module_found_by_the_last_part_of_its_path_is_named(first_wins):
+    # resnet18 and the other probes have no two modules of different types under one last name: this passed
+    result = expect_wrong("lab03.2", _find_by_last_part(first_wins))
+    assert "last part of its dotted target" in result.en and "block.conv" in result.en
+    assert "最后一段" in result.zh and "完整的带点路径" in result.zh
+
+
+def test_lab03_2_a_top_level_attribute_by_the_last_name_is_named():
+    def find_modules(gm, module_type):
+        return [n.target for n in gm.graph.nodes if n.op == "call_module"
+                and isinstance(getattr(gm, n.target.split(".")[-1], None) or gm.get_submodule(n.target), module_type)]
+    result = expect_wrong("lab03.2", find_modules)
+    assert "last part of its dotted target" in result.en and "最后一段" in result.zh
+
+
+def test_lab03_2_dropping_a_call_whose_output_is_unused_is_named():
+    def find_modules(gm, module_type):
+        pruned = copy.deepcopy(gm)
+        pruned.graph.eliminate_dead_code()
+        return [n.target for n in pruned.graph.nodes
+                if n.op == "call_module" and isinstance(pruned.get_submodule(n.target), module_type)]
+    result = expect_wrong("lab03.2", find_modules)
+    assert "`aux`" in result.en and "nothing uses" in result.en and "死代码消除" in result.zh
+
+
+def test_lab03_2_a_lookup_through_named_modules_by_full_path_passes():
+    def find_modules(gm, module_type):
+        modules = dict(gm.named_modules())
+        found = []
+        for node in gm.graph.nodes:
+            if node.op == "call_module" and isinstance(modules[node.target], module_type):
+                found.append(node.target)
+        return tuple(found)
+    expect_passed("lab03.2", find_modules)
+
+
+def _recorder_keyed_by(key):
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if isinstance(value, torch.Tensor):
+                self.shapes[key(n)] = tuple(value.shape)
+            return value
+    return Recorder
+
+
+@pytest.mark.parametrize("key", [lambda n: str(n.target), lambda n: _spelled(n.target)],
+                         ids=["str(node.target)", "module.name of the target"])
+def test_lab03_3_keys_spelled_from_the_target_are_named_as_targets(key):
+    # issue 30: these were told the dict "was left from another recorder's run"
+    result = expect_wrong("lab03.3", _recorder_keyed_by(key))
+    assert "node targets" in result.en and "another recorder" not in result.en
+    assert "target" in result.zh and "node.name" in result.zh and "另一个记录器" not in result.zh
+
+
+def test_lab03_3_node_objects_as_keys_are_named():
+    result = expect_wrong("lab03.3", _recorder_keyed_by(lambda n: n))
+    assert "Node objects" in result.en and "Node 对象" in result.zh
+
+
+def test_lab03_3_skipping_placeholders_is_named():
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if n.op != "placeholder" and isinstance(value, torch.Tensor):
+                self.shapes[n.name] = tuple(value.shape)
+            return value
+    result = expect_wrong("lab03.3", Recorder)
+    assert "placeholder" in result.en and "placeholder" in result.zh and "每个节点" in result.zh
+
+
+def test_lab03_3_a_recorder_that_overrides_each_opcode_passes():
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run_node(self, n):
+            out = super().run_node(n)
+            self.shapes.update({n.name: torch.Size(out.shape)} if torch.is_tensor(out) else {})
+            return out
+    expect_passed("lab03.3", Recorder)

@@ -375,7 +375,8 @@ def test_lab04_3_rejects_forward_hooks_on_modules_only():
                     lambda m, args, out, name=name: records.__setitem__(name, out.detach().clone()))
         return probed, records
     result = expect_wrong("lab04.3", hooks)
-    assert "exactly the requested node names" in result.en and "节点名" in result.zh
+    assert "no probe after 'x'" in result.en and "a hook" in result.en
+    assert "之后没有探针" in result.zh
 
 
 def test_lab04_2_a_replacement_that_is_not_silu_is_named():
@@ -419,3 +420,182 @@ def test_every_lab04_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab04_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)
+
+
+# ------------------------------------------------------------------ issue 30: classes the probes missed
+
+
+def _fuse_where(*, producer=(nn.Conv2d,), lookup="path", fold=_fold, input_eval=False):
+    """The solution's pass with one thing changed: which producers it folds into, how it looks modules up,
+    how it folds, whether it switches the caller's module to eval mode first."""
+    def key(target):
+        return target if lookup == "path" else target.rsplit(".", 1)[-1]
+
+    def fuse_conv_bn(gm):
+        if input_eval:
+            gm.eval()
+        gm = copy.deepcopy(gm)
+        modules = {}
+        for name, m in gm.named_modules():
+            if lookup == "first":
+                modules.setdefault(key(name), m)
+            else:
+                modules[key(name)] = m
+        for bn_node in list(gm.graph.nodes):
+            if bn_node.op != "call_module" or not isinstance(modules[key(bn_node.target)], nn.BatchNorm2d):
+                continue
+            conv_node = bn_node.args[0]
+            if not (isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
+                    and (producer is None or isinstance(modules[key(conv_node.target)], producer))):
+                continue
+            bn = modules[key(bn_node.target)]
+            if len(conv_node.users) != 1 or bn.training:
+                continue
+            gm.set_submodule(conv_node.target, fold(modules[key(conv_node.target)], bn))
+            bn_node.replace_all_uses_with(conv_node)
+            gm.graph.erase_node(bn_node)
+        gm.graph.lint()
+        gm.recompile()
+        return gm
+    return fuse_conv_bn
+
+
+@pytest.mark.parametrize("producer", [None, (nn.Conv2d, nn.ConvTranspose2d), (nn.modules.conv._ConvNd,)],
+                         ids=["no type test", "Conv2d or ConvTranspose2d", "any _ConvNd"])
+def test_lab04_1_folding_into_a_conv_transpose_is_named(producer):
+    # no probe had a ConvTranspose2d before a BN: these passed, and fold the BN into the wrong weight axis
+    result = expect_wrong("lab04.1", _fuse_where(producer=producer))
+    assert "ConvTranspose2d" in result.en and "only when the producer is an nn.Conv2d" in result.en
+    assert "转置卷积" in result.zh and "生产者是 nn.Conv2d" in result.zh
+    assert "ConvTranspose2d" in text(result.tried)
+
+
+def test_lab04_1_torchs_helper_on_a_conv_transpose_is_named():
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    result = expect_wrong("lab04.1", _fuse_where(producer=None, fold=fuse_conv_bn_eval))
+    assert "ConvTranspose2d" in result.en and "转置卷积" in result.zh
+
+
+@pytest.mark.parametrize("lookup", ["last", "first"])
+def test_lab04_1_modules_looked_up_by_the_last_part_of_their_path_are_named(lookup):
+    # a top-level conv/bn next to a nested block.conv/block.bn of another type
+    result = expect_wrong("lab04.1", _fuse_where(lookup=lookup))
+    assert "last part of its path" in result.en and "'block.conv'" in result.en
+    assert "最后一段" in result.zh and "完整的带点 target" in result.zh
+
+
+def test_lab04_1_switching_the_callers_module_to_eval_is_named():
+    result = expect_wrong("lab04.1", _fuse_where(input_eval=True))
+    assert "switched the train/eval mode of the GraphModule it was given" in result.en
+    assert "调用者的模型" in result.zh
+
+
+def test_lab04_1_a_fused_conv_built_afresh_without_dilation_is_named():
+    def fresh(conv, bn):
+        ref = _fold(conv, bn)
+        new = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                        groups=conv.groups).to(conv.weight.dtype).train(conv.training)
+        with torch.no_grad():
+            new.weight.copy_(ref.weight)
+            new.bias.copy_(ref.bias)
+        return new
+    result = expect_wrong("lab04.1", _fuse_where(fold=fresh))
+    assert "built afresh" in result.en and "dilation" in result.got and "重新创建" in result.zh
+
+
+def test_lab04_1_a_fused_conv_built_afresh_in_float32_is_named():
+    def fresh(conv, bn):
+        ref = _fold(conv, bn)
+        new = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                        conv.dilation, conv.groups).train(conv.training)
+        with torch.no_grad():
+            new.weight.copy_(ref.weight)
+            new.bias.copy_(ref.bias)
+        return new
+    result = expect_wrong("lab04.1", _fuse_where(fold=fresh))
+    assert "built afresh" in result.en and "float64" in result.got and "float64" in text(result.tried)
+
+
+def test_lab04_1_a_graph_module_over_a_copied_graph_with_its_own_fused_convs_passes():
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    def fuse_conv_bn(gm):
+        graph = copy.deepcopy(gm.graph)
+        new = fx.GraphModule(gm, graph)  # shares gm's modules until a fused conv replaces one
+        for bn_node in list(graph.nodes):
+            if bn_node.op != "call_module" or type(new.get_submodule(bn_node.target)) is not nn.BatchNorm2d:
+                continue
+            src = bn_node.args[0]
+            if (isinstance(src, fx.Node) and src.op == "call_module" and type(new.get_submodule(src.target)) is nn.Conv2d
+                    and len(src.users) == 1 and not new.get_submodule(bn_node.target).training):
+                new.set_submodule(src.target, fuse_conv_bn_eval(new.get_submodule(src.target),
+                                                                new.get_submodule(bn_node.target)))
+                bn_node.replace_all_uses_with(src)
+                graph.erase_node(bn_node)
+        new.recompile()
+        return new
+    expect_passed("lab04.1", fuse_conv_bn)
+
+
+def test_lab04_3_switching_the_callers_module_to_eval_is_named():
+    def insert_probes(gm, names):
+        gm.eval()
+        return solution("lab04", "insert_probes")(gm, names)
+    result = expect_wrong("lab04.3", insert_probes)
+    assert "switched the train/eval mode" in result.en and "training mode" in text(result.tried)
+    assert "调用者的模型" in result.zh
+
+
+def test_lab04_3_skipping_placeholders_is_named():
+    def insert_probes(gm, names):
+        placeholders = {n.name for n in gm.graph.nodes if n.op == "placeholder"}
+        probed, records = solution("lab04", "insert_probes")(gm, [n for n in names if n not in placeholders])
+        return probed, records
+    result = expect_wrong("lab04.3", insert_probes)
+    assert "a placeholder" in result.en and "placeholders included" in result.en
+    assert "placeholder 也不例外" in result.zh
+
+
+def test_lab04_3_records_filled_by_an_interpreter_instead_of_probes_are_named():
+    def insert_probes(gm, names):
+        probed, records = copy.deepcopy(gm), {}
+
+        class Watch(fx.Interpreter):
+            def run_node(self, n):
+                value = super().run_node(n)
+                if n.name in names:
+                    records[n.name] = value.detach().clone()
+                return value
+        probed.forward = lambda *args: Watch(probed).run(*args)
+        return probed, records
+    result = expect_wrong("lab04.3", insert_probes)
+    assert "no probe after" in result.en and "Interpreter" in result.en and "之后没有探针" in result.zh
+
+
+@pytest.mark.parametrize("lint", [True, False])
+def test_lab04_3_a_probe_created_before_the_node_it_watches_is_named(lint):
+    # with lint() this was told "a probe node reads its own output"; without it, "fails when called"
+    def insert_probes(gm, names):
+        class Probe(nn.Module):
+            def __init__(self, records, name):
+                super().__init__()
+                self.records, self.name = records, name
+
+            def forward(self, x):
+                self.records[self.name] = x.detach().clone()
+                return x
+
+        probed, records = copy.deepcopy(gm), {}
+        nodes = {n.name: n for n in probed.graph.nodes}
+        for name in names:
+            probed.add_submodule(f"probe_{name}", Probe(records, name))
+            with probed.graph.inserting_before(nodes[name]):
+                probe = probed.graph.call_module(f"probe_{name}", (nodes[name],))
+            nodes[name].replace_all_uses_with(probe, delete_user_cb=lambda user, probe=probe: user is not probe)
+        if lint:
+            probed.graph.lint()
+        probed.recompile()
+        return probed, records
+    result = expect_wrong("lab04.3", insert_probes)
+    assert "comes before it in the graph" in result.en and "reads its own output" not in result.en
+    assert "排在它前面" in result.zh

@@ -1,6 +1,8 @@
 """Checkers of lab05 (FX limits): references pass, stubs are not implemented, classic mistakes are named."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import fx
@@ -390,3 +392,60 @@ def test_every_lab05_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab05_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch, worded=task_id != "lab05.4")
+
+
+# ------------------------------------------------------------------ issue 30: classes the probes missed
+
+
+def _switches_to_eval(answer):
+    def switched(model, arg):
+        model.eval()  # "tracing is for inference": changes the caller's model
+        return answer(model, arg)
+    return switched
+
+
+def _traces_an_eval_copy(answer):
+    def on_copy(model, arg):
+        return answer(copy.deepcopy(model).eval(), arg)
+    return on_copy
+
+
+@pytest.mark.parametrize("task_id, fn", [("lab05.1", "trace_for_mode"), ("lab05.2", "trace_with_leaves"),
+                                         ("lab05.3", "trace_keeping")])
+def test_model_eval_on_the_handed_model_is_named(task_id, fn):
+    # the checker used to put every model in eval mode itself, so this passed
+    result = expect_wrong(task_id, _switches_to_eval(solution("lab05", SOLUTION_NAMES[task_id])))
+    assert f"{fn} switched the model it was handed to eval mode" in result.en
+    assert "调用者的模型" in result.zh and "eval 模式" in result.zh
+
+
+@pytest.mark.parametrize("task_id", ["lab05.1", "lab05.2", "lab05.3"])
+def test_tracing_a_copy_switched_to_eval_is_named(task_id):
+    result = expect_wrong(task_id, _traces_an_eval_copy(solution("lab05", SOLUTION_NAMES[task_id])))
+    assert "traced a copy in another mode" in result.en and "切换了模式的副本" in result.zh
+    assert "处于训练模式" in result.zh
+
+
+@pytest.mark.parametrize("task_id", ["lab05.1", "lab05.2", "lab05.3"])
+def test_tracing_a_plain_copy_in_the_same_mode_passes(task_id):
+    def on_copy(model, arg):
+        return solution("lab05", SOLUTION_NAMES[task_id])(copy.deepcopy(model), arg)
+    expect_passed(task_id, on_copy)
+
+
+def test_lab05_4_a_fixed_table_longer_than_every_earlier_probe_is_named():
+    # the largest length probed was 9, so a table of 32 positions cut to the batch's width passed
+    def position_ids_fx(lengths):
+        pos = torch.arange(32)
+        return torch.where(pos < lengths[:, None], pos, -1)[:, :lengths.max()]
+    result = expect_wrong("lab05.4", position_ids_fx)
+    assert "width" in result.en and "fixed in the code" in result.en and "写死" in result.zh
+    assert "46" in text(result.tried)
+
+
+def test_lab05_4_a_cumulative_sum_of_ones_passes():
+    def position_ids_fx(lengths):
+        ones = torch.ones_like(torch.arange(lengths.max())).expand(lengths.shape[0], -1)
+        pos = ones.cumsum(-1) - 1
+        return torch.where(pos < lengths[:, None], pos, -1)
+    expect_passed("lab05.4", position_ids_fx)

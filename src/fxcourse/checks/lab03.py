@@ -101,6 +101,30 @@ class _Chain(nn.Module):
         return self.fc(h).softmax(-1)
 
 
+class _Clash(nn.Module):
+    """A top-level ``conv`` (a Conv1d) next to a nested ``block.conv`` (a Conv2d): a module looked up by
+    the last part of its dotted path is the wrong one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = _Block(4)
+        self.conv = nn.Conv1d(4, 4, 1)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv(self.block(x).flatten(2))
+        return self.head(h.mean(-1))
+
+
+def _clash_gm() -> fx.GraphModule:
+    return fx.symbolic_trace(built(_Clash, 3))
+
+
+def _dead_stem_gm() -> fx.GraphModule:
+    """symbolic_trace keeps the unused ``aux`` call: a node with no users is still a node."""
+    return fx.symbolic_trace(built(_SharedStem, 3))
+
+
 def _shared_stem_gm() -> fx.GraphModule:
     """symbolic_trace keeps the unused ``aux`` call; DCE removes it, the module stays."""
     gm = fx.symbolic_trace(built(_SharedStem, 3))
@@ -171,6 +195,8 @@ def _histogram_probes() -> list[Probe]:
         Probe(("symbolic_trace(a model with a parameter, view, size and split)",
                "symbolic_trace(含一个参数以及 view、size 和 split 的模型)"),
               (fx.symbolic_trace(built(_SplitHead, 3)),)),
+        Probe(("symbolic_trace(a model with a conv call whose result is never used)",
+               "symbolic_trace(含一次结果从未被使用的卷积调用的模型)"), (_dead_stem_gm(),)),
         Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
     ]
 
@@ -229,6 +255,42 @@ _HISTOGRAM_MISTAKES = [
 ]
 
 
+def _without(want: dict[tuple[str, str], int], gm: fx.GraphModule, leave_out: Callable[[fx.Node], bool]) -> dict:
+    """``want`` as an answer that skips the nodes ``leave_out`` picks would count it."""
+    return dict(Counter(_canonical(n) for n in gm.graph.nodes if not leave_out(n)))
+
+
+#: Known mistakes read on the answer's counts with every key spelled as the reference spells it.
+_COUNT_MISTAKES = [
+    Mistake("output left out", lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "output"),
+            "the output node is missing from your counts: it is a node of the graph like any other, with "
+            "opcode 'output' (and target 'output'), so it adds 1 too.",
+            "你的计数里少了 output 节点：它和其他节点一样是计算图中的节点，opcode 为 'output'（target 也是 "
+            "'output'），同样要计 1。"),
+    Mistake("placeholder left out",
+            lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "placeholder"),
+            "the placeholder nodes (the graph's inputs) are missing from your counts: every node counts, "
+            "inputs included.",
+            "你的计数里少了 placeholder 节点（计算图的输入）：每个节点都要统计，输入也不例外。"),
+    Mistake("get_attr left out", lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "get_attr"),
+            "the get_attr nodes (parameters the graph reads) are missing from your counts: they are nodes "
+            "too and count under ('get_attr', attribute name).",
+            "你的计数里少了 get_attr 节点（计算图读取的参数）：它们也是节点，要计在 ('get_attr', 属性名) 下。"),
+    Mistake("dead nodes left out",
+            lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op != "output" and not n.users),
+            "a node whose result nothing uses (here a conv call whose output is thrown away) is missing from "
+            "your counts: the histogram counts the nodes the graph holds, used or not; do not run dead-code "
+            "elimination or skip nodes without users.",
+            "你的计数里少了结果没有被任何节点使用的节点（这里是一次输出被丢弃的卷积调用）：直方图统计的是计算图中"
+            "存在的节点，不管是否被使用；不要先做死代码消除，也不要跳过没有使用者的节点。"),
+    Mistake("each key once", lambda got, want, p: set(got) == set(want) and all(v == 1 for v in got.values()),
+            "every count is 1: your dict records which (opcode, target) pairs occur, not how many nodes have "
+            "each one (a module called twice is two nodes).",
+            "每个计数都是 1：你的 dict 只记录了出现过哪些 (opcode, target)，而不是每一对有多少个节点"
+            "（一个模块调用两次就是两个节点）。"),
+]
+
+
 def _show(counts: Any) -> str:
     if not isinstance(counts, dict):
         return describe(counts)
@@ -277,6 +339,13 @@ def _op_histogram(answer: Any) -> None:
         diff = differs(translated, want)
         if diff is None:
             continue
+        for mistake in _COUNT_MISTAKES:
+            try:
+                matched = mistake.matches(translated, want, probe)
+            except Exception:  # a predicate that cannot read this answer does not match it
+                matched = False
+            if matched:
+                raise Wrong(mistake.en, mistake.zh, tried=probe.label, expected=_show(want), got=_show(got))
         for mistake in _HISTOGRAM_MISTAKES:
             try:
                 matched = mistake.matches(got, want, probe)
@@ -302,8 +371,28 @@ def _attached(gm: fx.GraphModule, kind: type) -> set[str]:
     return {name for name, m in gm.named_modules() if name and isinstance(m, kind)}
 
 
+def _by_last_part(gm: fx.GraphModule, kind: type) -> list[list[str]]:
+    """What an answer that looks a call_module target up by the last part of its dotted path finds:
+    a dict of named_modules keyed by that part (the last or the first module of that name wins), or a
+    top-level attribute of that name."""
+    last_wins: dict[str, nn.Module] = {}
+    first_wins: dict[str, nn.Module] = {}
+    for name, m in gm.named_modules():
+        last_wins[name.rsplit(".", 1)[-1]] = m
+        first_wins.setdefault(name.rsplit(".", 1)[-1], m)
+    top = dict(gm.named_children())
+    found = []
+    for lookup in (last_wins, first_wins, top):
+        found.append([str(n.target) for n in gm.graph.nodes if n.op == "call_module"
+                      and isinstance(lookup.get(str(n.target).rsplit(".", 1)[-1], gm.get_submodule(str(n.target))),
+                                     kind)])
+    return found
+
+
 def _find_mistakes(gm: fx.GraphModule, kind: type) -> list[Mistake]:
     node_names = {n.name for n in gm.graph.nodes}
+    live = [str(n.target) for n in gm.graph.nodes if n.op == "call_module" and n.users
+            and isinstance(gm.get_submodule(str(n.target)), kind)]
     return [
         Mistake("node names", lambda got, want, p: bool(got) and all(s in node_names for s in got)
                 and bool(set(got) - set(want)),
@@ -327,6 +416,17 @@ def _find_mistakes(gm: fx.GraphModule, kind: type) -> list[Mistake]:
                 "a module called twice must appear twice, once per call_module node (the modules a "
                 "GraphModule holds list each module only once).",
                 "一个模块被调用两次就要出现两次，每个 call_module 节点一次（GraphModule 持有的模块列表中每个模块只出现一次）。"),
+        Mistake("last part of the path", lambda got, want, p: list(got) in _by_last_part(gm, kind),
+                "a module was looked up by the last part of its dotted target: this model has a top-level `conv` "
+                "and a nested `block.conv` of another type, so 'block.conv' found the wrong module. Look a target "
+                "up by its whole dotted path (the GraphModule method the exercise names does that).",
+                "有模块是按带点 target 的最后一段查找的：这个模型既有顶层的 `conv`，又有嵌套的、类型不同的 `block.conv`，"
+                "于是 'block.conv' 找到的是错误的模块。请按完整的带点路径查找 target（练习中提到的 GraphModule 方法就是这样做的）。"),
+        Mistake("unused calls left out", lambda got, want, p: list(got) == live and live != want,
+                "a call_module node whose output nothing uses is missing (here the `aux` conv): it is still a call "
+                "the graph makes, so it belongs in the list; do not eliminate dead code or skip nodes without users.",
+                "缺少一个输出没有被任何节点使用的 call_module 节点（这里是卷积 `aux`）：它仍然是计算图发起的一次调用，"
+                "应当列出；不要做死代码消除，也不要跳过没有使用者的节点。"),
         Mistake("order", lambda got, want, p: sorted(got) == sorted(want),
                 "right entries, wrong order: list them in graph order (the order of gm.graph.nodes).",
                 "条目对了但顺序不对：请按计算图中的顺序（gm.graph.nodes 的顺序）列出。"),
@@ -347,8 +447,12 @@ def _find_modules(answer: Any) -> None:
     stem = (("symbolic_trace(a model whose conv `shared` is called twice) after dead-code elimination",
              "symbolic_trace(卷积 `shared` 被调用两次的模型)，再做死代码消除"), _shared_stem_gm)
     resnet = ("symbolic_trace(torchvision resnet18)", _resnet_gm)
+    clash = (("symbolic_trace(a model with a top-level `conv`, an nn.Conv1d, and a nested `block.conv`, an nn.Conv2d)",
+              "symbolic_trace(既有顶层 `conv`（nn.Conv1d）又有嵌套 `block.conv`（nn.Conv2d）的模型)"), _clash_gm)
+    dead = (("symbolic_trace(a model whose conv `aux` is called but its output never used)",
+             "symbolic_trace(卷积 `aux` 被调用、但输出从未被使用的模型)"), _dead_stem_gm)
     cases = [(resnet, nn.Conv2d), (stem, nn.Conv2d), (stem, nn.BatchNorm2d), (resnet, nn.Linear),
-             (stem, nn.Module), (stem, nn.Linear)]
+             (stem, nn.Module), (stem, nn.Linear), (clash, nn.Conv2d), (clash, nn.Conv1d), (dead, nn.Conv2d)]
     for (label, build), kind in cases:
         gm = build()
         want = _calls_of(gm, kind)
@@ -415,9 +519,26 @@ def _missing_ops(got: Any, want: dict, gm: fx.GraphModule) -> set[str]:
     return {by_op[name] for name in set(want) - set(got)}
 
 
+def _is_target_spelling(key: Any, gm: fx.GraphModule) -> bool:
+    """``key`` is some node's target: the object itself, its str(), or a module-dot-name spelling."""
+    for n in gm.graph.nodes:
+        if key is n.target or (isinstance(key, str) and (key == str(n.target) or key in _target_spellings(n.target))):
+            return True
+    return False
+
+
+def _other_probe_names(gm: fx.GraphModule) -> set[str]:
+    """Node names of the checker's other probe graphs (what a dict shared by every recorder keeps)."""
+    own = {n.name for n in gm.graph.nodes}
+    return {n.name for p in _shape_probes() for n in p.args[0].graph.nodes} - own
+
+
 def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
     names = {n.name for n in gm.graph.nodes}
     return [
+        Mistake("Node objects as keys", lambda got, want, p: any(isinstance(k, fx.Node) for k in got),
+                "the keys of self.shapes are Node objects; key it by node.name, the node's name as a string.",
+                "self.shapes 的键是 Node 对象；请用 node.name（节点名字符串）作为键。"),
         Mistake("lists", lambda got, want, p: any(isinstance(v, list) for v in got.values()),
                 "record each shape as a tuple (a torch.Size is fine too), not a list.",
                 "请把每个形状记录为 tuple（torch.Size 也可以），而不是 list。"),
@@ -428,16 +549,21 @@ def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
                 "placeholder、get_attr 或 output 节点没有形状：请记录所有值为张量的节点，而不只是 call_* 节点"
                 "（run_node 对每个节点都会运行）。"),
         Mistake("keyed by target", lambda got, want, p: bool(set(got) - set(want) - names)
-                and all(any(k is n.target or k == n.target for n in gm.graph.nodes) for k in set(got) - set(want)),
-                "some keys are node targets (a function, or a module path); key self.shapes by node.name, the "
-                "name each node has in the graph.",
-                "有些键是节点的 target（函数或模块路径）；self.shapes 的键应是 node.name，即节点在计算图中的名字。"),
-        Mistake("entries from another graph", lambda got, want, p: bool(set(got) - set(want))
-                and not set(got) - set(want) <= names,
+                and all(_is_target_spelling(k, gm) for k in set(got) - set(want)),
+                "some keys are node targets (a function, its name as a string, or a module path); key self.shapes "
+                "by node.name, the name each node has in the graph (two calls of one function are two nodes with "
+                "two names, but one target).",
+                "有些键是节点的 target（函数、函数名字符串或模块路径）；self.shapes 的键应是 node.name，即节点在计算图中"
+                "的名字（同一个函数调用两次是两个名字不同的节点，但 target 只有一个）。"),
+        Mistake("entries from another graph", lambda got, want, p: bool(set(got) - set(want) - names)
+                and set(got) - set(want) - names <= _other_probe_names(gm),
                 "self.shapes names nodes that this graph does not have: they were left from another recorder's run. "
                 "Each recorder needs its own dict, made in __init__, not one dict shared by every instance.",
                 "self.shapes 里有本计算图中不存在的节点名：它们是另一个记录器运行时留下的。"
                 "每个记录器都需要在 __init__ 中创建自己的 dict，而不是所有实例共用一个 dict。"),
+        Mistake("keys that are not node names", lambda got, want, p: bool(set(got) - set(want) - names),
+                "some keys of self.shapes are not names of this graph's nodes: key each entry by node.name.",
+                "self.shapes 中有些键不是本计算图节点的名字：请用 node.name 作为每一项的键。"),
         Mistake("non-tensor values", lambda got, want, p: bool(set(got) - set(want)),
                 "self.shapes has entries for nodes whose value is not a tensor (an int, a tuple of tensors); "
                 "record tensors only.",

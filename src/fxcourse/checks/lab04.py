@@ -9,6 +9,7 @@ order, a probe that reads itself, or recording a tensor that a later in-place op
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -20,7 +21,7 @@ from . import Wrong, task
 from .. import zoo
 from .._lang import Bilingual
 from .._text import one_line_error
-from ._probe import Snapshot, called, close, describe, differs, need_callable, require_untouched
+from ._probe import Snapshot, built, called, close, describe, differs, need_callable, require_untouched
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -108,14 +109,35 @@ class _Stack(nn.Module):
         return self.post_bn(torch.relu(y))
 
 
-def _trained(model: nn.Module, seed: int) -> nn.Module:
+class _Up(nn.Module):
+    """A transposed conv followed by a BN: BN folds into a Conv2d only, not into this producer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(6, 6, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class _Clash(nn.Module):
+    """A top-level ``conv``/``bn`` pair (a dilated Conv2d, foldable) next to a nested ``block.conv``/``block.bn``
+    (a ConvTranspose2d, not foldable): a module looked up by the last part of its path is the wrong one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=2, dilation=2)
+        self.bn = nn.BatchNorm2d(6)
+        self.block = _Up()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(self.bn(self.conv(x)))
+
+
+def _trained(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
     """Seeded weights and trained-looking BN statistics, without moving the learner's RNG."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        for m in model.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                m.reset_parameters()
-    return zoo.pretend_trained(model, seed)
+    return zoo.pretend_trained(built(factory, seed, eval=False), seed)
 
 
 @dataclass(frozen=True)
@@ -136,20 +158,26 @@ def _fusion_cases() -> list[_FusionCase]:
     for bias, seed in ((False, 1), (True, 2)):
         cases.append(_FusionCase((f"a conv/BN stack with Conv2d(bias={bias}), eval mode",
                                   f"一组 conv/BN，Conv2d(bias={bias})，eval 模式"),
-                                 _trained(_Stack(bias), seed).eval(), (image(2, 3, 9, 9),), {"post_bn": "relu"}))
+                                 _trained(lambda: _Stack(bias), seed).eval(), (image(2, 3, 9, 9),), {"post_bn": "relu"}))
     shared, _ = zoo.example("shared_conv", seed=3)
     cases.append(_FusionCase(("zoo.SharedConv (its conv output feeds bn and add), eval mode",
                               "zoo.SharedConv（卷积的输出同时送入 bn 和 add），eval 模式"),
                              zoo.pretend_trained(shared, 3), (image(2, 4, 5, 5),), {"bn": "shared"}))
     cases.append(_FusionCase(("the conv/BN stack with Conv2d(bias=True) in training mode (model.train())",
                               "同一组 conv/BN，Conv2d(bias=True)，训练模式（model.train()）"),
-                             _trained(_Stack(True), 5).train(), (image(4, 3, 9, 9),),
+                             _trained(lambda: _Stack(True), 5).train(), (image(4, 3, 9, 9),),
                              {"stem_1": "train", "bn": "train", "post_bn": "train"}))
-    mixed = _trained(_Stack(False), 6).eval()
+    mixed = _trained(lambda: _Stack(False), 6).eval()
     mixed.stem[1].train()
     cases.append(_FusionCase(("the conv/BN stack in eval mode except stem[1], a BN left in training mode",
                               "同一组 conv/BN，除 stem[1] 外都是 eval 模式，stem[1] 这个 BN 仍处于训练模式"),
                              mixed, (image(3, 3, 9, 9),), {"stem_1": "train_in_eval", "post_bn": "relu"}))
+    cases.append(_FusionCase(("float64: a top-level conv (a Conv2d with dilation=2) → bn, and a nested block.conv "
+                              "(a ConvTranspose2d) → block.bn, eval mode",
+                              "float64：顶层 conv（dilation=2 的 Conv2d）→ bn，以及嵌套的 block.conv（ConvTranspose2d）"
+                              "→ block.bn，eval 模式"),
+                             _trained(_Clash, 7).double().eval(), (image(2, 3, 7, 7).double(),),
+                             {"block_bn": "transpose"}))
     resnet, _ = zoo.example("resnet18", seed=4)
     cases.append(_FusionCase(("torchvision resnet18, eval mode", "torchvision resnet18，eval 模式"),
                              zoo.pretend_trained(resnet, 4),
@@ -165,6 +193,13 @@ _MUST_STAY = {
                "output has exactly one user, the BN (lecture 04, section 6).",
                "你融合了一个输出还有其他使用者的卷积：SharedConv 计算的是 bn(y) + y，其中 y = conv(x)；折叠之后 "
                "`add` 读到的也是 BN 的输出。只有当卷积的输出恰好只有 BN 这一个使用者时才能融合（第 04 讲第 6 节）。"),
+    "transpose": ("BN node {name!r} follows a ConvTranspose2d and was folded into it. The formulas fold BN into "
+                  "an nn.Conv2d, whose weight has the output channels first; a transposed conv keeps them second, "
+                  "so scaling its weight per output channel scales the wrong axis. Fold only when the producer is "
+                  "an nn.Conv2d, as the exercise says.",
+                  "BN 节点 {name!r} 前面是 ConvTranspose2d，却被折叠进去了。这些公式是把 BN 折叠进 nn.Conv2d 的，"
+                  "它的权重第一维是输出通道；转置卷积的输出通道在第二维，按输出通道缩放它的权重就缩放错了轴。"
+                  "请像练习要求的那样，只在生产者是 nn.Conv2d 时折叠。"),
     "train": ("BN node {name!r} is in training mode and was folded. In training mode BatchNorm normalises "
               "with the statistics of each batch, not its running statistics, so it is not a fixed "
               "per-channel map and folding it changes the model: leave a training-mode BN as it is "
@@ -178,6 +213,70 @@ _MUST_STAY = {
                       "BN 节点 {name!r} 处于训练模式（尽管外层模型处于 eval 模式），却被折叠了：请按每个 BatchNorm "
                       "自己的模式判断，而不是按 GraphModule 的模式（模块可以逐个切换模式）。"),
 }
+
+
+def _namesake(gm: nn.Module, target: str) -> str | None:
+    """Another module whose dotted path ends with the same last part as ``target``, of another type."""
+    mine = gm.get_submodule(target)
+    last = target.rsplit(".", 1)[-1]
+    return next((name for name, m in gm.named_modules() if name and name != target
+                 and name.rsplit(".", 1)[-1] == last and type(m) is not type(mine)), None)
+
+
+def _last_part_wrong(en: str, zh: str, name: str, other: str) -> tuple[str, str]:
+    return (f"{en} This model has {name!r} and {other!r}, two modules of different types whose paths end in the "
+            f"same name: looking a target up by the last part of its path finds the wrong one. Look modules up by "
+            f"the whole dotted target (dict(gm.named_modules()) or gm.get_submodule).",
+            f"{zh}这个模型里有 {name!r} 和 {other!r} 两个类型不同、路径最后一段同名的模块：按路径最后一段查找 target "
+            f"会找错模块。请按完整的带点 target 查找模块（dict(gm.named_modules()) 或 gm.get_submodule）。")
+
+
+_CONV_SETTINGS = ("stride", "padding", "dilation", "groups", "padding_mode")
+
+
+def _lost_setting(before: nn.Module, after: nn.Module) -> str | None:
+    """A conv setting (or the dtype) the fused conv no longer has: it was built afresh, not copied."""
+    for name, conv in before.named_modules():
+        if not isinstance(conv, nn.Conv2d):
+            continue
+        try:
+            new = after.get_submodule(name)
+        except AttributeError:
+            continue
+        if not isinstance(new, nn.Conv2d):
+            continue
+        for attr in _CONV_SETTINGS:
+            if getattr(new, attr, None) != getattr(conv, attr):
+                return f"{name}.{attr}: {getattr(conv, attr)!r} → {getattr(new, attr, None)!r}"
+        if new.weight.dtype != conv.weight.dtype:
+            return f"{name}.weight.dtype: {conv.weight.dtype} → {new.weight.dtype}"
+    return None
+
+
+def _retyped(before: nn.Module, after: nn.Module) -> tuple[str, str, str] | None:
+    """A leaf module whose path is in both but whose type changed (a fold writes a Conv2d over a Conv2d only)."""
+    now = dict(after.named_modules())
+    for name, m in before.named_modules():
+        if name and name in now and not any(True for _ in m.children()) and type(now[name]) is not type(m):
+            return name, type(m).__name__, type(now[name]).__name__
+    return None
+
+
+def _all_modes(module: nn.Module) -> dict[str, bool]:
+    return {name or "(the GraphModule itself)": m.training for name, m in module.named_modules()}
+
+
+def _require_modes_kept(before: dict[str, bool], module: nn.Module, label: Bilingual, fn: str) -> None:
+    """The caller's module keeps every train/eval flag (``model.eval()`` on it is a change the caller sees)."""
+    changed = [name for name, mode in _all_modes(module).items() if before.get(name, mode) != mode]
+    if changed:
+        raise Wrong(f"{fn} switched the train/eval mode of the GraphModule it was given ({changed[0]!r}): calling "
+                    ".eval() or .train() on it changes the caller's model, and a BatchNorm of theirs then behaves "
+                    "differently. Leave the module you were handed as you found it, its modes included.",
+                    f"{fn} 切换了传入的 GraphModule 的 train/eval 模式（{changed[0]!r}）：对它调用 .eval() 或 .train() "
+                    "会改动调用者的模型，其中的 BatchNorm 随之表现不同。请让传入的模块保持原样，模式也不例外。",
+                    tried=label, expected=("the caller's modes unchanged", "调用者的模块模式保持不变"),
+                    got=(f"{changed[0]!r} switched", f"{changed[0]!r} 的模式被切换了"))
 
 
 def _modes(gm: nn.Module) -> dict[str, bool]:
@@ -208,7 +307,7 @@ def _fuse_conv_bn(answer: Any) -> None:
         gm = fx.symbolic_trace(model)
         with torch.no_grad():
             want = copy.deepcopy(model)(*case.inputs)  # a copy: a training-mode BN updates its statistics
-        before, modes = Snapshot.of(gm), _modes(gm)
+        before, modes, caller_modes = Snapshot.of(gm), _modes(gm), _all_modes(gm)
         try:
             result = answer(gm)
         except AssertionError as exc:
@@ -221,6 +320,7 @@ def _fuse_conv_bn(answer: Any) -> None:
         if not isinstance(result, fx.GraphModule):
             raise Wrong("return the fused fx.GraphModule.", "请返回融合后的 fx.GraphModule。",
                         tried=label, got=describe(result))
+        _require_modes_kept(caller_modes, gm, label, "fuse_conv_bn")
         _require_untouched(before, gm, label)
         _require_no_dotted_attribute(result, label)
         _require_recompiled(result, label)
@@ -231,10 +331,32 @@ def _fuse_conv_bn(answer: Any) -> None:
                         f"你的 pass 切换了 {changed[0]!r} 的 train/eval 模式；pass 应保持每个模块原来的模式。",
                         tried=label, expected=("modes unchanged", "各模块的模式保持不变"),
                         got=(f"{changed[0]!r} switched", f"{changed[0]!r} 的模式被切换了"))
+        swapped = _retyped(gm, result)
+        if swapped is not None:
+            path, was, now = swapped
+            other = _namesake(gm, path)
+            en, zh = (f"{path!r} was a {was} and is now a {now}: your pass put a module in the wrong place.",
+                      f"{path!r} 原来是 {was}，现在却是 {now}：你的 pass 把模块放错了位置。")
+            if other is not None:
+                en, zh = _last_part_wrong(en, zh, path, other)
+            raise Wrong(en, zh, tried=label, expected=(f"{path!r}: a {was}", f"{path!r}：{was}"),
+                        got=(f"{path!r}: a {now}", f"{path!r}：{now}"))
         remaining = _bn_nodes(result)
         gone = [name for name in case.keep if name not in remaining]
         if gone:
             en, zh = _MUST_STAY[case.keep[gone[0]]]
+            if case.keep[gone[0]] == "transpose":
+                producer = next(n.args[0] for n in gm.graph.nodes if n.name == gone[0]).target
+                try:
+                    kept_type = isinstance(result.get_submodule(producer), nn.ConvTranspose2d)
+                except AttributeError:
+                    kept_type = False
+                if not kept_type:  # a Conv2d now sits where the ConvTranspose2d was: found by its last name part
+                    en, zh = _last_part_wrong(
+                        f"BN node {gone[0]!r} was folded and {producer!r} is no longer the ConvTranspose2d it was.",
+                        f"BN 节点 {gone[0]!r} 被折叠了，而 {producer!r} 已不再是原来的 ConvTranspose2d。",
+                        producer, _namesake(gm, producer) or "?")
+                    en, zh = en.replace("{", "{{").replace("}", "}}"), zh.replace("{", "{{").replace("}", "}}")
             got = _run(result, case.inputs, label)
             diff = differs(got, want, rtol=RTOL, atol=ATOL)
             diff_en, diff_zh = (diff, diff) if diff else ("same output", "输出相同")
@@ -242,6 +364,17 @@ def _fuse_conv_bn(answer: Any) -> None:
                         expected=(f"BatchNorm nodes {sorted(case.keep)} kept", f"保留 BatchNorm 节点 {sorted(case.keep)}"),
                         got=(f"BatchNorm nodes {remaining}; {diff_en}", f"BatchNorm 节点 {remaining}；{diff_zh}"))
         extra = [name for name in remaining if name not in case.keep]
+        producer = next((n.args[0] for n in gm.graph.nodes if extra and n.name == extra[0]), None)
+        other = _namesake(gm, str(producer.target)) if isinstance(producer, fx.Node) else None
+        if extra and other is not None:
+            en, zh = _last_part_wrong(
+                f"BN node {extra[0]!r} is in eval mode and follows the Conv2d {producer.target!r}, which feeds only it, "
+                "but it was not folded.",
+                f"BN 节点 {extra[0]!r} 处于 eval 模式，前面是只连着它的 Conv2d {producer.target!r}，却没有被折叠。",
+                str(producer.target), other)
+            raise Wrong(en, zh, tried=label,
+                        expected=(f"BatchNorm nodes {sorted(case.keep)}", f"BatchNorm 节点 {sorted(case.keep)}"),
+                        got=repr(remaining))
         if extra:
             raise Wrong(f"BN node {extra[0]!r} is in eval mode and follows a conv that feeds only it, so it "
                         "can be folded; look for call_module BatchNorm2d nodes whose input is a call_module "
@@ -250,6 +383,14 @@ def _fuse_conv_bn(answer: Any) -> None:
                         "Conv2d 节点的 call_module BatchNorm2d 节点（target 可能带点，例如 'stem.1'）。",
                         tried=label, expected=(f"BatchNorm nodes {sorted(case.keep)}", f"BatchNorm 节点 {sorted(case.keep)}"),
                         got=repr(remaining))
+        lost = _lost_setting(gm, result)
+        if lost is not None:
+            raise Wrong("the fused conv does not keep the original conv's settings: it was built afresh and lost one "
+                        "(stride, padding, dilation, groups, padding_mode and the dtype all stay). Start the fused conv "
+                        "from a copy of the conv and change only its weight and bias.",
+                        "融合后的卷积没有保留原卷积的设置：它是重新创建的，丢了其中一项（stride、padding、dilation、groups、"
+                        "padding_mode 和 dtype 都要保持）。请从原卷积的副本出发，只修改权重和偏置。",
+                        tried=label, expected=("the conv's own settings", "原卷积自己的设置"), got=lost)
         got = _run(result, case.inputs, label)
         diff = differs(got, want, rtol=RTOL, atol=ATOL)
         if diff is not None:
@@ -486,9 +627,7 @@ class _Branchy(nn.Module):
 
 
 def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[torch.Tensor]]]:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(6)
-        branchy = _Branchy().eval()
+    branchy = built(_Branchy, 6, eval=False)  # training mode: a pass must not switch it
     resnet, _ = zoo.example("resnet18", seed=7)
     zoo.pretend_trained(resnet, 7)
     gen = torch.Generator().manual_seed(43)
@@ -497,7 +636,8 @@ def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[tor
         return torch.randn(*shape, generator=gen)
 
     return [
-        (("a small model, names ['x', 'silu', 'inner_1', 'head']", "一个小模型，names ['x', 'silu', 'inner_1', 'head']"),
+        (("a small model in training mode, names ['x', 'silu', 'inner_1', 'head']",
+          "一个处于训练模式的小模型，names ['x', 'silu', 'inner_1', 'head']"),
          branchy, ["x", "silu", "inner_1", "head"],
          [randn(2, 5), randn(3, 5)]),
         (("torchvision resnet18, names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']",
@@ -505,6 +645,33 @@ def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[tor
          ["layer1_0_bn1", "add_3", "layer4_1_relu_1", "fc"],
          [randn(1, 3, 32, 32), randn(1, 3, 32, 32)]),
     ]
+
+
+def _without_probe_node(gm: fx.GraphModule, probed: fx.GraphModule, names: list[str]) -> list[str]:
+    """The requested names with no new call_module node (a module gm does not hold) reading them."""
+    old = {name for name, _ in gm.named_modules()}
+    nodes = {n.name: n for n in probed.graph.nodes}
+    return [name for name in names if nodes.get(name) is None
+            or not any(u.op == "call_module" and str(u.target) not in old and nodes[name] in u.args
+                       for u in nodes[name].users)]
+
+
+def _reads_later(gm: fx.GraphModule) -> tuple[str, str] | None:
+    """(node, input) for the first node that reads a node placed after it (or itself)."""
+    seen: set[fx.Node] = set()
+    for n in gm.graph.nodes:
+        late = next((a for a in n.all_input_nodes if a not in seen), None)
+        if late is not None:
+            return n.name, late.name
+        seen.add(n)
+    return None
+
+
+def _too_early(node: str, reads: str) -> tuple[str, str]:
+    return (f"probe node {node!r} reads {reads!r} but comes before it in the graph: a node can only read nodes "
+            "created before it, so create each probe right after the node it watches, not before it.",
+            f"探针节点 {node!r} 读取 {reads!r}，却在计算图中排在它前面：节点只能读取在它之前创建的节点，所以每个探针"
+            "要紧跟在它观察的节点之后创建，而不是之前。")
 
 
 def _reads_itself(gm: fx.GraphModule) -> str | None:
@@ -533,12 +700,15 @@ def _insert_probes(answer: Any) -> None:
     need_callable(answer, "insert_probes")
     for label, model, names, inputs in _probe_cases():
         gm = fx.symbolic_trace(model)
-        before = Snapshot.of(gm)
+        before, caller_modes = Snapshot.of(gm), _all_modes(gm)
         try:
             returned = answer(gm, list(names))
         except RuntimeError as exc:
             if "before it has been defined" not in str(exc):
                 raise
+            used = re.match(r"Argument '([^']+)' of Node '([^']+)'", str(exc))
+            if used and used.group(1) != used.group(2):
+                raise Wrong(*_too_early(used.group(2), used.group(1)), tried=label, got=one_line_error(exc)) from None
             raise Wrong(_SELF_LOOP[0], _SELF_LOOP[1], tried=label, got=one_line_error(exc)) from None
         if not (isinstance(returned, tuple) and len(returned) == 2
                 and isinstance(returned[0], fx.GraphModule) and isinstance(returned[1], dict)):
@@ -546,11 +716,36 @@ def _insert_probes(answer: Any) -> None:
                         "请返回一个二元组 (插入探针后的 GraphModule, 记录用的 dict)。",
                         tried=label, got=type(returned).__name__)
         probed, records = returned
+        _require_modes_kept(caller_modes, gm, label, "insert_probes")
         _require_untouched(before, gm, label)
+        early = _reads_later(probed)
+        if early is not None and early[0] != early[1]:
+            raise Wrong(*_too_early(*early), tried=label,
+                        got=(f"{early[0]!r} before {early[1]!r}", f"{early[0]!r} 排在 {early[1]!r} 之前"))
         loop = _reads_itself(probed)
         if loop is not None:
             raise Wrong(*_SELF_LOOP, tried=label, got=(f"node {loop!r} reads its own output", f"节点 {loop!r} 读取了它自己的输出"))
         _require_recompiled(probed, label)
+        lacking = _without_probe_node(gm, probed, names)
+        unprobed = lacking[0] if lacking else None
+        inputs_of_gm = {n.name for n in gm.graph.nodes if n.op == "placeholder"}
+        if lacking and len(lacking) < len(names) and set(lacking) <= inputs_of_gm:
+            raise Wrong(f"the graph of the returned GraphModule has no probe after {unprobed!r}, a placeholder (an "
+                        "input of the graph): a placeholder is a node like any other, and the exercise asks for a probe "
+                        "after any node but the output, placeholders included.",
+                        f"返回的 GraphModule 的计算图中，placeholder（计算图的输入）{unprobed!r} 之后没有探针：placeholder "
+                        "和其他节点一样也是节点，练习要求在除 output 之外的任何节点之后都能插入探针，placeholder 也不例外。",
+                        tried=label, expected=(f"a probe reading {unprobed!r}", f"一个读取 {unprobed!r} 的探针"),
+                        got=("no probe after the placeholder", "placeholder 之后没有探针"))
+        if unprobed is not None:
+            raise Wrong(f"the graph of the returned GraphModule has no probe after {unprobed!r}: each probe is a new "
+                        "call_module node, right after the node it watches, whose input is that node; records filled "
+                        "some other way (an Interpreter, a hook, a replaced forward) are not a probe in the graph.",
+                        f"返回的 GraphModule 的计算图中，{unprobed!r} 之后没有探针：每个探针都是一个新的 call_module 节点，"
+                        "紧跟在它观察的节点之后，并以该节点为输入；用别的办法（Interpreter、hook、替换 forward）填写 "
+                        "records 不算计算图中的探针。",
+                        tried=label, expected=(f"a call_module node reading {unprobed!r}", f"一个读取 {unprobed!r} 的 call_module 节点"),
+                        got=("no such node", "没有这样的节点"))
         history = []
         for call, x in enumerate(inputs, start=1):
             at_call = (f"{label[0]}, call {call}", f"{label[1]}，第 {call} 次调用")
@@ -571,6 +766,15 @@ def _insert_probes(answer: Any) -> None:
                             "什么都没有记录下来：每个探针是否都是新计算图中的 call_module 节点、调用的是注册在新 "
                             "GraphModule 上的模块？forward 是否重新生成了？",
                             tried=at_call, expected=repr(sorted(names)), got="{}")
+            missing = [name for name in names if name not in records]
+            placeholders = [name for name in missing if name in {n.name for n in gm.graph.nodes if n.op == "placeholder"}]
+            if placeholders and sorted(records) == sorted(set(names) - set(placeholders)):
+                raise Wrong(f"{placeholders[0]!r} is a placeholder (an input of the graph) and was not recorded: a "
+                            "placeholder is a node like any other, and the exercise asks for probes after any node but "
+                            "the output, placeholders included.",
+                            f"{placeholders[0]!r} 是 placeholder（计算图的输入），却没有被记录：placeholder 和其他节点一样"
+                            "也是节点，练习要求在除 output 之外的任何节点之后都能插入探针，placeholder 也不例外。",
+                            tried=at_call, expected=repr(sorted(names)), got=repr(sorted(map(str, records))))
             if sorted(records) != sorted(names):
                 raise Wrong("records must have exactly the requested node names as keys.",
                             "records 的键必须恰好是所请求的节点名。",

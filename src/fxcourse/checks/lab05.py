@@ -40,6 +40,43 @@ def _need_graph_module(got: Any, model: Any, tried: str) -> fx.GraphModule:
     return got
 
 
+_ZH_MODE = {"training": "训练", "eval": " eval "}
+
+
+def _modes(model: nn.Module) -> dict[str, bool]:
+    return {name or "(the model itself)": m.training for name, m in model.named_modules()}
+
+
+def _require_modes_kept(before: dict[str, bool], model: nn.Module, tried: Bilingual, fn: str) -> None:
+    """Tracing reads the model: ``model.eval()`` (or ``.train()``) on it changes the caller's model."""
+    changed = [name for name, mode in _modes(model).items() if before.get(name, mode) != mode]
+    if changed:
+        now = "eval" if not dict(_modes(model))[changed[0]] else "training"
+        raise Wrong(f"{fn} switched the model it was handed to {now} mode ({changed[0]!r}): .eval() and .train() "
+                    "change the caller's model in place, so a BatchNorm or Dropout of theirs silently behaves "
+                    "differently afterwards. Tracing does not need either: trace the model as it is.",
+                    f"{fn} 把传入的模型切换成了{_ZH_MODE[now]}模式（{changed[0]!r}）：.eval() 和 .train() 会原地改动调用者的模型，"
+                    "之后其中的 BatchNorm 或 Dropout 会悄悄换一种行为。追踪并不需要切换模式：请按模型原样追踪。",
+                    tried=tried, expected=("the model's train/eval modes unchanged", "模型的 train/eval 模式保持不变"),
+                    got=(f"{changed[0]!r} switched", f"{changed[0]!r} 的模式被切换了"))
+
+
+def _require_same_modes(gm: fx.GraphModule, model: nn.Module, tried: Bilingual) -> None:
+    """The traced layers run in the mode the model's layers are in (a copy switched to eval is not the model)."""
+    called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
+    layers = {name: m.training for name, m in model.named_modules() if name in called}
+    other = next((name for name in called if name in layers and gm.get_submodule(name).training != layers[name]), None)
+    if other is not None:
+        mode, now = ("training", "eval") if layers[other] else ("eval", "training")
+        raise Wrong(f"the returned GraphModule's {other!r} is in {now} mode, while the model's {other!r} is in {mode} "
+                    "mode: you traced a copy in another mode, so a BatchNorm or Dropout would behave differently "
+                    "from the model. Trace the model as it is.",
+                    f"返回的 GraphModule 中的 {other!r} 处于{_ZH_MODE[now]}模式，而模型中的 {other!r} 处于{_ZH_MODE[mode]}模式：你追踪的是"
+                    "切换了模式的副本，其中的 BatchNorm 或 Dropout 会与模型表现不同。请按模型原样追踪。",
+                    tried=tried, expected=(f"{other!r} in {mode} mode", f"{other!r} 处于{_ZH_MODE[mode]}模式"),
+                    got=(f"{other!r} in {now} mode", f"{other!r} 处于{_ZH_MODE[now]}模式"))
+
+
 def _compare(label: Bilingual, got: Any, want: torch.Tensor, hint: tuple[str, str]) -> None:
     """The whole result: type, shape, dtype and values."""
     diff = differs(got, want, rtol=1e-4, atol=1e-5)
@@ -139,9 +176,10 @@ def _concrete_mode(answer: Any) -> None:
     ]
     gen = torch.Generator().manual_seed(5)
     for model, modes, make_input in cases:
-        model.eval()
+        model.train(model is cases[0][0])  # the first model in training mode: the answer must leave it so
         for mode in modes:
             tried = f"trace_for_mode({type(model).__name__}(), {mode!r})"
+            before = _modes(model)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -154,6 +192,8 @@ def _concrete_mode(answer: Any) -> None:
                             "concrete_args 的键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。",
                             tried=tried, got=one_line_error(exc)) from None
             gm = _need_graph_module(got, model, tried)
+            _require_modes_kept(before, model, tried, "trace_for_mode")
+            _require_same_modes(gm, model, tried)
             fixed = _guard_value(gm)
             if fixed is None and any(n.op == "placeholder" and n.name.startswith("mode_")
                                      for n in gm.graph.nodes):
@@ -311,7 +351,8 @@ def _leaf_modules(answer: Any) -> None:
     cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold)),
              (_NetD, (_Rescale, _Threshold))]
     for build, leaf_types in cases:
-        model = built(build, 3)
+        model = built(build, 3, eval=build is not _NetB)  # _NetB in training mode: it must stay so
+        before = _modes(model)
         names = ", ".join(t.__name__ for t in leaf_types) + ("," if len(leaf_types) == 1 else "")
         tried = f"trace_with_leaves({build.__name__}(), ({names}))"
         try:
@@ -336,6 +377,8 @@ def _leaf_modules(answer: Any) -> None:
                         "在任何位置、叫任何名字（这里还有一个在 nn.Sequential 里面）。",
                         tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
+        _require_modes_kept(before, model, tried, "trace_with_leaves")
+        _require_same_modes(gm, model, tried)
         called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
         leaves, default, custom = _expected_modules(model, leaf_types)
         too_coarse = sorted(custom & set(called))
@@ -437,7 +480,8 @@ def _helper_leaf(answer: Any) -> None:
              (_Mixer, mix_parts, 1, [(2, 6), (5, 6)])]
     gen = torch.Generator().manual_seed(4)
     for build, fn, calls, shapes in cases:
-        model = built(build, 4)
+        model = built(build, 4, eval=build is not _TwoCalls)  # _TwoCalls in training mode: it must stay so
+        before = _modes(model)
         tried = f"trace_keeping({build.__name__}(), {fn.__name__})"
         try:
             got = answer(model, fn)
@@ -466,6 +510,8 @@ def _helper_leaf(answer: Any) -> None:
                         "只替换 notebook 所在模块中的名字，而这个模型定义在另一个模块里（第 05 讲第 4 节）。",
                         tried=tried, got=one_line_error(exc)) from None
         gm = _need_graph_module(got, model, tried)
+        _require_modes_kept(before, model, tried, "trace_keeping")
+        _require_same_modes(gm, model, tried)
         count = sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is fn)
         if count != calls:
             raise Wrong("every call of the helper should be one call_function node whose target is the "
@@ -583,7 +629,8 @@ def _position_ids_fx(answer: Any) -> None:
         raise Wrong(*_diagnose_refusal(exc), tried="fx.symbolic_trace(position_ids_fx)",
                     got=one_line_error(exc)) from None
     probes = [Probe(f"symbolic_trace(position_ids_fx)(tensor({values}))", (torch.tensor(values),))
-              for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7], [0, 0])]
+              for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7], [0, 0],
+                             [4 * k + k % 3 for k in range(12)])]  # 12 rows, a largest length of 46
     def traced(lengths: torch.Tensor) -> Any:
         try:
             return gm(lengths)
