@@ -1,11 +1,16 @@
-"""The workshop hub: scripts/workshop.sh serving three learners on loopback, driven in Chromium.
+"""The workshop hub: scripts/workshop.sh serving learners on loopback, driven in Chromium.
 
-Starts the real command (`bash scripts/workshop.sh --learners 3 --no-setup`) with its folder
+Starts the real command (`bash scripts/workshop.sh --learners 4 --no-setup`) with its folder
 in a temporary directory, logs learners in through the JupyterHub login page, runs lab 00's
 checks in each learner's own copy, edits one learner's copy and shows the other's is untouched,
-and that a wrong workshop code or a name outside the room is refused. Writes screenshots, the
-hub's start time and the memory each learner costs under test-output/workshop/. Every process
-the hub started (proxy, single-user servers, kernels) is stopped at the end, pass or fail.
+and that a wrong workshop code or a name outside the room is refused and that guessing codes is
+limited. Run as root (as CI runs), each learner has a Unix user of their own: the attacks a
+learner in the room would try (another learner's lab, the hub's secrets and state, another
+server's token, root's files) are tried as that learner and must fail. Run as an ordinary user
+the script warns that learners are not kept apart and refuses to serve the network without
+--trusted-room. Writes screenshots, the hub's start time and the memory each learner costs
+under test-output/workshop/. Every process the hub started (proxy, single-user servers,
+kernels) is stopped at the end, pass or fail.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from test_browser import _browser
+
+ROOT_MODE = hasattr(os, "geteuid") and os.geteuid() == 0  # CI: a Unix user per learner
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "test-output" / "workshop"
@@ -83,8 +90,12 @@ def _stop(hub: subprocess.Popen, root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    root = tmp_path_factory.mktemp("workshop")
+def hub():
+    import tempfile
+
+    # not under pytest's own temporary folder, which only root may enter: learners' users
+    # must reach their folders (workshop.sh opens the workshop folder itself to them)
+    root = Path(tempfile.mkdtemp(prefix="fxcourse-workshop-"))
     # The browser test reads every cell, so no virtual scrolling in the learners' JupyterLab.
     for name in ("learner01", "learner02", "learner03"):
         settings = root / "learners" / name / ".jupyter" / "lab" / "user-settings" / "@jupyterlab"
@@ -92,13 +103,14 @@ def hub(tmp_path_factory):
         (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
             json.dumps({"windowingMode": "none"}))
     port = _free_port()
+    users_before = _workshop_users()
     env = dict(os.environ, FXCOURSE_WORKSHOP_CODE=CODE, FXCOURSE_INSTRUCTOR_PASSWORD=INSTRUCTOR_PASSWORD,
                PYTHONHASHSEED="0")
     env.pop("FXCOURSE_LANG", None)
     log_path = root / "workshop.log"
     log = open(log_path, "w")
     started = time.monotonic()
-    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "workshop.sh"), "--learners", "3", "--port", str(port),
+    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "workshop.sh"), "--learners", "4", "--port", str(port),
                              "--dir", str(root), "--no-setup"],
                             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -125,6 +137,16 @@ def hub(tmp_path_factory):
         assert not _ours(root), "processes of the workshop survived the hub"
         if killed:
             print("[workshop test] had to kill:", killed)
+        for name in sorted(_workshop_users() - users_before):  # only the users this test made
+            subprocess.run(["userdel", name], check=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _workshop_users() -> set[str]:
+    """Unix users workshop.sh made (their comment field is its marker)."""
+    import pwd
+
+    return {p.pw_name for p in pwd.getpwall() if p.pw_gecos == "fxcourse workshop"}
 
 
 def _login(page, base: str, name: str, password: str) -> None:
@@ -172,11 +194,12 @@ def _memory(hub_proc: subprocess.Popen) -> dict:
         cmd = " ".join(child.cmdline())
         if "configurable-http-proxy" in cmd:
             out["proxy"] = mib(child)
-        elif "jupyterhub-singleuser" in cmd:
+        elif "jupyterhub.singleuser" in cmd or "jupyterhub-singleuser" in cmd:
             user = child.environ().get("JUPYTERHUB_USER")
             kernels = [k for k in child.children(recursive=True) if "ipykernel" in " ".join(k.cmdline())]
             out["learners"][user] = {"server": mib(child), "kernels": [mib(k) for k in kernels],
-                                     "kernel_python": kernels[0].cmdline()[0] if kernels else None}
+                                     "kernel_python": kernels[0].cmdline()[0] if kernels else None,
+                                     "uids": sorted({p.uids().effective for p in [child, *kernels]})}
     return out
 
 
@@ -192,8 +215,8 @@ def test_a_wrong_code_or_a_stranger_is_refused(hub):
             error.wait_for(timeout=30_000)
             assert "Invalid username or password" in error.inner_text()
             page.screenshot(path=str(OUTPUT / "wrong_code.png"))
-            # the right code, but a name outside learner01..learner03
-            _login(page, hub["base"], "learner04", CODE)
+            # the right code, but a name outside learner01..learner04
+            _login(page, hub["base"], "learner05", CODE)
             page.locator(".login_error").wait_for(timeout=30_000)
             assert "/hub/login" in page.url
             # learners may not use the instructor's name with their code
@@ -275,12 +298,160 @@ def test_learners_run_checks_in_their_own_copies(hub):
             browser.close()
     assert sorted(memory["learners"]) == ["learner01", "learner02", "learner03"]
     venv_python = REPO / ".venv" / "bin" / "python"
+    # the course's environment: .venv's interpreter, or (root, when other users cannot run it)
+    # workshop.sh's view of .venv run by the system's Python of the same version
+    course_pythons = {str(venv_python), str(root / "python" / "bin" / "python")}
     for name, used in memory["learners"].items():
         assert len(used["kernels"]) == 1, (name, used)
-        assert Path(used["kernel_python"]).resolve() == venv_python.resolve()  # the course's environment
+        if ROOT_MODE:  # each server and kernel runs as its learner's own user, never as root
+            import pwd
+
+            assert used["uids"] == [pwd.getpwnam(name).pw_uid], (name, used["uids"])
+        assert used["kernel_python"] in course_pythons, used["kernel_python"]  # the course's environment
         assert used["server"]["pss"] > 10 and used["kernels"][0]["pss"] > 50, used
     per = [u["server"]["pss"] + u["kernels"][0]["pss"] for u in memory["learners"].values()]
     memory["per_learner_pss_mib"] = {"min": min(per), "max": max(per)}
     memory["total_pss_mib"] = round(memory["hub"]["pss"] + (memory["proxy"] or {"pss": 0})["pss"] + sum(per), 1)
     (OUTPUT / "measurements.json").write_text(json.dumps({"timings": timings, "memory": memory}, indent=2))
     print(json.dumps({"timings": timings, "memory": memory}, indent=2))
+
+
+# -- what a learner in the room can reach --------------------------------------------------------
+
+_ATTACKS = r'''
+import json, os, sys
+hub, proxy, other_server, root, repo = sys.argv[1:6]
+other = f"{root}/learners/learner02"
+
+
+def attempt(act):
+    try:
+        act()
+        return "done"
+    except (PermissionError, FileNotFoundError) as exc:  # denied, or hidden behind a closed folder
+        return type(exc).__name__
+
+
+def read(path):
+    with open(path, "rb") as f:
+        f.read()
+
+
+def open_to_write(path):  # opened for appending, nothing written: the file's bytes stay
+    with open(path, "ab"):
+        pass
+
+
+print(json.dumps({
+    "read another learner's lab": attempt(lambda: read(f"{other}/labs/lab00_warmup.ipynb")),
+    "change another learner's lab": attempt(lambda: open_to_write(f"{other}/labs/lab00_warmup.ipynb")),
+    "list another learner's folder": attempt(lambda: os.listdir(other)),
+    "read the hub's environment (password, code)": attempt(lambda: read(f"/proc/{hub}/environ")),
+    "read the proxy's environment (its token)": attempt(lambda: read(f"/proc/{proxy}/environ")),
+    "read another learner's server environment (its token)": attempt(lambda: read(f"/proc/{other_server}/environ")),
+    "read the hub's database": attempt(lambda: read(f"{root}/hub/jupyterhub.sqlite")),
+    "read the hub's cookie secret": attempt(lambda: read(f"{root}/hub/jupyterhub_cookie_secret")),
+    "read the workshop code file": attempt(lambda: read(f"{root}/hub/workshop-code")),
+    "read /etc/shadow": attempt(lambda: read("/etc/shadow")),
+    "write into the course": attempt(lambda: open_to_write(f"{repo}/labs/lab00_warmup.ipynb")),
+    "become root": attempt(lambda: os.setuid(0)),
+}))
+'''
+
+
+def _hub_children(hub_proc: subprocess.Popen) -> dict:
+    import psutil
+
+    found = {}
+    for child in psutil.Process(hub_proc.pid).children():
+        cmd = " ".join(child.cmdline())
+        if "configurable-http-proxy" in cmd:
+            found["proxy"] = child.pid
+        elif "jupyterhub.singleuser" in cmd or "jupyterhub-singleuser" in cmd:
+            found[child.environ().get("JUPYTERHUB_USER")] = child.pid
+    return found
+
+
+def test_a_learner_cannot_reach_another_learner_the_hub_or_root(hub):
+    """Run after the learners' servers started: every attack, as learner01's own identity."""
+    children = _hub_children(hub["proc"])
+    assert {"proxy", "learner01", "learner02"} <= set(children), children
+    args = [str(hub["proc"].pid), str(children["proxy"]), str(children["learner02"]), str(hub["root"]), str(REPO)]
+    view = hub["root"] / "python" / "bin" / "python"  # workshop.sh's view, when learners cannot run .venv's
+    python = str(view if view.exists() else REPO / ".venv" / "bin" / "python")
+    # as root, learner01's kernel runs as the Unix user learner01 (asserted in the test above);
+    # as an ordinary user, it runs as the hub's own user: the attacks run as that identity
+    command = (["runuser", "-u", "learner01", "--"] if ROOT_MODE else []) + [python, "-c", _ATTACKS, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    (OUTPUT / "attacks.json").write_text(json.dumps({"root_mode": ROOT_MODE, "outcome": outcome}, indent=2))
+    if ROOT_MODE:
+        succeeded = [attack for attack, result in outcome.items() if result == "done"]
+        assert succeeded == [], f"attacks that worked as learner01: {succeeded}"
+    else:  # the documented shared mode: learners are not kept apart (workshop.sh says so)
+        for attack in ("read another learner's lab", "change another learner's lab",
+                       "read the hub's environment (password, code)", "read the workshop code file"):
+            assert outcome[attack] == "done", (attack, outcome)
+
+
+def _login_status(base: str, name: str, password: str) -> int:
+    """POST the login form without following the redirect: 302 logged in, 403 refused."""
+    import http.cookiejar
+    import re
+    import urllib.error
+    import urllib.parse
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+    page = opener.open(f"{base}/hub/login", timeout=30).read().decode()
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"username": name, "password": password, "_xsrf": xsrf}).encode()
+    try:
+        return opener.open(urllib.request.Request(f"{base}/hub/login", data=form), timeout=60).status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_guessing_the_code_is_slow_and_then_locked(hub):
+    base = hub["base"]
+    started = time.monotonic()
+    for guess in range(10):  # login_limits.PER_NAME failures for learner04
+        assert _login_status(base, "learner04", f"guess-{guess:04d}") == 403
+    assert time.monotonic() - started >= 10 * 0.9  # each failure waits about a second
+    assert _login_status(base, "learner04", CODE) == 403  # locked: even the right code is refused
+    assert _login_status(base, "learner03", CODE) == 302  # another name is not locked by it
+
+
+def test_an_ordinary_user_is_told_learners_are_not_kept_apart_and_kept_off_the_network(tmp_path):
+    """workshop.sh run by an ordinary user. Run as root, the script is shown an ordinary user's
+    `id` (no other user can run this machine's course environment): it must warn and refuse
+    before starting anything, as it does for a real ordinary user."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="fxcourse-shared-"))
+    try:
+        env = dict(os.environ, FXCOURSE_WORKSHOP_CODE=CODE, FXCOURSE_INSTRUCTOR_PASSWORD=INSTRUCTOR_PASSWORD)
+        if ROOT_MODE:
+            fake = tmp_path / "bin"
+            fake.mkdir()
+            (fake / "id").write_text('#!/bin/sh\ncase "$1" in -u) echo 1000 ;; -un) echo teacher ;; '
+                                     '*) exec /usr/bin/id "$@" ;; esac\n')
+            (fake / "id").chmod(0o755)
+            env["PATH"] = f"{fake}{os.pathsep}{env['PATH']}"
+        base = ["bash", str(REPO / "scripts" / "workshop.sh"), "--learners", "2", "--no-setup", "--dir", str(folder),
+                "--port", str(_free_port())]
+        refused = subprocess.run(base + ["--listen", "0.0.0.0"], capture_output=True, text=True,
+                                 timeout=120, cwd=REPO, env=env)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "--trusted-room" in refused.stderr and "学员之间没有隔离" in refused.stderr
+        warning = " ".join(refused.stdout.split())
+        assert "any learner's code can read and change every other learner's work" in warning
+        assert "instructor's password" in warning and "读到讲师密码" in warning
+        assert not (folder / "hub" / "jupyterhub.sqlite").exists()  # no hub was started
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

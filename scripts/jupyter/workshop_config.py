@@ -3,18 +3,25 @@
 scripts/workshop.sh sets the FXCOURSE_* environment variables below and starts
 ``jupyterhub -f scripts/jupyter/workshop_config.py``; nothing here is meant to be edited per room.
 
-Who logs in, and why a shared workshop code
--------------------------------------------
-JupyterHub's built-in SharedPasswordAuthenticator: learners log in as ``learner01`` ...
-``learnerNN`` (only those names: ``allowed_users``) with one workshop code; the instructor logs
-in as ``instructor`` (the only admin) with a separate password of 32+ characters. We chose a
-shared code over per-learner passwords because on one machine without per-learner Unix users
-every single-user server and kernel runs as the same operating-system user as the hub: any
-learner's code can read every other learner's folder (and the hub's files) whatever password
-they typed, so per-learner passwords would promise a separation that is not there. The code
-keeps strangers out (no open access, no invented user names); the folders keep learners from
-overwriting each other by accident. Where learners must be protected from each other, use
-per-learner Unix users or containers (Zero to JupyterHub), not this script.
+Who logs in, and how learners are kept apart
+--------------------------------------------
+JupyterHub's built-in SharedPasswordAuthenticator, with a limit on failed logins
+(login_limits.py): learners log in as ``learner01`` ... ``learnerNN`` (only those names:
+``allowed_users``) with one workshop code; the instructor logs in as ``instructor`` (the only
+admin) with a separate password of 32+ characters.
+
+Run as root (``FXCOURSE_WORKSHOP_USERS=1``, set by workshop.sh), every learner and the instructor
+has a Unix user of their own (made by workshop.sh) and JupyterHub's LocalProcessSpawner starts
+each server as that user: a learner's code cannot read or change another learner's folder
+(mode 700, owned by its learner), the hub's state (``hub/``, mode 700, root's) or the hub's and
+other servers' environments (where the secrets and tokens live); no server runs as root. Each
+learner's compile caches are their own (a shared, writable cache would let one learner plant
+code another learner's kernel loads).
+
+Run as an ordinary user, there is no way to make users: every server and kernel runs as the
+hub's own user, so any learner's code can read and change every other learner's folder and read
+the hub's secrets; workshop.sh says so at start and serves beyond this machine only with
+``--trusted-room``.
 
 Learner folders
 ---------------
@@ -26,11 +33,16 @@ folders when the workshop directory is inside it).
 """
 from __future__ import annotations
 
+import asyncio
 import os
-import shutil
+import pwd
 import socket
+import subprocess
 import sys
 from pathlib import Path
+
+from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
+from jupyterhub.spawner import set_user_setuid
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 
@@ -41,6 +53,13 @@ LANG = os.environ.get("FXCOURSE_LANG", "both")
 INSTRUCTOR = "instructor"
 VENV = ROOT / ".venv"
 HUB_STATE = WORKSHOP / "hub"
+USERS = os.environ.get("FXCOURSE_WORKSHOP_USERS") == "1"  # a Unix user per person (root mode)
+# The interpreter each person's server and kernels run: .venv's, or (root mode, when .venv's
+# interpreter is in a folder other users cannot enter) workshop.sh's view of .venv.
+PYTHON = Path(os.environ.get("FXCOURSE_WORKSHOP_PYTHON") or VENV / "bin" / "python")
+sys.path.insert(0, str(ROOT / "scripts" / "jupyter"))
+from login_limits import DELAY_S, FailedLogins  # noqa: E402
+from workshop_copy import copy_labs  # noqa: E402
 
 
 def learner_names(n: int) -> list[str]:
@@ -56,7 +75,28 @@ def _free_port() -> int:
 
 
 # --- who may log in -------------------------------------------------------------------------
-c.JupyterHub.authenticator_class = "shared-password"
+class WorkshopAuthenticator(SharedPasswordAuthenticator):
+    """The shared code, with failed attempts limited per name and per address."""
+
+    failures = FailedLogins()
+
+    async def authenticate(self, handler, data):
+        name = self.normalize_username(str(data.get("username", "")))
+        address = handler.request.remote_ip if handler is not None else "?"
+        if self.failures.blocked(name, address):
+            self.log.warning("login refused: too many failed attempts for %s or from %s", name, address)
+            await asyncio.sleep(DELAY_S)
+            return None
+        user = await super().authenticate(handler, data)
+        if user is None:
+            self.failures.failed(name, address)
+            await asyncio.sleep(DELAY_S)
+        else:
+            self.failures.succeeded(name)
+        return user
+
+
+c.JupyterHub.authenticator_class = WorkshopAuthenticator
 c.SharedPasswordAuthenticator.user_password = os.environ["FXCOURSE_WORKSHOP_CODE"]
 c.SharedPasswordAuthenticator.admin_password = os.environ["FXCOURSE_INSTRUCTOR_PASSWORD"]
 c.Authenticator.allowed_users = set(learner_names(LEARNERS))
@@ -84,23 +124,26 @@ c.JupyterHub.pid_file = str(HUB_STATE / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True  # stopping the hub stops every learner's server
 c.JupyterHub.cleanup_proxy = True
 
-# --- one server per learner: a process of this user, in the learner's folder --------------------
-c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: no Unix user per learner
-c.SimpleLocalProcessSpawner.home_dir_template = str(WORKSHOP / "learners" / "{username}")
-c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
+# --- one server per learner, in the learner's folder ---------------------------------------------
+if os.geteuid() == 0 and not USERS:  # never: a server of a hub run as root would run as root
+    raise SystemExit("workshop_config: run as root, every learner needs a Unix user of their own "
+                     "(start the hub with scripts/workshop.sh)")
+if USERS:  # root: each server runs as its person's own Unix user (made by workshop.sh)
+    c.JupyterHub.spawner_class = "localprocess"
+else:  # an ordinary user: every server runs as this user
+    c.JupyterHub.spawner_class = "simple"
+    c.SimpleLocalProcessSpawner.home_dir_template = str(WORKSHOP / "learners" / "{username}")
+c.Spawner.cmd = [str(PYTHON), "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 # Many learners starting at once on a small machine: give each server time to come up.
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 c.JupyterHub.concurrent_spawn_limit = 10
 c.Spawner.args = ["--ServerApp.port_retries=0"]
-if hasattr(os, "geteuid") and os.geteuid() == 0:
-    c.Spawner.args.append("--allow-root")  # a root-run hub (containers, CI): servers run as root too
 
 # One language for the room (--lang en|zh): the same custom CSS and settings course.sh uses.
 _lang_env: dict[str, str] = {}
 if LANG in ("en", "zh"):
-    sys.path.insert(0, str(ROOT / "scripts" / "jupyter"))
     from language import prepare  # noqa: E402
 
     _lang_env, _lang_args = prepare(LANG)
@@ -116,49 +159,47 @@ _shared_env = {
     # Each kernel's torch uses cores // learners threads (at least 1), so N learners'
     # kernels do not fight over the machine's cores.
     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // LEARNERS)),
-    "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    # the kernel spec runs `python`: the first on PATH is the person's interpreter
+    "PATH": os.pathsep.join(dict.fromkeys([str(PYTHON.parent), str(VENV / "bin"), os.environ.get("PATH", "")])),
     "VIRTUAL_ENV": str(VENV),
 }
 
 
-def _copy_labs(home: Path) -> None:
-    """Copy the course's labs into ``home/labs``: every lab the learner does not have yet;
-    never a file they already have (their edits survive restarts and new labs arrive)."""
-    source, target = ROOT / "labs", home / "labs"
-    target.mkdir(parents=True, exist_ok=True)
-    fresh = []
-    for lab in sorted(source.glob("*.ipynb")):
-        if not (target / lab.name).exists():
-            shutil.copyfile(lab, target / lab.name)
-            fresh.append(target / lab.name)
-    # Trust the fresh copies in the learner's own signature database (their HOME is their
-    # folder), so JupyterLab shows the labs' stored HTML outputs as made, like course.sh does.
-    if fresh:
-        import nbformat
-        from nbformat.sign import NotebookNotary
-
-        data_dir = home / ".local" / "share" / "jupyter"
-        data_dir.mkdir(parents=True, exist_ok=True)
-        notary = NotebookNotary(data_dir=str(data_dir))
-        for path in fresh:
-            nb = nbformat.read(path, as_version=4)
-            notary.sign(nb)
+def _copy_labs_as(name: str, home: Path) -> None:
+    """``copy_labs`` run as the learner's own Unix user: the hub (root) never writes into a
+    folder the learner controls, where a link could send the write elsewhere."""
+    code = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+            "import workshop_copy; workshop_copy.copy_labs(Path(sys.argv[2]), Path(sys.argv[3]))")
+    subprocess.run([str(PYTHON), "-c", code, str(ROOT / "scripts" / "jupyter"), str(home),
+                    str(ROOT / "labs")], preexec_fn=set_user_setuid(name), env={"HOME": str(home)},
+                   check=True, timeout=120)
 
 
 def pre_spawn_hook(spawner) -> None:
     name = spawner.user.name
-    if name == INSTRUCTOR:
+    if USERS:
+        account = pwd.getpwnam(name)  # made by workshop.sh; KeyError (no server) if not
+        if account.pw_uid == 0:
+            raise RuntimeError(f"{name} is root: no server runs as root")
+        home = Path(account.pw_dir)
+    elif name == INSTRUCTOR:
         home = WORKSHOP / INSTRUCTOR
         spawner.home_dir = str(home)
-        spawner.notebook_dir = str(ROOT)
     else:
         home = Path(spawner.home_dir)
-        spawner.notebook_dir = str(home)
-    home.mkdir(parents=True, exist_ok=True)
+    spawner.notebook_dir = str(ROOT if name == INSTRUCTOR else home)
+    if not USERS:
+        home.mkdir(parents=True, exist_ok=True)
     if name != INSTRUCTOR:
-        _copy_labs(home)
+        if USERS:
+            _copy_labs_as(name, home)
+        else:
+            copy_labs(home, ROOT / "labs")
     config = home / ".jupyter"
     env = dict(_shared_env)
+    if USERS:  # caches of one's own: nobody else's code can end up in a learner's kernel
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(home / ".cache" / "torchinductor")
+        env["TORCH_EXTENSIONS_DIR"] = str(home / ".cache" / "torch_extensions")
     if _lang_env:
         # the room's language CSS, and this person's own settings and workspaces
         env.update({
