@@ -9,11 +9,14 @@ import inspect
 import io
 import logging
 import operator
+import os
 import re
+import subprocess
 import sys
 import types
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -467,3 +470,146 @@ def test_optimize_for_inference_rewrites_convolutions_to_mkldnn():
     assert kinds["prim::mkldnn_convolution"] == 1 and kinds["aten::to_mkldnn"] == 1
     with torch.no_grad():
         torch.testing.assert_close(optimized(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+# --- lecture 01, section 11: which torch.jit entry points warn at run time ---------------
+
+def _jit_warning_categories(call) -> dict[str, str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return {str(w.message).split("`")[1]: w.category.__name__ for w in caught if is_torchscript_deprecation(w)}
+
+
+def _scripted_eval_mlp():
+    mlp, (x,) = zoo.example("mlp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.jit.script(mlp).eval(), torch.jit.trace(mlp, (x,)), x
+
+
+def test_freeze_optimize_for_inference_fork_and_wait_warn_as_future_warnings():
+    scripted, _, _ = _scripted_eval_mlp()
+
+    def add(a, b):
+        return a + b
+
+    assert _jit_warning_categories(lambda: torch.jit.freeze(scripted)) == {"torch.jit.freeze": "FutureWarning"}
+    assert _jit_warning_categories(lambda: torch.jit.optimize_for_inference(scripted)) == {
+        "torch.jit.optimize_for_inference": "FutureWarning", "torch.jit.freeze": "FutureWarning"}
+    fork_wait = lambda: torch.jit.wait(torch.jit.fork(add, torch.ones(2), torch.ones(2)))  # noqa: E731
+    assert _jit_warning_categories(fork_wait) == {"torch.jit.fork": "FutureWarning", "torch.jit.wait": "FutureWarning"}
+
+
+def test_set_fusion_strategy_warns_with_a_deprecation_warning_located_in_torch():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = torch.jit.set_fusion_strategy([("STATIC", 2)])
+    try:
+        (warning,) = [w for w in caught if is_torchscript_deprecation(w)]
+        assert warning.category is DeprecationWarning
+        assert warning.filename.replace("\\", "/").endswith("torch/jit/_fuser.py")
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.jit.set_fusion_strategy(old)
+
+
+def test_set_fusion_strategy_warning_is_hidden_by_default_even_from_main():
+    program = ("import torch\ntorch.jit.set_fusion_strategy([('STATIC', 2)])\n"
+               "torch.jit.trace(lambda x: x * 2, torch.ones(1), check_trace=False)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "set_fusion_strategy` is deprecated" not in run.stderr
+    assert "`torch.jit.trace` is deprecated" in run.stderr  # a FutureWarning is shown by default
+
+
+def test_torch_jit_helpers_and_calls_of_compiled_code_do_not_warn():
+    scripted, traced, x = _scripted_eval_mlp()
+
+    def plain(v):
+        return v + 1
+
+    calls = {
+        "is_scripting": torch.jit.is_scripting,
+        "is_tracing": torch.jit.is_tracing,
+        "ignore": lambda: torch.jit.ignore(plain),
+        "unused": lambda: torch.jit.unused(plain),
+        "export": lambda: torch.jit.export(plain),
+        "annotate": lambda: torch.jit.annotate(int, 3),
+        "isinstance": lambda: torch.jit.isinstance([1], list[int]),
+        "CompilationUnit": lambda: torch.jit.CompilationUnit("def g(x):\n    return x * 2\n"),
+        "scripted call": lambda: scripted(x),
+        "traced call": lambda: traced(x),
+    }
+    assert {name: _jit_warning_categories(call) for name, call in calls.items()} == {name: {} for name in calls}
+
+
+def test_the_torchscript_deprecation_warning_is_raised_in_twelve_places():
+    source = "".join(p.read_text() for p in Path(torch.jit.__file__).parent.glob("*.py"))
+    names = re.findall(r"\"`(torch\.jit\.\w+)` is deprecated", source)
+    assert sorted(names) == sorted({
+        "torch.jit.script", "torch.jit.script_method", "torch.jit.trace", "torch.jit.trace_method",
+        "torch.jit.freeze", "torch.jit.optimize_for_inference", "torch.jit.fork", "torch.jit.wait",
+        "torch.jit.save", "torch.jit.load", "torch.jit.interface", "torch.jit.set_fusion_strategy"})
+
+
+# --- lecture 02, section 11: freeze needs eval mode; preserved_attrs ---------------------
+
+class _Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+    @torch.jit.export
+    def set_scale(self, scale: float):
+        self.scale = scale
+
+
+def _quiet_jit(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def test_freeze_raises_on_a_module_in_train_mode():
+    scripted = _quiet_jit(torch.jit.script, _Scaled())
+    assert scripted.training
+    with pytest.raises(RuntimeError, match="only implemented for modules in eval mode"):
+        _quiet_jit(torch.jit.freeze, scripted)
+    scripted.eval()
+    _quiet_jit(torch.jit.freeze, scripted)
+
+
+def test_freeze_checks_only_the_training_flag_of_the_module_it_is_given():
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).eval()
+    model[1].train()  # a submodule left in train mode is not checked
+    frozen = _quiet_jit(torch.jit.freeze, _quiet_jit(torch.jit.script, model))
+    kinds = [n.kind() for n in frozen.graph.nodes()]
+    assert "aten::add_" in kinds  # the batch norm still counts its batches: it was not folded
+
+
+def test_freeze_keeps_only_forward_and_folds_attributes_by_default():
+    scripted = _quiet_jit(torch.jit.script, _Scaled()).eval()
+    frozen = _quiet_jit(torch.jit.freeze, scripted)
+    assert not any(hasattr(frozen, name) for name in ("fc", "scale", "set_scale"))
+    assert frozen.code.strip().splitlines()[-1].strip() == "return torch.mul(_0, 2.)"
+
+
+def test_preserved_attrs_keeps_attributes_and_methods_and_what_the_methods_modify():
+    scripted = _quiet_jit(torch.jit.script, _Scaled()).eval()
+    x = torch.ones(1, 2)
+    keep_scale = _quiet_jit(torch.jit.freeze, scripted, preserved_attrs=["scale"])
+    assert hasattr(keep_scale, "scale") and not hasattr(keep_scale, "set_scale")
+    keep_scale.scale = 3.0
+    torch.testing.assert_close(keep_scale(x), scripted.fc(x).detach() * 3.0)
+    keep_method = _quiet_jit(torch.jit.freeze, scripted, preserved_attrs=["set_scale"])
+    assert hasattr(keep_method, "set_scale") and hasattr(keep_method, "scale")
+    keep_method.set_scale(10.0)
+    torch.testing.assert_close(keep_method(x), scripted.fc(x).detach() * 10.0)
+    assert scripted.scale == 2.0  # freezing works on a copy
