@@ -211,8 +211,9 @@ def test_lab06_3_a_tuple_is_not_a_list():
 
 # -- exercise 4 --------------------------------------------------------------------------
 
-def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=False, order=sorted):
-    torch._dynamo.reset()
+def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=False, order=sorted, reset=True):
+    if reset:
+        torch._dynamo.reset()
     torch.compile(fn, backend="eager")(*args)
     names, todo, seen = [], [fn.__code__], set()
     while todo:
@@ -380,3 +381,70 @@ def test_every_lab06_task_has_a_wrong_answer_read_in_one_language():
 @pytest.mark.parametrize("task_id", sorted(ONE_WRONG_ANSWER))
 def test_lab06_feedback_reads_in_one_language(task_id, monkeypatch):
     expect_one_language(task_id, ONE_WRONG_ANSWER[task_id], monkeypatch)
+
+
+# -- issue 30: the caller's settings, the reset the checker cannot do for you, sorted order ---------
+
+def test_lab06_3_dynamic_false_is_named():
+    def static(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager", dynamic=False)
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", static)
+    assert "as with dynamic=False" in result.en and "就像 dynamic=False" in result.zh
+
+
+def test_lab06_3_dynamic_true_is_named():
+    def symbolic(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager", dynamic=True)
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", symbolic)
+    assert "as with dynamic=True" in result.en and "就像 dynamic=True" in result.zh
+
+
+def test_lab06_3_counting_argument_signatures_is_named():
+    def by_signature(fn, calls):
+        seen, sizes = set(), []
+        for args in calls:
+            seen.add(tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args))
+            sizes.append(len(seen))
+        return sizes
+    result = expect_wrong("lab06.3", by_signature)
+    assert "distinct argument shapes and dtypes" in result.en and "不同参数形状和 dtype 的个数" in result.zh
+
+
+def test_lab06_4_forgetting_the_reset_is_named():
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, reset=False))
+    assert "Reset Dynamo before you compile fn" in result.en and "请在编译 fn 之前先重置 Dynamo" in result.zh
+
+
+def test_lab06_4_names_in_discovery_order_are_named():
+    # every chain of breaks is discovered in line order; line 9 before line 11 is not sorted as strings
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, order=list))
+    assert "not sorted" in result.en and "没有排序" in result.zh
+    assert "_far_breaks" in result.tried
+
+
+def test_lab06_4_a_breadth_first_search_passes():
+    def breadth_first(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        found, queue = {}, [fn.__code__]
+        while queue:
+            code = queue.pop(0)
+            for entry in _debug_get_cache_entry_list(code):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at") and name not in found:
+                        found[name] = fn.__globals__[name].__code__
+                        queue.append(found[name])
+        return sorted(code.co_name for code in found.values())
+    expect_passed("lab06.4", breadth_first)

@@ -286,6 +286,67 @@ def test_lab07_2_marking_the_batch_and_the_features_is_named():
     assert "marked dim 1" in result.en and "第 1 维" in result.zh and "ConstraintViolation" in result.got
 
 
+def _marked_with(**bounds):
+    def compile_once(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            torch._dynamo.mark_dynamic(x, 0, **bounds)
+            return compiled(x)
+        return run
+    return compile_once
+
+
+def test_lab07_2_a_range_bounded_to_small_batches_is_named():
+    # the lecture's sizes fit in [2, 16]; the checker's large batch does not
+    result = expect_wrong("lab07.2", _marked_with(min=2, max=16))
+    assert "gave the dynamic batch dimension a range" in result.en and "指定了范围" in result.zh
+    assert "no upper bound" in result.expected[0] and "没有上限" in result.expected[1]
+
+
+def test_lab07_2_a_range_that_covers_the_probes_is_still_named():
+    result = expect_wrong("lab07.2", _marked_with(min=2, max=10**6))
+    assert "gave the dynamic batch dimension a range" in result.en and "请不要限定范围" in result.zh
+    assert "max=1000000" in result.got[0]
+
+
+def test_lab07_2_open_ranges_written_differently_pass():
+    def maybe(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            torch._dynamo.maybe_mark_dynamic(x, [0])
+            return compiled(x)
+        return run
+    expect_passed("lab07.2", maybe)
+
+
+def test_lab07_3_an_expanded_row_for_the_stride_is_named():
+    # strides (0, 1): only the strides differ from x's, but the values are the first row repeated
+    result = expect_wrong("lab07.3", _fail(stride=lambda x: x[:1].expand(x.shape)))
+    assert "the values are no longer x's" in result.en and "取值已经不是 x 的了" in result.zh
+    assert "expand" in result.en and "expand" in result.zh
+
+
+def test_lab07_3_reinterpreted_strides_are_named():
+    result = expect_wrong("lab07.3", _fail(stride=lambda x: x.as_strided(x.shape, (1, x.shape[0])).clone()
+                                           .as_strided(x.shape, (1, x.shape[0]))))
+    assert "the values are no longer x's" in result.en and "只改变它们在内存中的位置" in result.zh
+
+
+def test_lab07_3_new_values_for_dtype_and_requires_grad_are_named():
+    result = expect_wrong("lab07.3", _fail(dtype=lambda x: torch.zeros_like(x, dtype=torch.float64)))
+    assert "the values are no longer x's" in result.en and "只改变它的 dtype" in result.zh
+    result = expect_wrong("lab07.3", _fail(requires_grad=lambda x: torch.randn(x.shape, requires_grad=True)))
+    assert "only its requires_grad changed" in result.en and "取值已经不是 x 的了" in result.zh
+
+
+def test_lab07_3_values_kept_as_the_new_dtype_stores_them_pass():
+    expect_passed("lab07.3", _fail(dtype=lambda x: x.to(torch.int32),
+                                   stride=lambda x: torch.empty(x.shape[1], x.shape[0]).t().copy_(x),
+                                   requires_grad=lambda x: torch.tensor(x.tolist(), requires_grad=True)))
+
+
 def test_lab07_3_a_new_number_of_dimensions_is_a_shape_change():
     expect_passed("lab07.3", _fail(shape=lambda x: x.reshape(-1).clone()))
     expect_passed("lab07.3", _fail(shape=lambda x: x.unsqueeze(0).clone()))
@@ -353,3 +414,31 @@ def _keeps_item(x):
 ], ids=["lab07.1", "lab07.2", "lab07.3", "lab07.4"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)
+
+
+def test_lab07_2_eager_on_recompile_is_named():
+    # one compile and the right values, but the later batch sizes run eagerly
+    def stance(fn, backend):
+        compiled, calls = torch.compile(fn, backend=backend), []
+
+        def run(x):
+            calls.append(x.shape[0])
+            if len(calls) == 1:
+                return compiled(x)
+            with torch.compiler.set_stance("eager_on_recompile"):
+                return compiled(x)
+        return run
+    result = expect_wrong("lab07.2", stance)
+    assert "ran for only 1 of the 3 calls" in result.en and "只运行了 1 次" in result.zh
+
+
+def test_lab07_2_compiling_the_first_call_only_is_named():
+    def first_only(fn, backend):
+        compiled, calls = torch.compile(fn, backend=backend), []
+
+        def run(x):
+            calls.append(x.shape[0])
+            return compiled(x) if len(calls) == 1 else fn(x)
+        return run
+    result = expect_wrong("lab07.2", first_only)
+    assert "the other batch sizes ran eagerly" in result.en and "以 eager 方式运行的" in result.zh

@@ -61,12 +61,15 @@ def _is_relu(node, spellings):
 
 
 def make_swap(spellings=(torch.relu, torch.nn.functional.relu, "method"), recompile=True,
-              copy_kwargs=False, erase=True, bounds=None):
+              copy_kwargs=False, erase=True, bounds=None, in_place="aware"):
+    """in_place: "aware" clamps in place where the relu was in place; "never" / "always" do not look."""
     def relu_to_clamp(gm, example_inputs):
         for node in list(gm.graph.nodes):
             if _is_relu(node, spellings):
+                was = node.kwargs.get("inplace", False)
+                clamp = torch.clamp_ if {"aware": was, "never": False, "always": True}[in_place] else torch.clamp
                 with gm.graph.inserting_after(node):
-                    new = gm.graph.call_function(torch.clamp, (node.args[0],),
+                    new = gm.graph.call_function(clamp, (node.args[0],),
                                                  {**node.kwargs, "min": 0} if copy_kwargs else bounds or {"min": 0})
                 node.replace_all_uses_with(new)
                 if erase:
@@ -321,11 +324,78 @@ def test_lab08_2_retargeting_the_relu_node_in_place_passes():
     def retarget(gm, example_inputs):
         for node in gm.graph.nodes:
             if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
-                node.op, node.target = "call_function", torch.clamp
+                in_place = node.kwargs.get("inplace", False)
+                node.op, node.target = "call_function", torch.clamp_ if in_place else torch.clamp
                 node.args, node.kwargs = (node.args[0],), {"min": 0}
         gm.recompile()
         return gm.forward
     expect_passed("lab08.2", retarget)
+
+
+def test_lab08_2_an_out_of_place_clamp_for_an_in_place_relu_is_named():
+    # the lab's earlier reference: right values everywhere except where the relu's input is read again
+    result = expect_wrong("lab08.2", make_swap(in_place="never"))
+    assert "nn.ReLU(inplace=True) changes its input in place" in result.en
+    assert "原地修改它的输入" in result.zh and "inplace=True" in result.zh
+    assert "reads each relu's input again" in result.tried[0] and "再次读取" in result.tried[1]
+
+
+def test_lab08_2_clamping_every_relu_in_place_is_named():
+    result = expect_wrong("lab08.2", make_swap(in_place="always"))
+    assert "a relu that was not in place became a clamp that changes its input in place" in result.en
+    assert "不是原地运算的 relu 被换成了原地修改输入的 clamp" in result.zh
+
+
+def test_lab08_2_in_place_by_reading_the_module_instead_of_the_node_is_named():
+    # inplace read from whether the relu is spelled F.relu: every nn.ReLU becomes in place
+    def by_spelling(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                clamp = torch.clamp_ if node.target is torch.nn.functional.relu else torch.clamp
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_function(clamp, (node.args[0],), {"min": 0})
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    result = expect_wrong("lab08.2", by_spelling)
+    assert "not in place became a clamp that changes its input in place" in result.en
+    assert "只有 inplace=True 的 relu 才换成原地运算的 clamp" in result.zh
+
+
+def test_lab08_2_in_place_aware_answers_written_differently_pass():
+    def method_in_place(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                name = "clamp_min_" if node.kwargs.get("inplace") else "clamp"
+                with gm.graph.inserting_before(node):
+                    new = gm.graph.call_method(name, (node.args[0],), {"min": 0} if name == "clamp" else {})
+                    if name == "clamp_min_":
+                        new.args = (node.args[0], 0)
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+
+    def reroute_later_readers(gm, example_inputs):
+        # out of place everywhere; after an in-place relu, later readers of its input read the clamp instead
+        order = {node: i for i, node in enumerate(gm.graph.nodes)}
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                source = node.args[0]
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_function(torch.clamp, (source,), {"min": 0})
+                node.replace_all_uses_with(new)
+                if node.kwargs.get("inplace"):
+                    for user in list(source.users):
+                        if user is not new and order.get(user, len(order)) > order[node]:
+                            user.replace_input_with(source, new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+
+    for answer in (method_in_place, reroute_later_readers):
+        expect_passed("lab08.2", answer)
 
 
 def test_lab08_3_subtracting_two_nodes_is_named():
@@ -357,7 +427,8 @@ def test_lab08_3_checking_only_the_first_graph_is_named():
     assert "call_method nodes too" not in result.en  # the old, misleading diagnosis
 
 
-def test_lab08_3_counting_nodes_minus_the_inputs_passes():
+def test_lab08_3_counting_nodes_minus_the_inputs_counts_get_attr_and_is_named():
+    # right on every graph without get_attr nodes; a torch.cond graph has two (its branches)
     def minus_inputs(n):
         def backend(gm, example_inputs):
             ops = len(gm.graph.nodes) - len(example_inputs) - 1
@@ -365,7 +436,27 @@ def test_lab08_3_counting_nodes_minus_the_inputs_passes():
                 raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
             return gm.forward
         return backend
-    expect_passed("lab08.3", minus_inputs)
+    result = expect_wrong("lab08.3", minus_inputs)
+    assert "count get_attr nodes as ops" in result.en and "把 get_attr 节点也算作了算子" in result.zh
+    assert "torch.cond" in result.tried[0] and "torch.cond" in result.tried[1]
+
+
+def test_lab08_3_counting_every_node_but_inputs_and_output_is_named():
+    result = expect_wrong("lab08.3", _limited_by(lambda gm: sum(1 for node in gm.graph.nodes
+                                                                if node.op not in ("placeholder", "output"))))
+    assert "count get_attr nodes as ops" in result.en and "把 get_attr 节点也算作了算子" in result.zh
+
+
+def test_lab08_3_nodes_minus_inputs_minus_get_attr_passes():
+    def minus_fetches(n):
+        def backend(gm, example_inputs):
+            ops = len(gm.graph.nodes) - len(gm.graph.find_nodes(op="placeholder")) - 1 \
+                - len(gm.graph.find_nodes(op="get_attr"))
+            if ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    expect_passed("lab08.3", minus_fetches)
 
 
 def _limited_by(count, *, cumulative=False, message="graph has {ops} ops, more than the limit of {n}"):
@@ -432,7 +523,7 @@ def test_lab08_3_unusual_right_answers_pass():
 
     def by_elimination(n):
         def backend(gm, example_inputs):
-            ops = len(gm.graph.nodes) - len(gm.graph.find_nodes(op="placeholder")) - 1
+            ops = sum(1 for node in gm.graph.nodes if node.op not in ("placeholder", "output", "get_attr"))
             if ops >= n + 1:
                 raise GraphTooLarge(f"limit {n}: the graph has {ops} ops")
             return lambda *args: gm.forward(*args)
@@ -454,3 +545,33 @@ def test_lab08_3_unusual_right_answers_pass():
 ], ids=["lab08.1", "lab08.2", "lab08.3"])
 def test_feedback_reads_in_one_language(task_id, answer, monkeypatch):
     expect_one_language(task_id, answer, monkeypatch)
+
+
+def test_lab08_1_matching_names_by_prefix_is_named():
+    # 'h' also matches the node h_1 (a later value assigned to h)
+    def by_prefix(names):
+        store = {name: [] for name in names}
+
+        class Rec(nn.Module):
+            def __init__(self, key):
+                super().__init__()
+                self.key = key
+
+            def forward(self, t):
+                store[self.key].append(t.detach().clone())
+                return t
+
+        def backend(gm, example_inputs):
+            for node in list(gm.graph.nodes):
+                hit = next((name for name in names if node.name.startswith(name)), None)
+                if hit and node.op != "placeholder":
+                    gm.add_submodule(f"rec_{node.name}", Rec(hit))
+                    with gm.graph.inserting_after(node):
+                        rec = gm.graph.call_module(f"rec_{node.name}", (node,))
+                    node.replace_all_uses_with(rec, delete_user_cb=lambda user: user is not rec)
+            gm.recompile()
+            return gm.forward
+        return backend, store
+    result = expect_wrong("lab08.1", by_prefix)
+    assert "only starts with 'h'" in result.en and "h_1" in result.en
+    assert "完全相等的比较" in result.zh

@@ -560,6 +560,61 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]
 ]
 
 
+def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], dynamic: bool) -> list[int]:
+    """Cache entries on fn.__code__ after each call when compiled with ``dynamic``; computed once."""
+    key = f"{label} dynamic={dynamic}"
+    if key not in _SIZES:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager", dynamic=dynamic)
+        sizes = []
+        with quiet():
+            for args in calls:
+                compiled(*args)
+                sizes.append(len(cache_entries(fn.__code__)))
+        torch._dynamo.reset()
+        _SIZES[key] = (sizes, [], [])
+    return _SIZES[key][0]
+
+
+def _signatures(calls: list[tuple[Any, ...]]) -> list[int]:
+    """Distinct argument signatures (shape and dtype of each tensor, other values as they are) so far."""
+    seen: set[Any] = set()
+    out = []
+    for args in calls:
+        seen.add(tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else repr(a) for a in args))
+        out.append(len(seen))
+    return out
+
+
+def _name_other_settings(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], got: list[int],
+                         want: list[int], left: int, tried: str) -> None:
+    """Name counts read from a cache compiled with other settings, and counts that never read the cache."""
+    read_cache = bool(got) and got[-1] == left
+    if read_cache and got == _sizes_with(label, fn, calls, dynamic=False):
+        raise Wrong("every new size got a cache entry of its own, as with dynamic=False (or automatic dynamic turned "
+                    "off): no entry ever serves a second size. Compile with torch.compile's default settings, as "
+                    "the task says: once a size has changed, Dynamo compiles an entry with that size dynamic, and "
+                    "later sizes reuse it.",
+                    "每个新尺寸都得到了一个自己的缓存条目，就像 dynamic=False（或关闭了自动动态）时那样：没有哪个条目能服务第二个尺寸。"
+                    "请按任务要求使用 torch.compile 的默认设置：某个尺寸变化过一次之后，Dynamo 会编译一个让该尺寸成为动态的条目，"
+                    "之后的尺寸都复用它。",
+                    tried=tried, expected=repr(want), got=repr(got))
+    if read_cache and got == _sizes_with(label, fn, calls, dynamic=True):
+        raise Wrong("the first cache entry already served every size, as with dynamic=True, which makes sizes "
+                    "symbolic from the first call. Compile with torch.compile's default settings, as the task says: "
+                    "the first call is compiled for its exact sizes.",
+                    "第一个缓存条目就服务了所有尺寸，就像 dynamic=True 时那样：它从第一次调用起就把尺寸变成符号。"
+                    "请按任务要求使用 torch.compile 的默认设置：第一次调用按其确切的尺寸编译。",
+                    tried=tried, expected=repr(want), got=repr(got))
+    if not read_cache and got == _signatures(calls):
+        raise Wrong("those are counts of distinct argument shapes and dtypes, not of cache entries: Dynamo does not "
+                    "add an entry for every new signature (after a size has changed once, one dynamic entry serves "
+                    "the later sizes). Read the entries on fn's code object after each call.",
+                    "这些是不同参数形状和 dtype 的个数，而不是缓存条目数：Dynamo 并不会为每种新的参数签名都新增一个条目"
+                    "（某个尺寸变化过一次之后，一个动态的条目就能服务之后的尺寸）。请在每次调用之后读取 fn 的代码对象上的条目。",
+                    tried=tried, expected=repr(want), got=repr(got))
+
+
 @task("lab06.3", "count cache entries on the code object", "统计代码对象上的缓存条目", hints=[
     ("Which object holds Dynamo's cache: the wrapper torch.compile returns, or the code object of the "
      "function it compiles?",
@@ -580,6 +635,7 @@ def _cache_sizes(answer: Any) -> None:
             torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
         with quiet():
             got = answer(fn, [tuple(c) for c in calls])
+        left = len(cache_entries(fn.__code__))  # what the cache holds after the answer's calls
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
         if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
@@ -589,6 +645,7 @@ def _cache_sizes(answer: Any) -> None:
                         got=describe(got))
         if got == want:
             continue
+        _name_other_settings(label, fn, calls, got, want, left, tried)
         for matches, en, zh in _CACHE_MISTAKES:
             if matches(got, want, graph_counts, with_resume):
                 raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
@@ -623,9 +680,22 @@ def _branchy(x):
     return x - 1
 
 
+def _far_breaks_function() -> Callable[..., Any]:
+    """Two breaks whose resume functions start at lines 9 and 11 of their own source: in discovery order
+    (line 9 first) the names are not sorted ("..._at_11" sorts before "..._at_9")."""
+    source = ("def _far_breaks(x):\n" + "\n" * 6 + "    a = x + 1\n    torch._dynamo.graph_break()\n"
+              "    b = a * 2\n    torch._dynamo.graph_break()\n    return b - 1\n")
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(source, "<lab06 checker: _far_breaks>", "exec"), namespace)  # noqa: S102 - our own source
+    return namespace["_far_breaks"]
+
+
+_FAR_BREAKS = _far_breaks_function()
+
+
 def _resume_cases() -> list[tuple[str, Callable[..., Any]]]:
     return [("_no_break", _no_break), ("_one_break", _one_break), ("_two_breaks", _two_breaks),
-            ("_branchy", _branchy)]
+            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS)]
 
 
 _NAMES: dict[str, list[str]] = {}
@@ -643,6 +713,12 @@ def _reference_names(label: str, fn: Callable[..., Any], x: torch.Tensor) -> lis
 
 #: Known wrong results of lab06.4: predicate(got, want, label), English, 中文.
 _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, str]] = [
+    (lambda got, want, label: len(got) > len(want) and set(got) == set(want),
+     "some names come twice as often as they should: fn had been compiled before with other inputs (the checker "
+     "does that, as an earlier experiment in a notebook would), and its old cache entries name resume functions "
+     "of their own. Reset Dynamo before you compile fn.",
+     "有些名字出现的次数是应有次数的两倍：fn 之前已经用别的输入编译过（检查器会这样做，就像笔记本里之前的实验那样），"
+     "它旧的缓存条目也引用了各自的恢复函数。请在编译 fn 之前先重置 Dynamo。"),
     (lambda got, want, label: label in got,
      "fn's own code name is in the list: fn is where the search starts, not a resume function. Return only the "
      "resume functions.",
@@ -692,6 +768,9 @@ def _resume(answer: Any) -> None:
     for label, fn in _resume_cases():
         want = _reference_names(label, fn, x)
         torch._dynamo.reset()
+        # Leave stale entries behind, as an earlier experiment in a notebook would: a missing reset shows.
+        with quiet():
+            torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float64))
         try:
             with quiet():
                 got = answer(fn, x)

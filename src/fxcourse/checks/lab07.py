@@ -38,11 +38,16 @@ class _CountingBackend:
 
     def __init__(self) -> None:
         self.graphs: list[torch.fx.GraphModule] = []
+        self.runs = 0  # calls of the compiled graphs: a call that ran eagerly does not count
         self.__name__ = "counting_backend"
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         self.graphs.append(gm)
-        return gm.forward
+
+        def run(*args: Any) -> Any:
+            self.runs += 1
+            return gm.forward(*args)
+        return run
 
 
 # -- lab07.1 ---------------------------------------------------------------------------
@@ -242,12 +247,31 @@ def _hidden_functions() -> list[tuple[tuple[str, str], Callable[[torch.Tensor], 
     def score(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 4)
         return torch.tanh((x * scale).sum(-1)) - x.mean(0).sum()
 
-    return [(("head: (batch, 6) -> (batch, 5)", "head：(批大小, 6) -> (批大小, 5)"), head, 6, (3, 5, 11)),
-            (("score: (batch, 4) -> (batch,)", "score：(批大小, 4) -> (批大小,)"), score, 4, (7, 2, 4))]
+    # sizes beyond the lecture's, one of them large: a range bounded to small sizes shows
+    return [(("head: (batch, 6) -> (batch, 5)", "head：(批大小, 6) -> (批大小, 5)"), head, 6, (3, 5, 2050)),
+            (("score: (batch, 4) -> (batch,)", "score：(批大小, 4) -> (批大小,)"), score, 4, (7, 2, 4099))]
 
 
 def _marked(inputs: list[torch.Tensor]) -> list[int]:
     return sorted({d for t in inputs for d in getattr(t, "_dynamo_dynamic_indices", set())})
+
+
+def _bounded(inputs: list[torch.Tensor]) -> list[tuple[int, Any, Any]]:
+    """(dim, min, max) of every range given to mark_dynamic that does not cover every size from 2 up."""
+    return [(r.dim, r.min, r.max) for t in inputs for r in getattr(t, "_dynamo_dynamic_range", set())
+            if r.max is not None or (r.min is not None and r.min > 2)]
+
+
+def _bounded_wrong(bounds: list[tuple[int, Any, Any]], tried: tuple[str, str], got: Any) -> Wrong:
+    dim, low, high = bounds[0]
+    shown = f"dim {dim}: min={low}, max={high}"
+    return Wrong("you gave the dynamic batch dimension a range (min/max), but the task asks for one compile for "
+                 "every batch size from 2 up, with no upper bound: a size outside your range is refused or "
+                 "compiled again. Leave the range open.",
+                 "你给动态的批大小这一维指定了范围（min/max），但任务要求所有不小于 2 的批大小只编译一次，没有上限："
+                 "超出范围的批大小会被拒绝或重新编译。请不要限定范围。",
+                 tried=tried, expected=("batch sizes from 2 up, no upper bound", "不小于 2 的批大小，没有上限"),
+                 got=(f"a range on {shown}; {got[0]}", f"范围 {shown}；{got[1]}"))
 
 
 @task("lab07.2", "compile once for three batch sizes", "三种批大小只编译一次", hints=[
@@ -281,6 +305,11 @@ def _compile_once(answer: Any) -> None:
                     out = compiled(x)
                 except Exception as exc:
                     marked = [d for d in _marked(inputs) if d != 0]
+                    if type(exc).__name__ == "ConstraintViolationError" and _bounded(inputs) and not marked:
+                        raise _bounded_wrong(_bounded(inputs), (f"{tried[0]}; batch {x.shape[0]}",
+                                                                f"{tried[1]}；批大小 {x.shape[0]}"),
+                                             (f"{type(exc).__name__}: {first_line(str(exc))}",
+                                              f"{type(exc).__name__}：{first_line(str(exc))}")) from None
                     if type(exc).__name__ != "ConstraintViolationError" or not marked:
                         raise
                     raise Wrong(f"you marked dim {marked[0]} as dynamic, but fn needs it to be exactly {features} "
@@ -298,6 +327,19 @@ def _compile_once(answer: Any) -> None:
                                 expected=describe(fn(x)), got=diff)
             marked = _marked(inputs)
         n = len(backend.graphs)
+        if _bounded(inputs):
+            raise _bounded_wrong(_bounded(inputs), tried, (f"{n} compiles", f"编译 {n} 次"))
+        if n == 1 and backend.runs < len(inputs):
+            raise Wrong(f"one compile, but the compiled graph ran for only {backend.runs} of the {len(inputs)} calls: "
+                        "the other batch sizes ran eagerly (a stance such as eager_on_recompile, or calling fn itself, "
+                        "skips the recompile instead of avoiding it). Make the batch dimension dynamic so that one "
+                        "compiled graph serves every batch size.",
+                        f"只编译了一次，但编译后的计算图在 {len(inputs)} 次调用中只运行了 {backend.runs} 次：其他批大小是以 eager 方式运行的"
+                        "（eager_on_recompile 之类的 stance，或直接调用 fn，只是跳过了重新编译，而不是避免了它）。"
+                        "请让批大小这一维成为动态的，使同一张编译后的计算图服务所有批大小。",
+                        tried=tried, expected=(f"1 compile, its graph run {len(inputs)} times",
+                                               f"编译 1 次，其计算图运行 {len(inputs)} 次"),
+                        got=(f"1 compile, its graph run {backend.runs} times", f"编译 1 次，其计算图运行 {backend.runs} 次"))
         if n == 1:
             continue
         got = (f"{n} compiles", f"编译 {n} 次")
@@ -376,6 +418,14 @@ _KIND_ZH = {"shape": "形状", "dtype": "dtype", "requires_grad": "requires_grad
 def _layout(t: torch.Tensor) -> tuple[str, str]:
     return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}",
             f"形状 {tuple(t.shape)}，{t.dtype}，步长 {t.stride()}，requires_grad={t.requires_grad}")
+
+
+def _same_values(new: torch.Tensor, x: torch.Tensor) -> bool:
+    """``new`` holds ``x``'s values (as its own dtype stores them)."""
+    try:
+        return new.shape == x.shape and bool(torch.equal(new.detach(), x.to(new.dtype)))
+    except Exception:  # a dtype x cannot be cast to
+        return False
 
 
 def recompile_reasons(fn: Callable[..., Any], first: tuple[Any, ...], then: tuple[Any, ...]) -> list[str]:
@@ -458,6 +508,17 @@ def _fail_guard(answer: Any) -> None:
                 raise Wrong(f"you changed the {', '.join(changed)}, not the {kind}.",
                             f"你改变的是 {', '.join(changed)}，而不是 {kind}。",
                             tried=tried, expected=only, got=got)
+            if kind != "shape" and not _same_values(new, x):
+                where = ("", "") if kind != "stride" else (
+                    " A view such as expand or as_strided gets other strides by repeating or reinterpreting "
+                    "entries; keep x's values and change only where they sit in memory.",
+                    "expand、as_strided 之类的视图是靠重复或重新解释元素得到别的步长的；请保持 x 的取值，只改变它们在内存中的位置。")
+                raise Wrong(f"the {kind} changed, but the values are no longer x's: the guard does not look at values, "
+                            f"but the task asks for x itself with only its {kind} changed." + where[0],
+                            f"{kind} 改变了，但取值已经不是 x 的了：守卫虽然不看取值，但任务要的是 x 本身，只改变它的 {kind}。"
+                            + where[1],
+                            tried=tried, expected=(f"x's values, {only[0]}", f"x 的取值，{only[1]}"),
+                            got=(f"other values: {got[0]}", f"取值不同：{got[1]}"))
             recompiled, reasons = _recompiled(_guarded, (x,), (new,))
             if not recompiled or not any(reason in r for reason in _REASONS[kind] for r in reasons):
                 raise Wrong(f"the {kind} changed, but the compiled function did not recompile because of it.",

@@ -84,7 +84,7 @@ def _close(a: Any, b: torch.Tensor) -> bool:
 # -- exercise 1: a recording backend ------------------------------------------------------
 
 class _TwoLayer(nn.Module):
-    """One graph; records ``h`` (fc1's output) and ``a`` (tanh of it)."""
+    """One graph; records ``h`` (fc1's output) and ``a`` (tanh of it); the second ``h`` is node ``h_1``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,8 +94,8 @@ class _TwoLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
         a = torch.tanh(h)
-        out = self.fc2(a)
-        return out
+        h = self.fc2(a) * 2  # a node named h_1: not the node h
+        return h
 
 
 class _BreakThenMutate(nn.Module):
@@ -137,8 +137,8 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
     brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     return [
-        (("a two-layer model (h = fc1(x); a = tanh(h)), names ['h', 'a']",
-          "两层模型（h = fc1(x); a = tanh(h)），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
+        (("a two-layer model (h = fc1(x); a = tanh(h); h = fc2(a) * 2), names ['h', 'a']",
+          "两层模型（h = fc1(x); a = tanh(h); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
         (("a model with a graph break (z = fc(x); s = z.abs().max().item(); y = z / (s + 1); "
           "y.add_(1)), names ['z', 'y']",
           "含图中断的模型（z = fc(x); s = z.abs().max().item(); y = z / (s + 1); y.add_(1)），名字 ['z', 'y']"),
@@ -294,6 +294,16 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
                         "之前的值就丢了。所有计算图的记录器都要追加到同一个 store 的列表里，这些列表只创建一次。",
                         tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
                         expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
+        longer = sorted({n.name for gm in edited for n in gm.graph.nodes
+                         if n.name != name and n.name.startswith(name) and n.op not in ("call_module", "output")})
+        if len(got) > calls and longer:
+            raise Wrong(f"{name!r} got more tensors than there were calls: a node whose name only starts with {name!r} "
+                        f"({', '.join(longer)}, another node) was recorded under it too. Compare node.name with each "
+                        "name exactly.",
+                        f"{name!r} 记录的张量比调用次数还多：名字只是以 {name!r} 开头的节点（{', '.join(longer)}，另一个节点）"
+                        "也被记在了它名下。请把 node.name 与每个名字做完全相等的比较。",
+                        tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
+                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
         if len(got) != calls:
             raise Wrong(f"{name!r} should get one tensor per call of the compiled model. A new input shape makes "
                         "Dynamo compile again and call the backend again: edit every graph you are given, each time.",
@@ -330,6 +340,7 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
 
 _RELU_FUNCTIONS = (torch.relu, torch.nn.functional.relu)
 _CLAMP_FUNCTIONS = (torch.clamp, torch.clip, torch.clamp_min)
+_CLAMP_IN_PLACE = (torch.clamp_, torch.clip_, torch.clamp_min_)
 
 
 def _is_relu(node: fx.Node) -> bool:
@@ -340,8 +351,18 @@ def _is_relu(node: fx.Node) -> bool:
 
 def _is_clamp(node: fx.Node) -> bool:
     if node.op == "call_function":
-        return any(node.target is f for f in _CLAMP_FUNCTIONS)
-    return node.op == "call_method" and node.target in ("clamp", "clip", "clamp_min")
+        return any(node.target is f for f in _CLAMP_FUNCTIONS + _CLAMP_IN_PLACE)
+    return node.op == "call_method" and node.target in ("clamp", "clip", "clamp_min", "clamp_", "clip_", "clamp_min_")
+
+
+def _in_place(node: fx.Node) -> bool:
+    """A relu (inplace=True) or a clamp that changes its input in place."""
+    if _is_relu(node):
+        flag = node.kwargs.get("inplace", node.args[1] if len(node.args) > 1 else False)
+        return flag is True
+    if node.op == "call_function":
+        return any(node.target is f for f in _CLAMP_IN_PLACE)
+    return node.op == "call_method" and str(node.target).endswith("_")
 
 
 def _relu_kind(node: fx.Node) -> tuple[str, str]:
@@ -387,6 +408,22 @@ class _ReLUAroundBreak(nn.Module):
         return (y * scale - 1.0).relu()
 
 
+class _ReLUReused(nn.Module):
+    """Each ReLU's input is read again after it: h after an in-place ReLU, a after an out-of-place one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act = nn.ReLU(inplace=True)
+        self.plain = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        out = h + self.act(h)  # the in-place ReLU changes h before the sum reads it: 2 * relu(h)
+        a = out - 1.0
+        return a + self.plain(a)  # out of place (F.relu with inplace=False): a keeps its negative entries
+
+
 def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
     """The GraphModule whose forward the backend returned (or the GraphModule itself)."""
     if isinstance(returned, fx.GraphModule):
@@ -408,8 +445,10 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
      "第 08 讲第 3 节“修改计算图的后端”：在旧节点旁边插入新节点，把旧节点的所有使用者转到新节点上，删除旧节点，"
      "重新生成代码，并返回修改后模块的 forward。"),
     ("The new node takes the relu's input and only the keyword min=0; a relu's own kwargs (inplace) do not carry "
-     "over. A graph break gives the backend a second graph to edit.",
-     "新节点接收 relu 的输入，关键字参数只有 min=0；relu 自己的 kwargs（inplace）不能照搬。图中断会让后端再收到一张需要修改的计算图。"),
+     "over as keywords, but what inplace=True means does: that relu changes its input, so its clamp must too. "
+     "A graph break gives the backend a second graph to edit.",
+     "新节点接收 relu 的输入，关键字参数只有 min=0；relu 自己的 kwargs（inplace）不能照搬成关键字参数，但 inplace=True 的含义要保留："
+     "那个 relu 会修改它的输入，所以它的 clamp 也要修改。图中断会让后端再收到一张需要修改的计算图。"),
 ])
 def _swap(answer: Any) -> None:
     need_callable(answer, "relu_to_clamp")
@@ -418,12 +457,20 @@ def _swap(answer: Any) -> None:
              (("a model with torch.relu, x.relu() and F.relu", "含 torch.relu、x.relu() 和 F.relu 的模型"),
               seeded(_ThreeReLUs(), 84), _inputs(840, (5, 4))[0]),
              (("a model with a relu on each side of a graph break", "图中断两侧各有一个 relu 的模型"),
-              seeded(_ReLUAroundBreak(), 85), _inputs(850, (3, 4))[0])]
+              seeded(_ReLUAroundBreak(), 85), _inputs(850, (3, 4))[0]),
+             (("a model that reads each relu's input again after it: h = fc(x); out = h + act(h) with "
+               "act = nn.ReLU(inplace=True); a = out - 1; return a + plain(a) with plain = nn.ReLU()",
+               "在每个 relu 之后再次读取其输入的模型：h = fc(x); out = h + act(h)，其中 act = nn.ReLU(inplace=True)；"
+               "a = out - 1; return a + plain(a)，其中 plain = nn.ReLU()"),
+              seeded(_ReLUReused(), 89), _inputs(890, (6, 4))[0])]
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
+        in_place: list[tuple[str, bool]] = []  # (the relu input's name, whether the relu was in place)
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
             inputs = [n.args[0] for n in gm.graph.nodes if _is_relu(n) and n.args]
+            in_place.extend((n.args[0].name, _in_place(n)) for n in gm.graph.nodes
+                            if _is_relu(n) and n.args and isinstance(n.args[0], fx.Node))
             returned = _code_first(answer)(gm, example_inputs)
             seen.append((inputs, returned, gm))
             return returned
@@ -445,10 +492,39 @@ def _swap(answer: Any) -> None:
         for relu_inputs, returned, gm in seen:
             _check_swapped_graph(label, relu_inputs, returned, gm)
         if not _close(got, want):
+            _name_in_place_mistake(label, in_place, seen, got, want)
             raise Wrong("the compiled model's output changed, although every relu became a clamp.",
                         "每个 relu 都换成了 clamp，但编译后模型的输出变了。",
                         tried=label, expected=_EAGER_OUTPUT,
                         got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
+
+
+def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, bool]],
+                           seen: list[tuple[list[fx.Node], Any, fx.GraphModule]], got: Any, want: torch.Tensor) -> None:
+    """Name a clamp whose in-placeness differs from the relu it replaced (when the output changed)."""
+    clamps: dict[str, list[bool]] = {}
+    for _, returned, gm in seen:
+        edited = _edited_graph(returned, gm) or gm
+        for node in edited.graph.nodes:
+            if _is_clamp(node) and node.args and isinstance(node.args[0], fx.Node):
+                clamps.setdefault(node.args[0].name, []).append(_in_place(node))
+    got_line = _max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got)
+    if any(was and not any(clamps.get(name, [])) for name, was in in_place):
+        raise Wrong("the nn.ReLU(inplace=True) changes its input in place, and the model reads that input again "
+                    "after the ReLU; your clamp leaves its input as it was, so that later read sees the values from "
+                    "before the ReLU. Where a relu is in place (inplace=True), the clamp must change its input in "
+                    "place too; where it is not, it must not.",
+                    "nn.ReLU(inplace=True) 会原地修改它的输入，而模型在 ReLU 之后还会再次读取这个输入；你的 clamp 没有改动它的输入，"
+                    "于是之后的读取看到的是 ReLU 之前的值。relu 是原地运算（inplace=True）时，clamp 也必须原地修改它的输入；"
+                    "relu 不是原地运算时，clamp 也不能是。",
+                    tried=label, expected=_EAGER_OUTPUT, got=got_line)
+    if any(not was and any(clamps.get(name, [])) for name, was in in_place):
+        raise Wrong("a relu that was not in place became a clamp that changes its input in place, and the model "
+                    "reads that input again after the relu, so it now sees clamped values. Only a relu with "
+                    "inplace=True becomes an in-place clamp.",
+                    "一个不是原地运算的 relu 被换成了原地修改输入的 clamp，而模型在 relu 之后还会再次读取这个输入，"
+                    "于是读到的是被 clamp 过的值。只有 inplace=True 的 relu 才换成原地运算的 clamp。",
+                    tried=label, expected=_EAGER_OUTPUT, got=got_line)
 
 
 def _clamp_min(node: fx.Node) -> Any:
@@ -548,6 +624,19 @@ def _scaled_wave(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.sin(x).cos() * y  # 3 ops, 2 placeholders
 
 
+def _sine_branch(t: torch.Tensor) -> torch.Tensor:
+    return t.sin()
+
+
+def _cosine_branch(t: torch.Tensor) -> torch.Tensor:
+    return t.cos()
+
+
+def _chosen_wave(x: torch.Tensor) -> torch.Tensor:
+    # 5 ops (sum, gt, cond, getitem, mul) and 2 get_attr nodes: the branches are submodules of the graph
+    return torch.cond(x.sum() > 0, _sine_branch, _cosine_branch, (x,)) * 2
+
+
 def _ops(gm: fx.GraphModule) -> int:
     return sum(1 for n in gm.graph.nodes if n.op in _OPS)
 
@@ -618,6 +707,12 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "the call_function, call_method and call_module nodes themselves.",
      "你减去的是固定数目的非算子节点，但每个输入都对应一个 placeholder（这里有两个）：请直接统计 call_function、"
      "call_method 和 call_module 节点。"),
+    ("get_attr counted", lambda gm: _ops(gm) + sum(1 for n in gm.graph.nodes if n.op == "get_attr"), False,
+     "you count get_attr nodes as ops: a get_attr node only fetches an attribute of the module (here the two "
+     "branches torch.cond chooses between); it computes nothing. Count only call_function, call_method and "
+     "call_module nodes.",
+     "你把 get_attr 节点也算作了算子：get_attr 节点只是取出模块的一个属性（这里是 torch.cond 在其间选择的两个分支），"
+     "它本身不做任何计算。请只统计 call_function、call_method 和 call_module 节点。"),
     ("call_function only", _call_functions, False,
      "you count only call_function nodes: x.cos() is a call_method node, and it is an op too.",
      "你只统计了 call_function 节点：x.cos() 是 call_method 节点，它也是算子。"),
@@ -670,7 +765,9 @@ def _limited(answer: Any) -> None:
              (4, _split_chain, ("a function split by a graph break into graphs of 3 and 6 ops",
                                 "被图中断分成两张计算图（3 个和 6 个算子）的函数")),
              (4, _scaled_wave, two_tensors),
-             (3, _scaled_wave, two_tensors)]
+             (3, _scaled_wave, two_tensors),
+             (5, _chosen_wave, ("a function with torch.cond (5 ops; the two branches are get_attr nodes)",
+                                "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点）"))]
     runs = []
     for limit, fn, what in cases:
         args = (x, y) if fn is _scaled_wave else (x,)
