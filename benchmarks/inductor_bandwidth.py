@@ -6,14 +6,24 @@ machine. Eager runs each op as its own pass over memory; Inductor fuses the five
 loop. Each version writes into a preallocated ``out`` (allocating a fresh large tensor costs
 more than the arithmetic). GB/s counts the bytes the result needs (read x + write out), the
 same for all three. The versions run in interleaved rounds; each prints its best round.
-The last line is ``compiled/copy: R``. Taught in course/09_aot_inductor.ipynb, section 8.
 
-    python benchmarks/inductor_bandwidth.py                   # 2**24 floats, 10 rounds
-    python benchmarks/inductor_bandwidth.py --numel 4194304 --rounds 5
+The order within a round changes from one round to the next: the rounds go through all six
+orders of the three versions in turn, so over each six rounds every version runs, within a
+round, right after every other one equally often (twice). A fixed order is unfair: whatever runs right after
+eager pays for the operating system reclaiming the large temporaries eager has just freed,
+and with a fixed order that is always the same version (merely rotating the order does not
+help: it keeps eager's successor). ``--order fixed`` keeps the old fixed order, to see the
+difference. The last line is ``compiled/copy: R``. Taught in
+course/09_aot_inductor.ipynb, section 8.
+
+    python benchmarks/inductor_bandwidth.py                   # 2**24 floats, 12 rounds
+    python benchmarks/inductor_bandwidth.py --numel 4194304 --rounds 6
+    python benchmarks/inductor_bandwidth.py --order fixed      # the unfair fixed order
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from typing import Callable
 
@@ -29,11 +39,20 @@ def copy(x: torch.Tensor, out: torch.Tensor) -> None:
     out.copy_(x)
 
 
-def best_seconds(fns: dict[str, Callable[[], None]], rounds: int, calls: int) -> dict[str, float]:
-    """Best time per call of each function over ``rounds`` interleaved rounds."""
+def best_seconds(
+    fns: dict[str, Callable[[], None]], rounds: int, calls: int, permute: bool = True
+) -> dict[str, float]:
+    """Best time per call of each function over ``rounds`` interleaved rounds.
+
+    With ``permute`` round ``r`` uses the ``r``-th of all orders of the functions (cycling),
+    so that over a multiple of ``len(fns)!`` rounds each function runs right after each other
+    one equally often. Without it every round uses the order of ``fns``.
+    """
+    orders = list(itertools.permutations(fns)) if permute else [tuple(fns)]
     best = {name: float("inf") for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    for r in range(rounds):
+        for name in orders[r % len(orders)]:
+            fn = fns[name]
             start = time.perf_counter()
             for _ in range(calls):
                 fn()
@@ -44,7 +63,11 @@ def best_seconds(fns: dict[str, Callable[[], None]], rounds: int, calls: int) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--numel", type=int, default=2**24, help="elements of x (float32)")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=12, help="best a multiple of 6")
+    parser.add_argument(
+        "--order", choices=["permute", "fixed"], default="permute",
+        help="go through all orders, one per round (fair), or keep eager, compiled, copy (unfair)",
+    )
     parser.add_argument("--calls", type=int, default=3, help="calls per round")
     args = parser.parse_args()
 
@@ -58,10 +81,11 @@ def main() -> None:
     torch.testing.assert_close(out, expected)
 
     fns = {"eager": lambda: chain(x, out), "compiled": lambda: compiled(x, out), "copy": lambda: copy(x, out)}
-    best_seconds(fns, 2, args.calls)  # warm up caches and thread pools
-    best = best_seconds(fns, args.rounds, args.calls)
+    permute = args.order == "permute"
+    best_seconds(fns, 6, args.calls, permute)  # warm up caches and thread pools
+    best = best_seconds(fns, args.rounds, args.calls, permute)
     moved = 2 * x.numel() * x.element_size()  # read x, write out
-    print(f"{args.numel} float32 elements, {moved / 1e6:.0f} MB moved per call, {torch.get_num_threads()} threads")
+    print(f"{args.numel} float32 elements, {moved / 1e6:.0f} MB moved per call, {torch.get_num_threads()} threads, order: {args.order}")
     for name, seconds in best.items():
         print(f"{name:>8}: {seconds * 1e3:7.2f} ms  {moved / seconds / 1e9:6.1f} GB/s")
     print(f"compiled/copy: {best['copy'] / best['compiled']:.2f}")

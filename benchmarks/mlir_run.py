@@ -3,7 +3,8 @@ and per-call time for the compiled module beside eager PyTorch, on zoo.MLP and r
 
     .venv/bin/python benchmarks/mlir_run.py [--threads N] [--repeat R]
 
-Numbers depend on the machine and its load; every model is also checked against eager.
+Numbers depend on the machine and its load; every model is also checked against eager. Eager
+and IREE calls are interleaved, in an order that alternates from one call pair to the next.
 """
 from __future__ import annotations
 
@@ -19,14 +20,19 @@ from torch.export import Dim
 from fxcourse import lowering, zoo
 
 
-def per_call_ms(fn, arg, repeat: int) -> float:
-    fn(arg)  # warm up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(arg)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+def per_call_ms(fns: dict, arg, repeat: int) -> dict[str, float]:
+    """Median ms per call of each function; the calls are interleaved and the order of the
+    functions alternates from one repeat to the next, so that neither always runs first."""
+    for fn in fns.values():
+        fn(arg)  # warm up
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names if r % 2 == 0 else names[::-1]:
+            start = time.perf_counter()
+            fns[name](arg)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
 def main() -> None:
@@ -62,8 +68,8 @@ def main() -> None:
         with torch.no_grad():
             want = model(x)
             torch.testing.assert_close(torch.from_numpy(run(x)), want, rtol=1e-4, atol=1e-4)
-            eager_ms = per_call_ms(model, x, args.repeat)
-        iree_ms = per_call_ms(run, x, args.repeat)
+            ms = per_call_ms({"eager": model, "iree": run}, x, args.repeat)
+        eager_ms, iree_ms = ms["eager"], ms["iree"]
         print(f"{label:38} {lower_s:8.2f} {compile_s:15.2f} {eager_ms:9.3f} {iree_ms:8.3f}")
 
 

@@ -1,0 +1,262 @@
+"""Claims of lecture 09 (AOTAutograd and Inductor) about torch's behaviour, run on the installed torch.
+
+Each test pins one statement the lecture makes (several were once made wrongly: Core ATen as a
+closed set, min-cut "minimising saved bytes", sort "without a lowering", cpp_wrapper as "the
+same wrapper" AOTInductor packages). If a torch release changes the behaviour, the test fails
+and the lecture's prose has to change with it. The functions here are not the lecture's own,
+so a pass is not a copy of a notebook output. The benchmark test checks the timing method
+(rotated order), not any speed.
+"""
+import importlib.util
+import itertools
+import logging
+import os
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+import torch._dynamo
+import torch._functorch.config as functorch_config
+from functorch.compile import make_boxed_func
+from torch import nn
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.utils import counters
+from torch._functorch.aot_autograd import aot_module_simplified
+from torch._functorch.partitioners import default_partition
+
+from fxcourse import aot_graphs, inductor_code
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    counters.clear()
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+    torch._dynamo.reset()
+
+
+def keep(gm, example_inputs):
+    return make_boxed_func(gm.forward)
+
+
+# --- section 1: no input requires grad -> one inference graph ---------------------------------
+
+def test_no_input_requiring_grad_gives_one_inference_graph_and_no_partitioner():
+    calls = Counter()
+
+    def counting(name, fn):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return counted
+
+    def backend(gm, example_inputs):
+        return aot_module_simplified(
+            gm, example_inputs, fw_compiler=counting("fw", keep),
+            bw_compiler=counting("bw", keep), partition_fn=counting("partition", default_partition))
+
+    def f(x, w):
+        return torch.tanh(x @ w).sum(1)
+
+    torch.compile(f, backend=backend)(torch.randn(3, 2), torch.randn(2, 4))
+    assert calls == Counter(fw=1)  # inference_compiler defaults to fw_compiler
+    calls.clear()
+    torch._dynamo.reset()
+    torch.compile(f, backend=backend)(torch.randn(3, 2, requires_grad=True), torch.randn(2, 4))
+    assert calls == Counter(fw=1, partition=1)
+
+
+# --- section 2: input mutations ---------------------------------------------------------------
+
+def bump(x):
+    x.add_(1)
+    return x * 2
+
+
+def test_aot_module_simplified_defaults_return_input_mutation_as_extra_output():
+    graphs = []
+
+    def grab(gm, example_inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    x = torch.zeros(3)
+    out = torch.compile(bump, backend=lambda gm, ex: aot_module_simplified(gm, ex, fw_compiler=grab))(x)
+    assert x.tolist() == [1.0, 1.0, 1.0] and out.tolist() == [2.0, 2.0, 2.0]
+    (gm,) = graphs
+    targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert targets == ["aten.add.Tensor", "aten.mul.Tensor"]  # no in-place op, no copy_
+    returned = [a.name for a in gm.graph.find_nodes(op="output")[0].args[0]]
+    assert returned == ["add", "mul"]  # the new x first, then the result
+
+
+def test_inductor_keeps_input_mutation_as_copy_into_the_input():
+    code = inductor_code(bump, torch.zeros(3))
+    targets = [str(n.target) for n in code.post_grad[0].nodes if n.op == "call_function"]
+    assert "aten.copy_.default" in targets
+    assert len(code.kernels) == 1 and "copy_" in code.kernels[0].name
+    assert "arg0_1, buf0, arg0_1" in code.wrapper  # the input is also an output of the kernel
+
+
+# --- section 3: Core ATen is not closed -------------------------------------------------------
+
+def test_some_non_core_ops_survive_run_decompositions():
+    class M(nn.Module):
+        def forward(self, x, edges, a):
+            return (torch.cumprod(x, 0), torch.searchsorted(edges, x),
+                    torch.linalg.inv_ex(a).inverse, torch.erfinv(x / 2))
+
+    ep = torch.export.export(M(), (torch.rand(4), torch.arange(8.0) / 8, torch.eye(3) + 0.1))
+    ep = ep.run_decompositions()
+    table = core_aten_decompositions()
+    left = {n.target for n in ep.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.OpOverload) and torch.Tag.core not in n.target.tags}
+    assert {str(op) for op in left} == {"aten.cumprod.default", "aten.searchsorted.Tensor",
+                                        "aten.linalg_inv_ex.default", "aten.erfinv.default"}
+    assert not any(op in table for op in left)
+
+
+# --- section 4: min-cut is a heuristic with knobs ---------------------------------------------
+
+def chain(x):
+    return torch.sin(x).cos().exp()
+
+
+def test_min_cut_keeps_exp_output_because_of_ban_recompute_materialized_backward():
+    x = torch.randn(64, requires_grad=True)
+    g = aot_graphs(chain, x, partitioner="min_cut")
+    assert len(g.saved) == 2 and "primals_1" in g.saved
+    assert "aten.exp.default" not in g.ops(g.backward)
+    for knobs in ({"ban_recompute_materialized_backward": False}, {"aggressive_recomputation": True}):
+        with functorch_config.patch(knobs):
+            g = aot_graphs(chain, x, partitioner="min_cut")
+        assert g.saved == ["primals_1"], knobs
+        backward = g.ops(g.backward)
+        assert {"aten.sin.default", "aten.cos.default", "aten.exp.default"} <= set(backward), knobs
+
+
+def test_min_cut_knobs_exist_with_the_defaults_the_lecture_names():
+    config = functorch_config.get_config_copy()
+    bans = {k: v for k, v in config.items() if k.startswith("ban_recompute")}
+    assert len(bans) == 5 and all(bans.values())
+    assert config["aggressive_recomputation"] is False
+    assert config["activation_memory_budget"] == 1.0
+
+
+# --- section 5: sort has a lowering; the C++ backend lacks SORT -------------------------------
+
+def test_sort_has_a_lowering_but_cpp_backend_lacks_sort_feature_so_it_falls_back():
+    from torch._inductor.codegen.common import BackendFeature
+    from torch._inductor.codegen.cpp import CppScheduling
+    from torch._inductor.codegen.triton import TritonScheduling
+    from torch._inductor.lowering import lowerings
+
+    assert torch.ops.aten.sort.stable in lowerings and torch.ops.aten.sort.default in lowerings
+    assert BackendFeature.SORT not in CppScheduling.backend_features
+    assert BackendFeature.SORT in TritonScheduling.backend_features
+    code = inductor_code(lambda x: torch.sort(x, dim=1).values * 2, torch.randn(4, 8))
+    assert [(e.name, e.kind) for e in code.externs] == [("aten.sort.stable", "fallback")]
+
+
+def test_torch_logs_output_code_and_torch_compile_debug_show_the_output(tmp_path):
+    """On an FX-graph cache hit the log still has the code, but the debug folder is not written."""
+    probe = "import torch; torch.compile(lambda x: torch.relu(x * 3 - 1))(torch.randn(8))"
+    seen = {}
+    for caches in ("fill", "hit", "off"):  # "fill" fills the cache (or hits it), "hit" hits it
+        debug_dir = tmp_path / caches
+        env = {**os.environ, "TORCH_LOGS": "output_code", "TORCH_COMPILE_DEBUG": "1",
+               "TORCH_COMPILE_DEBUG_DIR": str(debug_dir)}
+        if caches == "off":
+            env["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
+        run = subprocess.run([sys.executable, "-W", "ignore", "-c", probe], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        logged = [l.split("[__output_code] ", 1)[1] for l in run.stderr.splitlines()
+                  if "[__output_code] " in l]
+        assert any(l.strip().startswith("def call(") for l in logged)
+        assert any("cpp_fused" in l for l in logged)
+        seen[caches] = {Path(root).name: set(files) for root, _, files in os.walk(debug_dir)
+                        if "output_code.py" in files}
+    assert seen["hit"] == {}
+    assert list(seen["off"]) == ["model__0_inference_0.0"]
+    assert {"fx_graph_readable.py", "fx_graph_transformed.py", "ir_pre_fusion.txt",
+            "ir_post_fusion.txt", "output_code.py"} <= seen["off"]["model__0_inference_0.0"]
+
+
+# --- section 6: cpp_wrapper and AOTInductor: one generator, two entry points ------------------
+
+def test_cpp_wrapper_and_aotinductor_share_the_generator_with_different_entry_points(tmp_path):
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    def f(x):
+        return torch.relu(x * 2 + 1)
+
+    jit = inductor_code(f, torch.randn(4, 8), options={"cpp_wrapper": True})
+    assert "inductor_entry_impl(" in jit.wrapper and "run_impl(" not in jit.wrapper
+
+    class M(nn.Module):
+        def forward(self, x):
+            return f(x)
+
+    ep = torch.export.export(M(), (torch.randn(4, 8),))
+    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "m.pt2"))
+    with zipfile.ZipFile(package) as z:
+        sources = [z.read(n).decode() for n in z.namelist() if n.endswith(".cpp")]
+    wrapper = [s for s in sources if "run_impl(" in s]
+    assert len(wrapper) == 1 and "AOTInductorModel::run_impl(" in wrapper[0]
+    assert "inductor_entry_impl" not in wrapper[0]
+    # one class, CppWrapperCpu, writes both
+    assert "inductor_entry_impl(" in _source(CppWrapperCpu._write_jit_entry_point_signature)
+    assert "::run_impl(" in _source(CppWrapperCpu._write_aoti_entry_point_signature)
+
+
+def _source(fn):
+    import inspect
+    return inspect.getsource(fn)
+
+
+# --- section 9: modes -------------------------------------------------------------------------
+
+def test_reduce_overhead_is_cuda_graphs_and_is_skipped_on_cpu():
+    from torch._inductor import list_mode_options
+
+    assert list_mode_options("reduce-overhead") == {"triton.cudagraphs": True}
+    assert list_mode_options("max-autotune") == {
+        "max_autotune": True, "triton.cudagraphs": True, "coordinate_descent_tuning": True}
+    assert list_mode_options("max-autotune-no-cudagraphs") == {
+        "max_autotune": True, "coordinate_descent_tuning": True}
+    f = torch.compile(lambda x: torch.relu(x) * 3, mode="reduce-overhead")
+    x = torch.randn(8)
+    torch.testing.assert_close(f(x), torch.relu(x) * 3)
+    assert counters["inductor"]["cudagraph_skips"] == 1
+
+
+# --- section 8: the benchmark times in rotated order ------------------------------------------
+
+def _bandwidth_module():
+    spec = importlib.util.spec_from_file_location("inductor_bandwidth", ROOT / "benchmarks/inductor_bandwidth.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bandwidth_benchmark_cycles_through_all_orders_so_each_path_follows_each_equally_often():
+    bench = _bandwidth_module()
+    order = []
+    fns = {name: (lambda name=name: order.append(name)) for name in ("eager", "compiled", "copy")}
+    bench.best_seconds(fns, rounds=6, calls=1)
+    per_round = [tuple(order[i:i + 3]) for i in range(0, 18, 3)]
+    assert sorted(per_round) == sorted(itertools.permutations(["eager", "compiled", "copy"]))
+    followers = Counter((r[i], r[i + 1]) for r in per_round for i in range(2))
+    assert len(followers) == 6 and set(followers.values()) == {2}  # each pair twice
+    order.clear()
+    bench.best_seconds(fns, rounds=2, calls=1, permute=False)  # the old, unfair order
+    assert order == ["eager", "compiled", "copy"] * 2
