@@ -1,0 +1,303 @@
+"""Claims of lectures 11-12 about torch's behaviour, executed on the installed torch.
+
+Each test pins one statement the lectures make (several were once made wrongly): if a torch
+release changes the behaviour, the test fails and the lecture's prose has to change with it.
+The functions here are not the lectures' own, so a pass is not a copy of a notebook output.
+"""
+import io
+import logging
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+import torch._dynamo
+from torch.library import custom_op, opcheck
+
+from fxcourse import aot_graphs, inductor_code, zoo
+
+
+@pytest.fixture(autouse=True)
+def quiet_and_fresh():
+    torch._dynamo.reset()
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    logging.disable(logging.NOTSET)
+    torch._dynamo.reset()
+
+
+def _py_erf(x: torch.Tensor) -> torch.Tensor:
+    values = [math.erf(v) for v in x.flatten().tolist()]
+    return torch.tensor(values, dtype=x.dtype).reshape(x.shape)
+
+
+# ----------------------------------------------------------------------------------------
+# lecture 11
+
+_LIB = torch.library.Library("test1112", "DEF")  # kept alive for the whole module
+_LIB.define("grad_in_backend(Tensor x) -> Tensor")
+# the mistake test_autograd_registration exists for: a backend kernel whose output
+# requires grad, with no kernel at an Autograd key
+_LIB.impl("grad_in_backend", lambda x: (x.detach() * 2).requires_grad_(), "CPU")
+
+
+def test_opcheck_skips_autograd_registration_when_no_input_requires_grad():
+    op = torch.ops.test1112.grad_in_backend.default
+    skipped = opcheck(op, (torch.randn(3),), raise_exception=False)
+    checked = opcheck(op, (torch.randn(3, requires_grad=True),), raise_exception=False)
+    assert skipped["test_autograd_registration"] == "SUCCESS"  # reported, not run
+    assert isinstance(checked["test_autograd_registration"], AssertionError)
+
+
+def test_custom_op_without_formula_has_an_autograd_kernel_that_raises_on_backward():
+    @custom_op("test1112::no_formula", mutates_args=())
+    def no_formula(x: torch.Tensor) -> torch.Tensor:
+        return _py_erf(x)
+
+    no_formula.register_fake(lambda x: x.new_empty(x.shape))
+    name = "test1112::no_formula"
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "Autograd")
+    x = torch.randn(3, 2, requires_grad=True)
+    result = opcheck(no_formula, (x,), raise_exception=False)
+    assert result["test_autograd_registration"] == "SUCCESS"
+    with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+        no_formula(x).sum().backward()
+
+
+@custom_op("test1112::scale_", mutates_args=("x",))
+def _scale_(x: torch.Tensor, s: float) -> None:
+    x.mul_(s)
+
+
+def test_mutates_args_marks_the_argument_mutable_in_the_schema():
+    assert str(torch.ops.test1112.scale_.default._schema) == (
+        "test1112::scale_(Tensor(a0!) x, float s) -> ()"
+    )
+    t = torch.ones(3)
+    _scale_(t, 3.0)
+    assert torch.equal(t, torch.full((3,), 3.0))
+
+
+@pytest.mark.parametrize("body", [lambda x: x, lambda x: x.view(-1)], ids=["input", "view"])
+def test_custom_op_output_may_not_alias_an_input(body):
+    name = f"test1112::alias_{body(torch.ones(1, 1)).dim()}"
+
+    @custom_op(name, mutates_args=())
+    def alias(x: torch.Tensor) -> torch.Tensor:
+        return body(x)
+
+    with pytest.raises(RuntimeError, match="may not alias any inputs"):
+        alias(torch.ones(2, 2))
+
+
+def test_undeclared_mutation_runs_eagerly_but_fails_opcheck_schema():
+    @custom_op("test1112::sneaky", mutates_args=())
+    def sneaky(x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x.clone()
+
+    sneaky.register_fake(lambda x: torch.empty_like(x))
+    sneaky(torch.ones(2))  # eager does not check
+    result = opcheck(sneaky, (torch.randn(3),), raise_exception=False)["test_schema"]
+    assert "not defined as mutable but was mutated" in str(result)
+
+
+def _sin_scale_add(x):
+    y = x.sin()
+    _scale_(y, 2.0)
+    return y + 1
+
+
+def test_aot_autograd_functionalizes_a_mutating_custom_op():
+    code = aot_graphs(_sin_scale_add, torch.randn(3)).forward.code
+    assert "torch.ops.higher_order.auto_functionalized_v2(" in code
+    assert "torch.ops.test1112.scale_.default" in code
+
+
+def test_inductor_calls_the_mutating_op_in_place_on_its_buffer():
+    code = inductor_code(_sin_scale_add, torch.randn(3))
+    assert "auto_functionalized" not in code.wrapper
+    assert "torch.ops.test1112.scale_.default(buf0, 2.0)" in code.wrapper
+    assert [e.name for e in code.externs] == ["test1112.scale_.default"]
+
+
+def test_register_kernel_adds_a_kernel_for_one_device_only():
+    @custom_op("test1112::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    ran = []
+
+    @twice.register_kernel("cpu")
+    def _(x):
+        ran.append("cpu")
+        return x + x
+
+    name = "test1112::twice"
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert has(name, "CPU") and has(name, "CompositeExplicitAutograd")
+    assert not has(name, "CUDA")
+    assert torch.equal(twice(torch.ones(2)), torch.full((2,), 2.0)) and ran == ["cpu"]
+
+
+@pytest.mark.slow
+def test_load_inline_leaves_an_up_to_date_library_untouched_and_rebuilds_a_stale_one(
+    tmp_path, monkeypatch
+):
+    from torch.utils.cpp_extension import load_inline
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    source = "int test1112_answer() { return 1; }\n"  # registers nothing: loads twice
+
+    def build(src: str) -> list[tuple[str, int]]:
+        load_inline(name="test1112_build", cpp_sources=[src], is_python_module=False,
+                    build_directory=str(tmp_path))
+        return [(p.name, p.stat().st_mtime_ns) for p in sorted(tmp_path.glob("*.so"))]
+
+    first = build(source)
+    assert len(first) == 1
+    assert build(source) == first  # up to date: ninja had nothing to do
+    # a library exists, yet a changed source is built again: "a .so exists" says nothing
+    assert build(source + "// changed\n") != first
+
+
+# ----------------------------------------------------------------------------------------
+# lecture 12
+
+TRACE: list[str] = []
+
+
+def _record(message):
+    TRACE.append(message)
+    return ((), {})  # what the loader expects of sample inputs: (args, kwargs)
+
+
+class _Payload:
+    def __reduce__(self):
+        return (_record, ("ran during torch.export.load",))
+
+
+@pytest.fixture(scope="module")
+def saved_program(tmp_path_factory):
+    model, (example,) = zoo.example("mlp")
+    path = tmp_path_factory.mktemp("pt2") / "mlp.pt2"
+    torch.export.save(torch.export.export(model, (example,)), str(path))
+    return path
+
+
+def test_every_pt2_holds_sample_inputs_as_a_torch_save_pickle(saved_program):
+    with zipfile.ZipFile(saved_program) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith("data/sample_inputs/model.pt")]
+        inner = zipfile.ZipFile(io.BytesIO(archive.read(name)))
+    assert any(n.endswith("data.pkl") for n in inner.namelist())  # torch.save's format
+
+
+def test_export_load_unpickles_sample_inputs_without_weights_only(saved_program, tmp_path):
+    payload = io.BytesIO()
+    torch.save(_Payload(), payload)
+    with pytest.raises(Exception, match="not an allowed global"):
+        torch.load(io.BytesIO(payload.getvalue()))  # the safe loader refuses it...
+    crafted = tmp_path / "crafted.pt2"
+    with zipfile.ZipFile(saved_program) as src, zipfile.ZipFile(crafted, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("data/sample_inputs/model.pt"):
+                data = payload.getvalue()
+            dst.writestr(info, data)
+    TRACE.clear()
+    loaded = torch.export.load(str(crafted))  # ...and torch.export.load retries without it
+    assert TRACE == ["ran during torch.export.load"]
+    assert isinstance(loaded, torch.export.ExportedProgram)
+
+
+_COMPILER_SCRIPT = """
+import os, sys, torch, warnings, logging
+warnings.simplefilter("ignore"); logging.disable(logging.WARNING)
+from torch._dynamo.utils import counters
+from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+if sys.argv[1] != "nocxx":
+    pick_vec_isa()  # a new cache folder's instruction-set probe compiles too
+    open(os.environ["CXX_LOG"], "a").write("START\\n")
+
+def g(x):
+    return torch.nn.functional.gelu(x) * 2 + torch.tanh(x)
+
+x = torch.randn(16, 8)
+if sys.argv[1] == "cold":
+    torch.compile(g)(x)
+    open("artifacts.bin", "wb").write(torch.compiler.save_cache_artifacts()[0])
+    torch.compile(g, fullgraph=True).aot_compile(((x,), {})).save_compiled_function("g.bin")
+elif sys.argv[1] == "warm":
+    torch.compiler.load_cache_artifacts(open("artifacts.bin", "rb").read())
+    torch.compile(g)(x)
+    print("hits", counters["inductor"]["fxgraph_cache_hit"])
+else:
+    h = torch.compiler.load_compiled_function(open("g.bin", "rb"), f_globals={"torch": torch})
+    print("loaded")
+    torch.testing.assert_close(h(x), g(x))
+    print("graphs", counters["stats"]["unique_graphs"])
+    try:
+        h(torch.randn(4, 8))
+    except RuntimeError as exc:
+        print("raised", str(exc).splitlines()[0])
+    print("graphs", counters["stats"]["unique_graphs"])
+"""
+
+
+@pytest.fixture(scope="module")
+def compiler_runs(tmp_path_factory):
+    """Run a cold, a warm and a precompiled-load process, each with its own empty cache
+    folder and a compiler wrapper that logs each library it builds; and a load with no
+    compiler. Returns {mode: (stdout + stderr, libraries built after the probe)}."""
+    work = tmp_path_factory.mktemp("compiler")
+    (work / "s.py").write_text(_COMPILER_SCRIPT)
+    cxx = work / "cxx"
+    cxx.write_text('#!/bin/sh\necho "$@" | grep -o -- "-o [^ ]*" >> "$CXX_LOG"\n'
+                   'exec g++ "$@"\n')
+    cxx.chmod(0o755)
+    results = {}
+    for mode in ("cold", "warm", "pre", "nocxx"):
+        log = work / f"log-{mode}"
+        env = {**os.environ, "CXX_LOG": str(log), "TORCHINDUCTOR_CACHE_DIR": str(work / mode),
+               "CXX": str(cxx) if mode != "nocxx" else str(work / "no-such-compiler")}
+        done = subprocess.run([sys.executable, "s.py", mode], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
+        lines = log.read_text().splitlines() if log.exists() else []
+        after = lines[lines.index("START") + 1:] if "START" in lines else lines
+        results[mode] = (done.stdout + done.stderr, [l for l in after if l.endswith(".so")])
+        if mode in ("cold", "warm", "pre"):
+            assert done.returncode == 0, done.stderr[-2000:]
+    return results
+
+
+@pytest.mark.slow
+def test_a_cache_artifact_hit_on_cpu_still_compiles_the_kernel(compiler_runs):
+    out, libraries = compiler_runs["warm"]
+    assert "hits 1" in out
+    assert len(libraries) >= 1  # g++ built the kernel's library again
+
+
+@pytest.mark.slow
+def test_loading_a_precompiled_function_on_cpu_runs_the_compiler(compiler_runs):
+    out, libraries = compiler_runs["pre"]
+    assert "loaded" in out and len(libraries) >= 1
+    nocxx_out, _ = compiler_runs["nocxx"]
+    assert "InvalidCxxCompiler" in nocxx_out and "loaded" not in nocxx_out
+
+
+@pytest.mark.slow
+def test_a_precompiled_function_raises_on_guard_failure_instead_of_recompiling(
+    compiler_runs,
+):
+    out, _ = compiler_runs["pre"]
+    assert "raised GuardManager check failed" in out
+    assert out.count("graphs 0") == 2  # Dynamo compiled nothing, before or after
