@@ -400,8 +400,15 @@ def _hook_three(module, args, output):
     torch._dynamo.graph_break()
 
 
+def _make_hook():
+    def hook(module, args, output):
+        torch._dynamo.graph_break()
+    return hook
+
+
 @pytest.mark.parametrize("hooks, expected", [((_hook_one,) * 3, 2),
-                                             ((_hook_one, _hook_two, _hook_three), 4)])
+                                             ((_hook_one, _hook_two, _hook_three), 4),
+                                             ((_make_hook(), _make_hook(), _make_hook()), 2)])
 def test_breaking_hooks_log_one_break_per_code_object_plus_the_outer_frame(hooks, expected):
     seq = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 2))
     for layer, hook in zip(seq, hooks):
@@ -411,12 +418,14 @@ def test_breaking_hooks_log_one_break_per_code_object_plus_the_outer_frame(hooks
     assert len(records) == expected == graph_breaks_counted()
 
 
-def test_mark_dynamic_after_the_first_call_recompiles_as_dynamic():
+@pytest.mark.parametrize("mark", [torch._dynamo.mark_dynamic,
+                                  torch._dynamo.decorators.mark_unbacked])
+def test_mark_dynamic_after_the_first_call_recompiles_as_dynamic(mark):
     graphs = Graphs()
     compiled = torch.compile(lambda x: x.cos() * 2, backend=graphs)
     t = torch.randn(6, 2)
     compiled(t)
-    torch._dynamo.mark_dynamic(t, 0)
+    mark(t, 0)
     compiled(t)
     compiled(torch.randn(9, 2))
     shapes = [[tuple(n.meta["example_value"].shape) for n in gm.graph.nodes
@@ -481,6 +490,113 @@ def test_cache_size_limit_is_an_alias_and_the_other_recompile_limits():
             assert OFFSET == 2
     finally:
         OFFSET = 0
+
+
+# --- lecture 07: claims corrected in the third pass -----------------------------------------
+
+def test_numpy_functions_torch_numpy_lacks_break_the_graph():
+    np = pytest.importorskip("numpy")
+
+    def interp(x):
+        return torch.from_numpy(np.interp((x * 2).numpy(), [0.0, 1.0], [0.0, 2.0])) + 1
+
+    x = torch.tensor([0.25, 0.5])
+    graphs = Graphs()
+    torch.testing.assert_close(torch.compile(interp, backend=graphs)(x), interp(x))
+    assert len(graphs) == 2
+    assert [r.splitlines()[0] for r in counters["graph_break"]] == [
+        "attempted to trace numpy function unsupported by PyTorch"]
+    assert not hasattr(torch._numpy, "interp")
+
+
+@pytest.mark.parametrize("op", ["unique", "nonzero"])
+def test_data_dependent_numpy_is_one_graph_with_capture_option_or_fullgraph(op):
+    np = pytest.importorskip("numpy")
+    fns = {"unique": lambda a: np.unique(a), "nonzero": lambda a: np.nonzero(a > 0)[0]}
+
+    def fn(x):
+        return torch.from_numpy(fns[op]((x * 2).numpy())) + 1
+
+    x = torch.tensor([2.0, -1.0, 2.0, 3.0])
+    assert torch._dynamo.config.capture_dynamic_output_shape_ops is False
+    for options, fullgraph, one_graph in (({}, False, False),
+                                          ({"capture_dynamic_output_shape_ops": True}, False, True),
+                                          ({}, True, True)):   # fullgraph captures it by itself
+        torch._dynamo.reset()
+        counters.clear()
+        graphs = Graphs()
+        with torch._dynamo.config.patch(**options):
+            out = torch.compile(fn, backend=graphs, fullgraph=fullgraph)(x)
+        torch.testing.assert_close(out, fn(x))
+        assert (len(graphs) == 1) == one_graph, (options, fullgraph)
+        assert (graph_breaks_counted() == 0) == one_graph
+
+
+def test_a_breaking_hook_makes_the_outer_frame_give_up_at_its_call_into_the_model():
+    seq = nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Linear(2, 2))
+    for layer in seq:
+        layer.register_forward_hook(_hook_one)
+    graphs = Graphs()
+    with graph_break_records() as records:
+        torch.compile(seq, backend=graphs)(torch.randn(3, 2))
+    first = records[0].getMessage()
+    # the outermost frame is torch.compile's wrapper `inner`; it broke at `fn(*args, **kwargs)`
+    assert "CALL_FUNCTION_EX" in first.splitlines()[1]
+    assert 'external_utils.py", line' in first and ", in inner" in first
+    # no graph from it: one graph per layer's own forward
+    assert graphs.ops() == [["linear"], ["tanh"], ["linear"]]
+
+
+def test_mark_dynamic_is_not_checked_for_sizes_zero_and_one():
+    for rows in (1, 0):
+        t = torch.randn(rows, 3)
+        torch._dynamo.mark_dynamic(t, 0)
+        graphs = Graphs()
+        torch._dynamo.reset()
+        torch.compile(lambda a: a.reshape(rows, 3) * 2, backend=graphs)(t)
+        (shape,) = [tuple(n.meta["example_value"].shape) for n in graphs[0].graph.nodes
+                    if n.op == "placeholder"]
+        assert shape == (rows, 3)
+    torch._dynamo.reset()
+    t = torch.randn(2, 3)
+    torch._dynamo.mark_dynamic(t, 0)
+    with pytest.raises(Exception, match="Constraints violated"):
+        torch.compile(lambda a: a.reshape(2, 3) * 2, backend="eager")(t)
+
+
+def test_dynamic_false_sets_no_automatic_dynamic_and_static_by_default():
+    def plain(n):
+        return torch.ones(n, 2)
+
+    static = [(False, False)] * 3
+    assert _compiled_sizes(plain, dynamic=False) == static
+    assert _compiled_sizes(plain, dynamic=False, assume_static_by_default=False) == static
+    seen = {}
+
+    def probe(x):
+        seen["automatic"] = torch._dynamo.config.automatic_dynamic_shapes
+        seen["static"] = torch._dynamo.config.assume_static_by_default
+        return x
+
+    with torch._dynamo.config.patch(assume_static_by_default=False):
+        torch.compile(probe, backend="eager", dynamic=False)(torch.ones(2))
+    assert seen == {"automatic": False, "static": True}
+
+
+def test_a_data_dependent_branch_is_counted_as_unimplemented_not_graph_break():
+    def branch(x):
+        if x.shape[0] > 2:
+            return x + 1
+        return x - 1
+
+    t = torch.randn(4, 3)
+    torch._dynamo.decorators.mark_unbacked(t, 0)
+    with graph_break_records() as records:
+        torch.compile(branch, backend="eager")(t)
+    assert len(records) == 1
+    assert graph_breaks_counted() == 0
+    assert [r.splitlines()[0] for r in counters["unimplemented"]] == [
+        "Data-dependent branching"]
 
 
 # --- lecture 08: claims corrected in the second pass ----------------------------------------
