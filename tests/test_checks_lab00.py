@@ -53,7 +53,7 @@ def test_lab00_3_mean_above_an_epsilon_is_named():
     result = expect_wrong("lab00.3", _gate(lambda y: y.mean() > 1e-6))
     assert "small epsilon" in result.en and "y.sum() > 0" in result.en
     assert "小 epsilon" in result.zh and "0 上不加任何余量" in result.zh
-    assert "2**-39" in result.tried[0]
+    assert "2**-147" in result.tried[0]
 
 
 def test_lab00_3_sum_above_a_tiny_epsilon_is_named():
@@ -93,3 +93,57 @@ def test_lab00_1_cleaning_the_given_graph_is_wrong():
 
     result = expect_wrong("lab00.1", count_by_opcode)
     assert "changed the graph it was given" in result.en and "修改了传给它的计算图" in result.zh
+
+
+# -- second fix round (att-l00) ---------------------------------------------------------------------
+def test_lab00_1_counting_distinct_calls_with_their_arguments_is_named():
+    def count_by_opcode(gm: fx.GraphModule) -> dict[str, int]:
+        return dict(Counter(op for op, _, _ in {(n.op, str(n.target), str(n.args)) for n in gm.graph.nodes}))
+
+    result = expect_wrong("lab00.1", count_by_opcode)
+    assert "torch.cos(x) * torch.cos(x)" in str(result.tried[0])
+    assert "even on the same arguments" in result.en and "即使参数也相同" in result.zh
+
+
+def test_lab00_2_switching_the_model_to_training_mode_is_named():
+    result = expect_wrong("lab00.2", lambda model: torch.jit.script(model.train()))
+    assert "training and evaluation mode" in result.en and "训练/评估模式" in result.zh
+
+
+def test_lab00_2_switching_a_training_model_to_eval_mode_is_named():
+    result = expect_wrong("lab00.2", lambda model: torch.jit.script(model.eval()))
+    assert "training and evaluation mode" in result.en and "训练/评估模式" in result.zh
+    assert "training mode" in result.tried and "still in training mode" in result.expected[0]
+
+
+def test_lab00_3_sum_above_the_normalize_epsilon_is_named():
+    result = expect_wrong("lab00.3", _gate(lambda y: y.sum() > 1e-12))
+    assert "tiny positive" in result.tried[0] and "极小的正数" in result.tried[1]
+    assert "small epsilon" in result.en and "小 epsilon" in result.zh
+
+
+def test_lab00_3_sum_above_a_subnormal_threshold_is_named():
+    result = expect_wrong("lab00.3", _gate(lambda y: y.sum() > torch.finfo(torch.float32).tiny))
+    assert "small epsilon" in result.en and "小 epsilon" in result.zh
+
+
+def test_lab00_3_steep_clamped_blend_is_named():
+    class TraceableGate(zoo.Gate):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            c = torch.clamp(y.sum() * 1e13, 0, 1)
+            return c * torch.relu(y) + (1 - c) * (-y)
+
+    result = expect_wrong("lab00.3", TraceableGate)
+    assert "small epsilon" in result.en and "小 epsilon" in result.zh
+
+
+def test_lab00_3_more_right_answers_pass():
+    class Blend(zoo.Gate):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            c = (y.sum() > 0).to(y.dtype)
+            return c * torch.relu(y) + (1 - c) * (-y)
+
+    expect_passed("lab00.3", Blend)
+    expect_passed("lab00.3", _gate(lambda y: torch.sign(y.sum()) > 0))

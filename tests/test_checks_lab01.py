@@ -468,7 +468,7 @@ def test_lab01_2_comparing_node_kinds_of_separate_traces_is_named():
         return first
 
     result = expect_wrong("lab01.2", trace_safely)
-    assert "comparing node kinds misses that" in result.en and "只比较节点种类发现不了" in result.zh
+    assert "node kinds, or the code text" in result.en and "节点种类一样" in result.zh
 
 
 def test_lab01_2_tracer_warnings_as_errors_are_named_not_a_system_error():
@@ -614,3 +614,115 @@ def test_lab01_4_freezing_a_model_in_training_mode_is_named():
 
     result = expect_wrong("lab01.4", roundtrip)
     assert "torch.jit.freeze works only on a module in eval mode" in result.en and "训练模式" in result.zh
+
+
+# -- second fix round (att-l00) ---------------------------------------------------------------------
+def _counted_after(*passes):
+    def aten_op_counts(traced):
+        graph = traced.inlined_graph.copy()
+        for name in passes:
+            getattr(torch._C, f"_jit_pass_{name}")(graph)
+        return dict(Counter(n.kind() for n in graph.nodes() if n.kind().startswith("aten::")))
+    return aten_op_counts
+
+
+def test_lab01_1_common_subexpression_elimination_first_is_named():
+    result = expect_wrong("lab01.1", _counted_after("cse"))
+    assert "torch.cos(x) * torch.cos(x)" in str(result.tried[0])
+    assert "cleaned before counting" in result.en and "统计之前计算图被清理过" in result.zh
+
+
+def test_lab01_1_constant_propagation_first_is_named():
+    result = expect_wrong("lab01.1", _counted_after("constant_propagation"))
+    assert "torch.arange(3.0)" in str(result.tried[0])
+    assert "cleaned before counting" in result.en and "统计之前计算图被清理过" in result.zh
+
+
+def test_lab01_1_dead_code_elimination_first_still_passes():
+    expect_passed("lab01.1", _counted_after("dce"))
+
+
+def _separate_traces(same):
+    def trace_safely(model, inputs):
+        first = torch.jit.trace(model, inputs[0], check_trace=False)
+        for args in inputs[1:]:
+            other = torch.jit.trace(model, args, check_trace=False)
+            if not same(first, other, args):
+                return None
+        return first
+    return trace_safely
+
+
+def test_lab01_2_comparing_node_kinds_and_outputs_of_separate_traces_is_named():
+    def same(first, other, args):
+        kinds = [n.kind() for n in first.inlined_graph.nodes()] == [n.kind() for n in other.inlined_graph.nodes()]
+        return kinds and torch.allclose(first(*args), other(*args))
+
+    result = expect_wrong("lab01.2", _separate_traces(same))
+    assert "x.clamp(-5, 5)" in result.tried[0]
+    assert "neither outputs nor node kinds" in result.en and "比较输出或节点种类都发现不了" in result.zh
+
+
+def test_lab01_2_comparing_the_code_of_separate_traces_is_named_without_blaming_node_kinds():
+    result = expect_wrong("lab01.2", _separate_traces(lambda first, other, args: first.code == other.code))
+    assert "x * 3 and x * 0.5" in result.tried[0]
+    assert "the code text" in result.en and "CONSTANTS.c0" in result.zh
+
+
+def test_lab01_2_swallowing_every_error_is_named():
+    def trace_safely(model, inputs):
+        try:
+            return torch.jit.trace(model, inputs[0], check_inputs=inputs)
+        except Exception:
+            return None
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "cannot run on inputs[0]" in result.en and "let every other error propagate" in result.en
+    assert "其他错误请让它照常抛出" in result.zh
+
+
+def test_lab01_3_a_divisor_table_longer_than_most_inputs_is_named():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.arange(1, 5001, dtype=x.dtype)[: x.shape[0], None]
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "fixed length" in result.en and "1000000 rows" in result.en and "长度固定" in result.zh
+
+
+def test_lab01_3_a_table_of_a_hundred_thousand_divisors_is_named():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0) / torch.arange(1, 100_001, dtype=x.dtype)[: x.shape[0], None]
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "fixed length" in result.en and "长度固定" in result.zh
+
+
+def test_lab01_3_computing_in_float32_and_casting_back_is_named():
+    class TraceableRunningMean(nn.Module):
+        def forward(self, x):
+            return (x.float().cumsum(0) / torch.arange(1, x.shape[0] + 1)[:, None]).to(x.dtype)
+
+    result = expect_wrong("lab01.3", TraceableRunningMean)
+    assert "1e8" in result.tried[0]
+    assert "float32 precision and cast back" in result.en and "按 float32 精度算出再转换回来" in result.zh
+
+
+def test_lab01_4_turning_on_requires_grad_of_the_example_inputs_is_named():
+    def roundtrip(model, example_inputs):
+        return _saved(torch.jit.trace(model, tuple(e.requires_grad_() for e in example_inputs)))
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "changed the example inputs" in result.en and "改动了传给它的示例输入" in result.zh
+    assert "requires_grad" in result.got[0]
+
+
+def test_lab01_4_scaling_the_example_inputs_in_place_is_named():
+    def roundtrip(model, example_inputs):
+        for e in example_inputs:
+            e.mul_(1.0001)
+        return _saved(torch.jit.trace(model, example_inputs))
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "changed the example inputs" in result.en and "values" in result.got[0]

@@ -512,3 +512,62 @@ def test_lab02_3_right_answers_in_another_order_pass():
     expect_passed("lab02.3", dce_first)
     expect_passed("lab02.3", cse_last_then_dce)
 
+
+
+# -- second fix round (att-l00) ---------------------------------------------------------------------
+def _counted_after(*passes):
+    def count_kinds(graph):
+        clean = graph.copy()
+        for name in passes:
+            getattr(torch._C, f"_jit_pass_{name}")(clean)
+        return _count_every_node(clean)
+    return count_kinds
+
+
+@pytest.mark.parametrize("passes", [("cse",), ("constant_propagation",), ("constant_pooling",)])
+def test_lab02_1_a_clean_up_pass_before_counting_is_named(passes):
+    result = expect_wrong("lab02.1", _counted_after(*passes))
+    assert "cleaned before counting" in result.en and "统计之前计算图被清理过" in result.zh
+    assert "cos" in result.tried[0]
+
+
+def test_lab02_2_an_ignored_forward_is_named_not_a_crash():
+    class FixedPool(MaskedPool):
+        @torch.jit.ignore
+        def forward(self, x, mask=None, scale=None):
+            return super().forward(x, mask, scale)
+
+    result = expect_wrong("lab02.2", lambda: FixedPool)
+    assert "without compiling forward" in result.en and "没有编译 forward" in result.zh
+    assert "AttributeError" not in str(result.got)
+
+
+def test_lab02_2_an_unused_forward_is_named():
+    class FixedPool(MaskedPool):
+        @torch.jit.unused
+        def forward(self, x, mask=None, scale=None):
+            return super().forward(x, mask, scale)
+
+    result = expect_wrong("lab02.2", lambda: FixedPool)
+    assert "@torch.jit.ignore or @torch.jit.unused" in result.en and "@torch.jit.unused" in result.zh
+
+
+def test_lab02_3_an_extra_peephole_pass_is_named():
+    def run_passes(graph):
+        for run in (C._jit_pass_cse, C._jit_pass_constant_propagation, C._jit_pass_peephole, C._jit_pass_dce):
+            run(graph)
+        return graph
+
+    result = expect_wrong("lab02.3", run_passes)
+    assert "another pass ran as well" in result.en and "还运行了别的 pass" in result.zh
+    assert "Float(3)" in result.tried[0]
+
+
+def test_lab02_3_passes_run_twice_still_pass():
+    def run_passes(graph):
+        for _ in range(2):
+            for run in (C._jit_pass_dce, C._jit_pass_cse, C._jit_pass_constant_propagation):
+                run(graph)
+        return graph
+
+    expect_passed("lab02.3", run_passes)

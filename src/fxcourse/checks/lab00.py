@@ -16,7 +16,7 @@ from torch import fx, nn
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import Wrong, task
-from ._probe import (Mistake, Probe, built, close, counted_once, describe, need_callable,
+from ._probe import (Mistake, Probe, built, close, counted_once, describe, differs, need_callable,
                      plain_counts, run_probes)
 from .. import zoo
 from .._lang import Bilingual
@@ -63,6 +63,10 @@ class _Repeats(nn.Module):
         return h.sum(-1).sum()
 
 
+def _same_call_twice(x: torch.Tensor) -> torch.Tensor:
+    return torch.cos(x) * torch.cos(x)
+
+
 def _opcode_probes() -> list[Probe]:
     """Graphs the learner has not seen; together they hold all six opcodes, and one calls the same
     submodule, function and method twice (so counting distinct targets shows)."""
@@ -77,6 +81,9 @@ def _opcode_probes() -> list[Probe]:
                          "and an unused .abs()>)",
                          "symbolic_trace(<同一个 Linear、torch.relu 和 .sum 各调用两次、另有一个无人使用的 .abs() 的模块>)"),
                         (fx.symbolic_trace(built(_Repeats, 6)),)))
+    probes.append(Probe(("symbolic_trace(lambda x: torch.cos(x) * torch.cos(x))",
+                         "symbolic_trace(lambda x: torch.cos(x) * torch.cos(x))"),
+                        (fx.symbolic_trace(_same_call_twice),)))
     return probes
 
 
@@ -148,11 +155,13 @@ _OPCODE_MISTAKES = [
             "结果无人使用的节点没有算进你的计数（统计之前计算图被清理过，例如调用了 eliminate_dead_code）："
             "请统计计算图中的每个节点，无论是否被使用。"),
     Mistake("counted distinct targets",
-            lambda got, want, p: got == dict(Counter(op for op, _ in {(n.op, str(n.target)) for n in _gm(p).graph.nodes}))
-            and got != want,
-            "a node that calls the same function, method or submodule as another node was not counted: each call "
-            "is a node of its own, so count the nodes, not the distinct things they call.",
-            "调用同一个函数、方法或子模块的节点没有被重复计数：每次调用都是一个独立的节点，所以要统计节点个数，而不是不同的调用对象个数。"),
+            lambda got, want, p: got != want and (
+                got == dict(Counter(op for op, _ in {(n.op, str(n.target)) for n in _gm(p).graph.nodes}))
+                or got == dict(Counter(op for op, _, _ in {(n.op, str(n.target), str(n.args)) for n in _gm(p).graph.nodes}))),
+            "a node that calls the same function, method or submodule as another node (even on the same "
+            "arguments) was not counted: each call is a node of its own, so count the nodes, not the distinct "
+            "things they call.",
+            "调用同一个函数、方法或子模块的节点（即使参数也相同）没有被重复计数：每次调用都是一个独立的节点，所以要统计节点个数，而不是不同的调用对象个数。"),
 ]
 
 
@@ -229,27 +238,34 @@ _ZERO_SUM_X = torch.tensor([[1.0, 0.5, 3.0, -2.0], [-0.75, 1.25, 0.0, 1.0]])
 _ZERO_SUM_LABEL = ("x of shape (2, 4) for which y.sum() is exactly 0 (another Gate's weights)",
                    "形状为 (2, 4)、使 y.sum() 恰好为 0 的 x（另一个 Gate 的权重）")
 
-#: y.sum() of the tiny-sum gate on ``_TINY_POS_X``, exactly (about 1.8e-12; the mean of y is a quarter of it).
-_TINY = 2.0 ** -39
+#: y.sum() of the tiny-sum gate on ``_TINY_POS_X``, exactly (about 5.6e-45, a subnormal float32 far below
+#: any epsilon; the mean of y, a quarter of it, is 2**-149, the smallest positive float32, still exact).
+_TINY = 2.0 ** -147
 
 
 def _tiny_sum_gate() -> zoo.Gate:
-    """A Gate with W = 2**-16 · I and a bias of (2**-39, 0, 0, 0): on ``_TINY_POS_X`` y.sum() is +2**-39,
-    on ``_TINY_NEG_X`` it is -2**-39. Every entry of y fits float32 exactly (24 bits), so any order of
-    summation gives that sum; the entries of y are about 1.5e-5, so relu(y) and -y stay far apart."""
+    """A Gate with W = 2**-125 · I and a bias of (2**-147, 0, 0, 0): on ``_TINY_POS_X`` y.sum() is
+    +2**-147, on ``_TINY_NEG_X`` it is -2**-147. Every entry of y and every partial sum is exact in
+    float32 (the spacing of float32 near 2**-125 is 2**-148), so any order of summation gives that sum.
+    The entries of y are about 2.4e-38, so the outputs are compared with a relative tolerance only."""
     gate = zoo.Gate(4).eval()
     with torch.no_grad():
-        gate.linear.weight.copy_(torch.eye(4) * 2.0 ** -16)
+        gate.linear.weight.copy_(torch.eye(4) * 2.0 ** -125)
         gate.linear.bias.copy_(torch.tensor([_TINY, 0.0, 0.0, 0.0]))
     return gate
 
 
 _TINY_POS_X = torch.tensor([[1.0, -1.0, 0.0, 0.0]])
-_TINY_NEG_X = torch.tensor([[1.0, -1.0 - 2.0 ** -22, 0.0, 0.0]])
-_TINY_LABELS = (("x of shape (1, 4) for which y.sum() is 2**-39, a tiny positive number (another Gate's weights)",
-                 "形状为 (1, 4)、使 y.sum() 为 2**-39（一个极小的正数）的 x（另一个 Gate 的权重）"),
-                ("x of shape (1, 4) for which y.sum() is -2**-39, a tiny negative number (another Gate's weights)",
-                 "形状为 (1, 4)、使 y.sum() 为 -2**-39（一个极小的负数）的 x（另一个 Gate 的权重）"))
+_TINY_NEG_X = torch.tensor([[1.0, -1.0 - 2.0 ** -21, 0.0, 0.0]])
+_TINY_LABELS = (("x of shape (1, 4) for which y.sum() is 2**-147, a tiny positive number (another Gate's weights)",
+                 "形状为 (1, 4)、使 y.sum() 为 2**-147（一个极小的正数）的 x（另一个 Gate 的权重）"),
+                ("x of shape (1, 4) for which y.sum() is -2**-147, a tiny negative number (another Gate's weights)",
+                 "形状为 (1, 4)、使 y.sum() 为 -2**-147（一个极小的负数）的 x（另一个 Gate 的权重）"))
+
+
+def _exactly(got: Any, want: torch.Tensor) -> str | None:
+    """``differs`` with a relative tolerance only: the tiny gate's outputs are about 2.4e-38."""
+    return differs(got, want, rtol=1e-5, atol=0.0)
 
 
 def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int) -> list[Mistake]:
@@ -284,11 +300,11 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
 
     return [
         Mistake("threshold off 0", lambda got, want, p: p.label in _TINY_LABELS
-                and _close(got, -y_of(p.args[0]) if p.label == _TINY_LABELS[0] else torch.relu(y_of(p.args[0]))),
-                "when y.sum() is a tiny number (about ±2e-12) of one sign, Gate follows that sign; yours took the "
+                and _exactly(got, -y_of(p.args[0]) if p.label == _TINY_LABELS[0] else torch.relu(y_of(p.args[0]))) is None,
+                "when y.sum() is a tiny number (about ±6e-45, below the smallest normal float32) of one sign, Gate follows that sign; yours took the "
                 "other branch, as a test against a small epsilon (or a rounded mean) would. Gate's test is "
                 "y.sum() > 0, with nothing added to 0.",
-                "当 y.sum() 是一个很小（约 ±2e-12）但有确定符号的数时，Gate 按这个符号选分支；你的结果却走了另一个分支，"
+                "当 y.sum() 是一个极小（约 ±6e-45，比最小的正规 float32 还小）但有确定符号的数时，Gate 按这个符号选分支；你的结果却走了另一个分支，"
                 "就像拿它与一个小 epsilon 比较（或用了舍入后的均值）那样。Gate 的条件是 y.sum() > 0，0 上不加任何余量。"),
         Mistake("decided at the boundary", lambda got, want, p: p.label == _ZERO_SUM_LABEL
                 and _close(got, torch.relu(y_of(p.args[0]))),
@@ -331,6 +347,7 @@ def _is_capture(obj: Any) -> bool:
 
 
 def _capture(answer: Any, gate: zoo.Gate, label: str) -> Any:
+    modes = [m.training for m in gate.modules()]
     with quiet():
         try:
             captured = answer(gate)
@@ -343,6 +360,16 @@ def _capture(answer: Any, gate: zoo.Gate, label: str) -> Any:
             raise Wrong("torch.fx.symbolic_trace cannot follow an `if` on a tensor's value; pick an API that keeps "
                         "control flow.", "torch.fx.symbolic_trace 无法处理依赖张量取值的 `if`；请选择能保留控制流的 API。",
                         tried=f"capture_gate({label})", got=f"TraceError: {str(exc).splitlines()[0]}") from None
+    if [m.training for m in gate.modules()] != modes:
+        raise Wrong("capture_gate switched the model it was given between training and evaluation mode (for "
+                    "example with .train() or .eval()); capture the model as it was handed to you and leave its "
+                    "mode alone.",
+                    "capture_gate 把传给它的模型切换了训练/评估模式（例如调用了 .train() 或 .eval()）；"
+                    "请按传入时的状态捕获模型，不要改动它的模式。",
+                    tried=f"capture_gate({label})",
+                    expected=("the model still in evaluation mode" if not modes[0] else "the model still in training mode",
+                              "模型仍处于评估模式" if not modes[0] else "模型仍处于训练模式"),
+                    got=("its mode changed", "它的模式被改变了"))
     if captured is gate or type(captured) is type(gate) or getattr(captured, "__self__", None) is gate:
         raise Wrong("that is the eager model (or its forward) itself; return what a capture API produced.",
                     "这是 eager 模型本身（或它的 forward）；请返回捕获 API 生成的对象。",
@@ -390,7 +417,7 @@ def _both_branches(answer: Any) -> None:
     # or without fullgraph=True): start from an empty cache so the answer's own settings are what runs.
     torch._dynamo.reset()
     gates = [("zoo.Gate()", zoo.example("gate", seed=7)[0]),
-             ("zoo.Gate(d=6)", built(lambda: zoo.Gate(6), 8))]
+             ("zoo.Gate(d=6) in training mode", built(lambda: zoo.Gate(6), 8, eval=False))]
     for i, (label, gate) in enumerate(gates):
         captured = _capture(answer, gate, label)
         tried = f"capture_gate({label})"
@@ -420,11 +447,12 @@ def _traceable_gate(answer: Any) -> None:
     except TypeError as exc:
         raise Wrong("pass the class TraceableGate; its constructor takes no arguments.",
                     "请传入 TraceableGate 类；它的构造函数不需要参数。", got=str(exc).splitlines()[0]) from None
+    tiny = _tiny_sum_gate()
     cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
              (("another zoo.Gate()", "另一个 zoo.Gate()"), built(zoo.Gate, 12), None),
              (("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
               [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))]),
-             (("a zoo.Gate whose y sums to a tiny number", "y 之和是一个极小数的 zoo.Gate"), _tiny_sum_gate(),
+             (("a zoo.Gate whose y sums to a tiny number", "y 之和是一个极小数的 zoo.Gate"), tiny,
               [Probe(label, (x,)) for label, x in zip(_TINY_LABELS, (_TINY_POS_X, _TINY_NEG_X))])]
     for i, (label, gate, probes) in enumerate(cases):
         en, zh = _pair(label)
@@ -452,5 +480,6 @@ def _traceable_gate(answer: Any) -> None:
         run_probes(gm, gate, probes or _gate_probe_set(gate, 30 + i, (f"symbolic_trace(TraceableGate()), {en}",
                                                                      f"symbolic_trace(TraceableGate())，{zh}")),
                    mistakes=_gate_mistakes(gate, gm, 30 + i), what="symbolic_trace(TraceableGate())",
+                   compare=_exactly if gate is tiny else differs,
                    generic=("the traced TraceableGate gives another result than Gate.",
                             "追踪得到的 TraceableGate 与 Gate 的结果不同。"))

@@ -82,6 +82,16 @@ def _clone_scale_max(x: torch.Tensor) -> torch.Tensor:
     return values + indices
 
 
+def _cos_squared(x: torch.Tensor) -> torch.Tensor:
+    """Two aten::cos nodes on the same input: common-subexpression elimination would merge them."""
+    return torch.cos(x) * torch.cos(x)
+
+
+def _plus_ramp(x: torch.Tensor) -> torch.Tensor:
+    """An arange and a mul on constants only: constant propagation would fold them away."""
+    return x + torch.arange(3.0) * 0.5
+
+
 def _kinds_reference(traced: Any) -> dict[str, int]:
     return dict(_aten_kinds(traced.inlined_graph))
 
@@ -104,6 +114,10 @@ def _aten_probes() -> list[Probe]:
         (("torch.jit.trace(<a function: clone, in-place mul, max over a dim (values and indices), add>, x)",
           "torch.jit.trace(<一个函数：clone、原地 mul、按维度取 max（值和索引）、add>, x)"),
          _clone_scale_max, torch.randn(3, 4, generator=gen)),
+        (("torch.jit.trace(lambda x: torch.cos(x) * torch.cos(x), x)",
+          "torch.jit.trace(lambda x: torch.cos(x) * torch.cos(x), x)"), _cos_squared, torch.randn(3, generator=gen)),
+        (("torch.jit.trace(lambda x: x + torch.arange(3.0) * 0.5, x)",
+          "torch.jit.trace(lambda x: x + torch.arange(3.0) * 0.5, x)"), _plus_ramp, torch.randn(3, generator=gen)),
     ]
     return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
 
@@ -112,6 +126,17 @@ def _per_output(traced: Any) -> dict[str, int]:
     """What counting the values the aten:: nodes produce gives: a node with two outputs counts twice."""
     return dict(Counter(n.kind() for n in traced.inlined_graph.nodes() if n.kind().startswith("aten::")
                         for _ in n.outputs()))
+
+
+def _after_passes(traced: Any) -> list[dict[str, int]]:
+    """The counts after a clean-up pass (CSE, constant propagation, or both) on a copy of the inlined graph."""
+    out = []
+    for passes in (("cse",), ("constant_propagation",), ("constant_propagation", "cse"), ("cse", "constant_propagation")):
+        graph = traced.inlined_graph.copy()
+        for name in passes:
+            getattr(torch._C, f"_jit_pass_{name}")(graph)
+        out.append(dict(_aten_kinds(graph)))
+    return out
 
 
 _ATEN_MISTAKES = [
@@ -132,6 +157,12 @@ _ATEN_MISTAKES = [
     Mistake("counted prim:: nodes", lambda got, want, p: any(not str(k).startswith("aten::") for k in got),
             "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
             "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
+    Mistake("cleaned the graph first", lambda got, want, p: got != want and got in _after_passes(p.args[0]),
+            "nodes are missing because the graph was cleaned before counting (repeated computations merged, or "
+            "operators on constants folded away, as the JIT's optimisation passes do): count every aten:: node "
+            "the inlined graph holds, as the trace recorded it.",
+            "有节点缺失，因为统计之前计算图被清理过（像 JIT 的优化 pass 那样合并了重复计算，或把只作用于常量的算子折叠掉了）："
+            "请按追踪记录下来的样子，统计内联后计算图中的每个 aten:: 节点。"),
     counted_once("kinds", "类型"),
     Mistake("one count per output value", lambda got, want, p: got == _per_output(p.args[0]) != want,
             "a node with two outputs (such as aten::max over a dim, which gives values and indices) is counted "
@@ -279,6 +310,23 @@ class _ThreeOrHalf(nn.Module):
         if x.sum() > 0:
             return x * 3
         return x * 0.5
+
+
+class _ClampFiveOrSix(nn.Module):
+    """Branches on the sign; both branches are one aten::clamp, with bounds ±5 or ±6: on inputs inside
+    ±5 both give the same numbers, and the graphs differ only in those constants."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x.clamp(-5, 5)
+        return x.clamp(-6, 6)
+
+
+class _WrongWidth(nn.Module):
+    """Multiplies by a 3 × 3 matrix: an input with 4 features cannot run, so tracing raises RuntimeError."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ torch.ones(3, 3)
 
 
 class _TimesRows(nn.Module):
@@ -437,10 +485,23 @@ def _trace_safely(answer: Any) -> None:
          ("an `if x.sum() > 0` between x * 3 and x * 0.5; the last input has a negative sum",
           "用 `if x.sum() > 0` 在 x * 3 和 x * 0.5 之间选择；最后一个输入之和为负"),
          ("both branches hold the same kinds of nodes (one aten::mul), but by another constant (3 against 0.5), "
-          "and you returned the trace: comparing node kinds misses that. The tracer's own check compares the whole "
-          "graphs, constants included; " + _CHECK_EVERY_TUPLE[0] + ".",
-          "两个分支的节点种类相同（都是一个 aten::mul），但乘的常量不同（3 和 0.5），你却返回了追踪结果：只比较节点种类发现不了这一点。"
+          "and you returned the trace: what you compared missed that constant (node kinds, or the code text, where "
+          "a tensor constant prints as a name such as CONSTANTS.c0, look the same). The tracer's own check compares "
+          "the whole graphs, constants included; " + _CHECK_EVERY_TUPLE[0] + ".",
+          "两个分支的节点种类相同（都是一个 aten::mul），但乘的常量不同（3 和 0.5），你却返回了追踪结果：你比较的东西没有体现这个常量"
+          "（节点种类一样；代码文本也一样，因为张量常量在其中只显示为 CONSTANTS.c0 这样的名字）。"
           "追踪器自己的检查会比较整张计算图，包括常量；" + _CHECK_EVERY_TUPLE[1] + "。")),
+        (_ClampFiveOrSix(), [(pos(2, 3),), (neg(2, 3),)],
+         ("an `if x.sum() > 0` between x.clamp(-5, 5) and x.clamp(-6, 6); inputs[1] has a negative sum, and every "
+          "entry lies inside ±5",
+          "用 `if x.sum() > 0` 在 x.clamp(-5, 5) 和 x.clamp(-6, 6) 之间选择；inputs[1] 之和为负，且每个元素都在 ±5 之内"),
+         ("on inputs[1] the trace gives the right numbers and a trace of inputs[1] holds the same kinds of nodes "
+          "(one aten::clamp), but with other bounds (±6 against ±5), yet you returned the trace: neither outputs "
+          "nor node kinds show that. The tracer's own check compares the whole graphs, constants included; "
+          + _CHECK_EVERY_TUPLE[0] + ".",
+          "在 inputs[1] 上追踪结果的数值是对的，在 inputs[1] 上追踪得到的节点种类也相同（一个 aten::clamp），但上下界不同（±6 和 ±5），"
+          "你却返回了追踪结果：比较输出或节点种类都发现不了这一点。追踪器自己的检查会比较整张计算图，包括常量；"
+          + _CHECK_EVERY_TUPLE[1] + "。")),
         (_TimesRows(), [(pos(2, 3),), (pos(4, 3),)],
          ("x * float(x.shape[0]) + 1; the inputs have 2 and 4 rows",
           "x * float(x.shape[0]) + 1；两个输入分别有 2 行和 4 行"),
@@ -463,6 +524,23 @@ def _trace_safely(answer: Any) -> None:
         if got is not None:
             raise Wrong(*hint, tried=tried, expected="None", got=describe(got))
 
+    # A model that cannot run on its inputs: tracing raises RuntimeError, which is no failed check.
+    inputs = [(pos(2, 4),), (pos(3, 4),)]
+    tried = (f"x @ torch.ones(3, 3), which cannot run on 4 features; inputs of shapes {shapes(inputs)}",
+             f"x @ torch.ones(3, 3)，无法在 4 个特征的输入上运行；inputs 的形状为 {shapes(inputs)}")
+    try:
+        got = call(_WrongWidth(), inputs, tried)
+    except RuntimeError:
+        got = RuntimeError
+    if got is not RuntimeError:
+        raise Wrong("this model cannot run on inputs[0] at all, so torch.jit.trace raises a RuntimeError before any "
+                    "check: that is not a failed check, and it must reach the caller. Return None only when the check "
+                    "fails (TracingCheckError); let every other error propagate.",
+                    "这个模型根本无法在 inputs[0] 上运行，所以 torch.jit.trace 在任何检查之前就抛出了 RuntimeError："
+                    "这不是检查失败，这个错误必须传给调用方。只有检查失败（TracingCheckError）时才返回 None；其他错误请让它照常抛出。",
+                    tried=tried, expected=("the RuntimeError, raised to the caller", "RuntimeError 被抛给调用方"),
+                    got=describe(got))
+
 
 # -- lab01.3: a loop over the batch, rewritten with tensor operations ----------------------------
 class _RunningMean(nn.Module):
@@ -478,11 +556,19 @@ class _RunningMean(nn.Module):
 
 
 def _running_mean_reference(x: torch.Tensor) -> torch.Tensor:
+    if x.shape[0] > 2000:  # the loop takes seconds on a million rows: the same means, exact in float64
+        counts = torch.arange(1, x.shape[0] + 1, dtype=torch.float64).view(-1, *[1] * (x.dim() - 1))
+        return (x.double().cumsum(0) / counts).to(x.dtype)
     return _RunningMean()(x)
 
 
 def _mean_along_dim1(x: torch.Tensor) -> torch.Tensor:
     return x.cumsum(1) / torch.arange(1, x.shape[1] + 1, dtype=x.dtype)
+
+
+def _in_float32(x: torch.Tensor) -> torch.Tensor:
+    """What computing in float32 and casting back gives for a float64 input."""
+    return _RunningMean()(x.float()).to(x.dtype)
 
 
 _EAGER_MEAN_MISTAKES = [
@@ -502,6 +588,12 @@ _EAGER_MEAN_MISTAKES = [
             "the first row is not finite: it was divided by 0. Row t holds the mean of t + 1 rows, so the divisors "
             "start at 1.",
             "第一行不是有限值：它被除以了 0。第 t 行是 t + 1 行的均值，所以除数从 1 开始。"),
+    Mistake("computed in float32", lambda got, want, p: p.args[0].dtype == torch.float64
+            and close(got, _in_float32(p.args[0]), rtol=1e-6, atol=1e-9),
+            "the result has the input's dtype (float64), but its values were computed at float32 precision and "
+            "cast back, so a large running sum loses its small parts. Compute in the input's own dtype.",
+            "结果的 dtype 与输入相同（float64），但数值是按 float32 精度算出再转换回来的，所以较大的累积和丢掉了其中的小量。"
+            "请直接用输入自己的 dtype 计算。"),
     Mistake("along the wrong dimension", lambda got, want, p: close(got, _mean_along_dim1(p.args[0])),
             "the mean runs along the columns; RunningMean runs along the first dimension (the rows).",
             "你的均值是沿着列方向累积的；RunningMean 沿第一维（行）累积。"),
@@ -510,7 +602,7 @@ _EAGER_MEAN_MISTAKES = [
 
 #: Row counts of the first probes; the probes after them have many more rows.
 _FEW_ROWS = 8
-_MANY_ROWS = [(12, 3), (1100, 2)]
+_MANY_ROWS = [(12, 3), (1100, 2), (1_000_000, 1)]
 
 
 def _half_probe(eager_call: Any, x: torch.Tensor, generic: tuple[str, str]) -> None:
@@ -588,6 +680,11 @@ def _running_mean(answer: Any) -> None:
                    (rows(n, c),)) for n, c in [(4, 3), (1, 2), (6, 5)]]
     eager.append(Probe(("TraceableRunningMean()(x), x of shape (5, 3) in float64",
                         "TraceableRunningMean()(x)，x 的形状为 (5, 3)，dtype 为 float64"), (rows(5, 3, torch.float64),)))
+    big = rows(4, 2, torch.float64)
+    big[0, 0], big[1, 0] = 1e8, -1e8 + 1  # the running sum of column 0 cancels to exactly 1
+    eager.append(Probe(("TraceableRunningMean()(x), x of shape (4, 2) in float64 whose column 0 starts 1e8, -1e8 + 1",
+                        "TraceableRunningMean()(x)，x 的形状为 (4, 2)，dtype 为 float64，第 0 列以 1e8、-1e8 + 1 开头"),
+                       (big,)))
     eager += [Probe((f"TraceableRunningMean()(x), x of shape {(n, c)}", f"TraceableRunningMean()(x)，x 的形状为 {(n, c)}"),
                     (rows(n, c),)) for n, c in _MANY_ROWS]
     generic = ("in eager mode your module already differs from RunningMean: out[t] is the mean of x[0] … x[t].",
@@ -758,9 +855,11 @@ def _roundtrip(answer: Any) -> None:
     ]
     for tried, model, make in cases:
         modes = _modes(model)
+        example = make(2)
+        handed = [(a.requires_grad, a.detach().clone()) for a in example]
         with quiet(stderr=False), _watching_load() as loads, _watching_save() as saved, _watching_script() as scripted:
             try:
-                loaded = answer(model, make(2))
+                loaded = answer(model, example)
             except AttributeError as exc:
                 if "save" in str(exc):
                     raise Wrong("torch.jit.save needs a ScriptModule: trace the model first, then save the trace.",
@@ -788,6 +887,17 @@ def _roundtrip(answer: Any) -> None:
                                 tried=tried, got=one_line_error(exc)) from None
                 raise
         _require_modes(model, modes, "roundtrip", tried)
+        for i, (a, (grad, values)) in enumerate(zip(example, handed)):
+            if a.requires_grad != grad or not torch.equal(a.detach(), values):
+                what = ("requires_grad", "requires_grad") if a.requires_grad != grad else ("values", "数值")
+                raise Wrong("roundtrip changed the example inputs it was given (their requires_grad flag or their "
+                            "values, e.g. with requires_grad_() or an in-place operation): trace with them as they "
+                            "are, and leave the caller's tensors as they were.",
+                            "roundtrip 改动了传给它的示例输入（它们的 requires_grad 标志或数值，例如调用了 requires_grad_() "
+                            "或原地运算）：请按原样用它们追踪，不要改动调用方的张量。",
+                            tried=tried,
+                            expected=(f"example_inputs[{i}] unchanged", f"example_inputs[{i}] 保持不变"),
+                            got=(f"the {what[0]} of example_inputs[{i}] changed", f"example_inputs[{i}] 的{what[1]}被改变了"))
         if loaded is model or not isinstance(loaded, torch.jit.ScriptModule):
             raise Wrong("return the module that torch.jit.load gave back, not the model.",
                         "请返回 torch.jit.load 读回的模块，而不是原模型。",

@@ -138,6 +138,24 @@ _DEAD_LABEL = ("parse_ir(<unused aten::exp, aten::sin and aten::cos: at the top 
                "parse_ir(<无人使用的 aten::exp、aten::sin 和 aten::cos：分别在顶层、循环里、循环内的 if 里>)")
 
 
+def _cos_squared_plus_ramp(x: torch.Tensor) -> torch.Tensor:
+    """cos(x) twice (CSE merges them) and an arange times 0.5 on constants (constant propagation folds it)."""
+    return torch.cos(x) * torch.cos(x) + torch.arange(3.0) * 0.5
+
+
+#: Hand-written IR with two equal int constants (constant pooling merges them) and cos(x) twice (CSE merges them).
+_IR_REPEATS = """
+graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %one2 : int = prim::Constant[value=1]()
+  %a : Tensor = aten::cos(%x)
+  %b : Tensor = aten::cos(%x)
+  %c : Tensor = aten::add(%a, %b, %one)
+  %d : Tensor = aten::add(%c, %x, %one2)
+  return (%d)
+"""
+
+
 def _kind_graphs() -> list[tuple[Bilingual, Any]]:
     return [
         (_DEAD_LABEL, torch._C.parse_ir(_IR_DEAD_IN_BLOCKS)),
@@ -151,6 +169,11 @@ def _kind_graphs() -> list[tuple[Bilingual, Any]]:
           "torch.jit.script(<一个会抛出异常的 if（没有输出的节点）>).graph"), _script(_guarded).graph),
         (("torch.jit.script(<a function without control flow>).graph",
           "torch.jit.script(<没有控制流的函数>).graph"), _script(_straight).graph),
+        (("torch.jit.script(lambda x: torch.cos(x) * torch.cos(x) + torch.arange(3.0) * 0.5).graph",
+          "torch.jit.script(lambda x: torch.cos(x) * torch.cos(x) + torch.arange(3.0) * 0.5).graph"),
+         _script(_cos_squared_plus_ramp).graph),
+        (("parse_ir(<two equal prim::Constant[value=1], aten::cos(x) twice>)",
+          "parse_ir(<两个相同的 prim::Constant[value=1]、两次 aten::cos(x)>)"), torch._C.parse_ir(_IR_REPEATS)),
     ]
 
 
@@ -194,6 +217,12 @@ _KIND_MISTAKES = [
             "before counting): count every node the graph holds, used or not, and leave the graph as it is.",
             "你的计数里少了无人使用的节点（统计之前计算图被清理过，例如做了死代码消除）：请统计计算图中的每个节点，"
             "无论是否被使用，并保持计算图不变。"),
+    Mistake("cleaned the graph first", lambda got, want, p: got != want and got in _cleaned_counts(p.args[0]),
+            "nodes are missing from your counts because the graph was cleaned before counting (repeated "
+            "computations merged, equal constants pooled, or operations on constants folded, as the JIT's "
+            "optimisation passes do): count every node the graph holds, as it is.",
+            "你的计数里少了节点，因为统计之前计算图被清理过（像 JIT 的优化 pass 那样合并了重复计算、合并了相同的常量，"
+            "或把只作用于常量的运算折叠掉了）：请按计算图现在的样子统计其中的每个节点。"),
 ]
 
 
@@ -201,6 +230,21 @@ def _dce(graph: Any) -> Any:
     g = graph.copy()
     torch._C._jit_pass_dce(g)
     return g
+
+
+_CLEANUPS = (("cse",), ("constant_propagation",), ("constant_pooling",), ("constant_propagation", "cse"),
+             ("cse", "constant_propagation"), ("constant_propagation", "constant_pooling"))
+
+
+def _cleaned_counts(graph: Any) -> list[dict[str, int]]:
+    """The counts after clean-up passes (CSE, constant propagation, constant pooling) on a copy of ``graph``."""
+    out = []
+    for passes in _CLEANUPS:
+        g = graph.copy()
+        for name in passes:
+            getattr(torch._C, f"_jit_pass_{name}")(g)
+        out.append(_kinds_reference(g))
+    return out
 
 
 @task("lab02.1", "count node kinds through nested blocks", "穿过嵌套 block 统计节点 kind", hints=[
@@ -376,6 +420,17 @@ def _fixed_pool(answer: Any) -> None:
             hint = ("torch.jit.script still refuses it; read the first line of the error.",
                     "torch.jit.script 仍然拒绝；请阅读报错的第一行。")
         raise Wrong(*hint, tried=f"torch.jit.script({type(model).__name__}())", got=message) from None
+    if not isinstance(getattr(scripted, "forward", None), torch._C.ScriptMethod):
+        raise Wrong("torch.jit.script returned without compiling forward: it is marked to be left out of the "
+                    "compilation (@torch.jit.ignore or @torch.jit.unused), so the scripted model has no TorchScript "
+                    "forward and calls back into Python (or raises). Fix forward so that it compiles, and leave "
+                    "it unmarked.",
+                    "torch.jit.script 返回了，但没有编译 forward：它被标记为不参与编译（@torch.jit.ignore 或 "
+                    "@torch.jit.unused），所以 script 后的模型没有 TorchScript 的 forward，调用时会回到 Python（或直接报错）。"
+                    "请修改 forward 使它能够编译，并且不要给它加这类标记。",
+                    tried=f"torch.jit.script({type(model).__name__}())",
+                    expected=("a compiled forward (a ScriptMethod)", "编译好的 forward（ScriptMethod）"),
+                    got=describe(getattr(scripted, "forward", None)))
     types = _arg_types(scripted)
 
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -445,6 +500,19 @@ graph(%x : Tensor):
 """
 
 
+#: Hand-written IR on a typed input: DCE removes the unused aten::exp, but x * 1 and x.dim() are left alone by
+#: the three passes (the peephole pass, which knows x is a 1-d float tensor, would fold them).
+_IR_PEEPHOLE = """
+graph(%x : Float(3, strides=[1], requires_grad=0, device=cpu)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::mul(%x, %one)
+  %d : int = aten::dim(%x)
+  %unused : Tensor = aten::exp(%x)
+  %z : Tensor = aten::add(%y, %d, %one)
+  return (%z)
+"""
+
+
 def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator], tuple[Any, ...]]]]:
     """(label, graph, make_inputs): scripted functions and hand-written IR the learner has not seen."""
     return [
@@ -465,6 +533,9 @@ def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator]
         (("parse_ir(<nothing to fold or merge; unused aten::exp, aten::sin and aten::cos, two of them in blocks>)",
           "parse_ir(<没有可折叠或合并的节点；无人使用的 aten::exp、aten::sin 和 aten::cos，其中两个在 block 里>)"),
          torch._C.parse_ir(_IR_DEAD_IN_BLOCKS), lambda g: (torch.randn(3, generator=g), 3)),
+        (("parse_ir(<x * 1, x.dim() and an unused aten::exp on an input typed Float(3)>)",
+          "parse_ir(<对类型为 Float(3) 的输入计算 x * 1、x.dim() 和一个无人使用的 aten::exp>)"),
+         torch._C.parse_ir(_IR_PEEPHOLE), lambda g: (torch.randn(3, generator=g),)),
     ]
 
 
@@ -480,6 +551,18 @@ def _reference(graph: Any) -> Any:
     for _, run in _PASSES:
         run(g)
     return g
+
+
+def _fewest(graph: Any) -> int:
+    """The fewest nodes the three passes leave, in any order, each order run twice over."""
+    import itertools
+    counts = []
+    for order in itertools.permutations([run for _, run in _PASSES]):
+        g = graph.copy()
+        for run in order * 2:
+            run(g)
+        counts.append(_count(g))
+    return min(counts)
 
 
 @contextlib.contextmanager
@@ -609,4 +692,11 @@ def _run_passes(answer: Any) -> None:
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
             raise Wrong("the returned graph has more nodes than the three passes leave.",
                         "返回的计算图比三个 pass 处理后的节点更多。",
+                        tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
+        if got < want and got < _fewest(original):
+            raise Wrong("the returned graph has fewer nodes than CSE, constant propagation and DCE leave, in any "
+                        "order: another pass ran as well (such as peephole or constant pooling) and rewrote more. "
+                        "The task is these three passes, and only them.",
+                        "返回的计算图比 CSE、常量传播和 DCE（无论顺序如何）处理后的节点还少：还运行了别的 pass"
+                        "（例如 peephole 或常量池化），改写了更多内容。这道题只要求这三个 pass，不多不少。",
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
