@@ -615,3 +615,68 @@ def test_lab03_3_a_recorder_that_overrides_each_opcode_passes():
             self.shapes.update({n.name: torch.Size(out.shape)} if torch.is_tensor(out) else {})
             return out
     expect_passed("lab03.3", Recorder)
+
+
+# ------------------------------------------------------------------ second attack: letter case, a recorder run twice
+
+
+def test_lab03_1_lowercased_targets_are_named():
+    # a submodule named Head counted as 'head' (and an input X as 'x')
+    result = expect_wrong("lab03.1", lambda gm: Counter(
+        (n.op, (n.target if isinstance(n.target, str) else _spelled(n.target)).lower()) for n in gm.graph.nodes))
+    assert "letter case" in result.en and "case-sensitive" in result.en
+    assert "大小写" in result.zh and "'Head'" in result.zh
+    assert "Head" in text(result.tried)
+
+
+def test_lab03_3_a_recorder_that_keeps_the_first_runs_shapes_is_named():
+    # setdefault: run on batch 2, then batch 7, still reports batch 2
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if isinstance(value, torch.Tensor):
+                self.shapes.setdefault(n.name, tuple(value.shape))
+            return value
+    result = expect_wrong("lab03.3", Recorder)
+    assert "first run" in result.en and "overwritten" in result.en
+    assert "第一次运行" in result.zh and "覆盖" in result.zh
+    assert "(7, 8)" in text(result.tried) and "(7, 8)" in result.expected
+
+
+def test_lab03_3_a_recorder_that_records_only_new_names_is_named():
+    # a recorder that skips a name it has seen (a "seen" set kept on the instance) fails the same way
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes, self.seen = {}, set()
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if isinstance(value, torch.Tensor) and n.name not in self.seen:
+                self.seen.add(n.name)
+                self.shapes[n.name] = tuple(value.shape)
+            return value
+    result = expect_wrong("lab03.3", Recorder)
+    assert "first run" in result.en and "第一次运行" in result.zh
+
+
+def test_lab03_3_a_recorder_that_starts_each_run_afresh_passes():
+    class Recorder(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run(self, *args, **kwargs):
+            self.shapes = {}
+            return super().run(*args, **kwargs)
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if isinstance(value, torch.Tensor):
+                self.shapes[n.name] = tuple(value.shape)
+            return value
+    expect_passed("lab03.3", Recorder)

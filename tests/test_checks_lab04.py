@@ -35,13 +35,16 @@ def _fold(conv, bn, use_conv_bias=True):
 
 
 def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_setattr=False,
-               recompile=True, skip_training="bn", set_eval=False):
+               recompile=True, skip_training="bn", set_eval=False, shared="both", delete_bn=False, lint=True,
+               fold=None):
+    """shared: which modules must be called by one node only ("both", "conv" or None)."""
     def fuse_conv_bn(gm):
         if copy_first:
             gm = copy.deepcopy(gm)
         if set_eval:
             gm.eval()
         modules = dict(gm.named_modules())
+        called = [n.target for n in gm.graph.nodes if n.op == "call_module"]
         for bn_node in list(gm.graph.nodes):
             if bn_node.op != "call_module" or not isinstance(modules[bn_node.target], nn.BatchNorm2d):
                 continue
@@ -55,14 +58,21 @@ def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_
                 continue
             if skip_training == "model" and gm.training:
                 continue
-            fused = _fold(modules[conv_node.target], modules[bn_node.target], use_conv_bias)
+            if shared in ("both", "conv") and called.count(conv_node.target) != 1:
+                continue
+            if shared == "both" and called.count(bn_node.target) != 1:
+                continue
+            fused = (fold or (lambda c, b: _fold(c, b, use_conv_bias)))(modules[conv_node.target], modules[bn_node.target])
             if dotted_setattr:
                 setattr(gm, conv_node.target, fused)
             else:
                 gm.set_submodule(conv_node.target, fused)
             bn_node.replace_all_uses_with(conv_node)
             gm.graph.erase_node(bn_node)
-        gm.graph.lint()
+            if delete_bn:
+                gm.delete_submodule(bn_node.target)
+        if lint:
+            gm.graph.lint()
         if recompile:
             gm.recompile()
         return gm
@@ -165,7 +175,8 @@ def test_lab04_1_accepts_the_test_answers_own_pass_and_torchs_folding_helper():
             if not (bn_node.op == "call_module" and isinstance(modules[bn_node.target], nn.BatchNorm2d)
                     and isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
                     and isinstance(modules[conv_node.target], nn.Conv2d) and len(conv_node.users) == 1
-                    and not modules[bn_node.target].training and not modules[conv_node.target].training):
+                    and not modules[bn_node.target].training and not modules[conv_node.target].training
+                    and sum(n.target == conv_node.target for n in gm.graph.nodes if n.op == "call_module") == 1):
                 continue
             gm.set_submodule(conv_node.target, fuse_conv_bn_eval(modules[conv_node.target], modules[bn_node.target]))
             bn_node.replace_all_uses_with(conv_node)
@@ -283,7 +294,7 @@ def test_lab04_2_rejects_rewriting_a_product_of_two_different_values():
         gm.recompile()
         return count
     result = expect_wrong("lab04.2", every_sigmoid_product)
-    assert "only there" in result.en and "不是 SiLU" in result.zh
+    assert "two different values" in result.en and "不是 SiLU" in result.zh
 
 
 def test_lab04_2_rejects_a_hard_coded_count():
@@ -527,7 +538,8 @@ def test_lab04_1_a_graph_module_over_a_copied_graph_with_its_own_fused_convs_pas
                 continue
             src = bn_node.args[0]
             if (isinstance(src, fx.Node) and src.op == "call_module" and type(new.get_submodule(src.target)) is nn.Conv2d
-                    and len(src.users) == 1 and not new.get_submodule(bn_node.target).training):
+                    and len(src.users) == 1 and not new.get_submodule(bn_node.target).training
+                    and [n.target for n in graph.nodes].count(src.target) == 1):
                 new.set_submodule(src.target, fuse_conv_bn_eval(new.get_submodule(src.target),
                                                                 new.get_submodule(bn_node.target)))
                 bn_node.replace_all_uses_with(src)
@@ -599,3 +611,136 @@ def test_lab04_3_a_probe_created_before_the_node_it_watches_is_named(lint):
     result = expect_wrong("lab04.3", insert_probes)
     assert "comes before it in the graph" in result.en and "reads its own output" not in result.en
     assert "排在它前面" in result.zh
+
+
+# ------------------------------------------------------------------ second attack: modules called twice, padding_mode,
+# SiLU replacements that are not F.silu, a two-input pattern, probes nobody reads
+
+
+def test_lab04_1_folding_into_a_conv_module_called_twice_is_named():
+    # bn(conv(x)) + relu(conv(x)): the first reference folded into the shared conv (the second call changed by 0.63)
+    result = expect_wrong("lab04.1", _make_fuse(shared=None))
+    assert "called at 2 places" in result.en and "fold only when the conv module and the BN module" in result.en
+    assert "在 2 处被调用" in result.zh and "共享" in result.zh
+    assert "conv module called at two places" in text(result.tried)
+
+
+@pytest.mark.parametrize("lint", [True, False])
+def test_lab04_1_deleting_a_bn_module_called_twice_is_named(lint):
+    # bn(conv(x)) + bn(relu(x)): the first reference folded the first call and deleted bn, which bn_1 still calls
+    result = expect_wrong("lab04.1", _make_fuse(shared="conv", delete_bn=True, lint=lint))
+    assert "'bn_1' still calls 'bn'" in result.en and "shared" in result.en
+    assert "仍在调用 'bn'" in result.zh and "共享" in result.zh
+    assert "BN module called at two places" in text(result.tried)
+
+
+def test_lab04_1_right_answers_for_modules_called_twice_pass():
+    # folding one call of a shared BN and keeping the module is right; so is a new fused module per call site
+    expect_passed("lab04.1", _make_fuse(shared="conv"))
+
+    def own_module_per_site(gm):
+        gm = copy.deepcopy(gm)
+        modules = dict(gm.named_modules())
+        for bn_node in list(gm.graph.nodes):
+            if bn_node.op != "call_module" or type(modules[bn_node.target]) is not nn.BatchNorm2d:
+                continue
+            conv_node = bn_node.args[0]
+            if not (isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
+                    and type(modules[conv_node.target]) is nn.Conv2d and len(conv_node.users) == 1
+                    and not modules[bn_node.target].training):
+                continue
+            name = f"fused_{conv_node.name}"
+            gm.add_submodule(name, _fold(modules[conv_node.target], modules[bn_node.target]))
+            conv_node.target = name
+            bn_node.replace_all_uses_with(conv_node)
+            gm.graph.erase_node(bn_node)
+        gm.delete_all_unused_submodules()
+        gm.recompile()
+        return gm
+    expect_passed("lab04.1", own_module_per_site)
+
+
+def test_lab04_1_a_fused_conv_built_afresh_without_padding_mode_is_named():
+    def fresh(conv, bn):  # every setting passed on but padding_mode, the dtype and the mode kept
+        ref = _fold(conv, bn)
+        new = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                        conv.dilation, conv.groups, True, dtype=conv.weight.dtype).train(conv.training)
+        new.weight, new.bias = ref.weight, ref.bias
+        return new
+    result = expect_wrong("lab04.1", _make_fuse(fold=fresh))
+    assert "built afresh" in result.en and "padding_mode" in result.en and "padding_mode" in text(result.got)
+    assert "'reflect'" in text(result.got) and "重新创建" in result.zh and "padding_mode" in result.zh
+
+
+def test_lab04_2_replacements_that_swap_the_spellings_are_named():
+    # each spelling replaced by the other: gm was edited in place, but F.silu appears nowhere
+    def swap(gm):
+        return sum(len(subgraph_rewriter.replace_pattern(gm, p, r)) for p, r in ((_plain, _swapped), (_swapped, _plain)))
+    result = expect_wrong("lab04.2", swap)
+    assert "gm was rewritten" in result.en and "F.silu" in result.en and "in place, not a copy" not in result.en
+    assert "gm 也确实被改写了" in result.zh
+
+
+def test_lab04_2_a_pattern_with_two_inputs_is_named():
+    # a * sigmoid(b) -> silu(a) rewrites products of two different values (x*sigmoid(y) became silu(x))
+    def two_inputs(gm):
+        found = subgraph_rewriter.replace_pattern(gm, lambda a, b: a * torch.sigmoid(b), lambda a, b: F.silu(a))
+        return len(found) + len(subgraph_rewriter.replace_pattern(gm, _swapped, _silu))
+    result = expect_wrong("lab04.2", two_inputs)
+    assert "two different values" in result.en and "two separate inputs" in result.en
+    assert "不是 SiLU" in result.zh and "两个独立输入" in result.zh
+    assert "operand order" not in result.en
+
+
+@pytest.mark.parametrize("rewire", ["none", "first"])
+def test_lab04_3_a_probe_whose_output_nobody_reads_is_named(rewire):
+    def insert_probes(gm, names):
+        class Probe(nn.Module):
+            def __init__(self, records, name):
+                super().__init__()
+                self.records, self.name = records, name
+
+            def forward(self, x):
+                self.records[self.name] = x.detach().clone()
+                return x
+
+        probed, records = copy.deepcopy(gm), {}
+        nodes = {n.name: n for n in probed.graph.nodes}
+        for name in names:
+            node = nodes[name]
+            users = list(node.users)
+            probed.add_submodule(f"probe_{name}", Probe(records, name))
+            with probed.graph.inserting_after(node):
+                probe = probed.graph.call_module(f"probe_{name}", (node,))
+            if rewire == "first" and users:
+                users[0].replace_input_with(node, probe)
+        probed.recompile()
+        return probed, records
+    result = expect_wrong("lab04.3", insert_probes)
+    assert "still reads" in result.en and "dead end" in result.en
+    assert "仍然直接读取" in result.zh and "死胡同" in result.zh
+
+
+def test_lab04_3_users_moved_one_by_one_pass():
+    def insert_probes(gm, names):
+        probed, records = copy.deepcopy(gm), {}
+
+        class Rec(nn.Module):
+            def __init__(self, tag):
+                super().__init__()
+                self.tag = tag
+
+            def forward(self, t):
+                records[self.tag] = t.clone()
+                return t
+        for i, node in enumerate([n for n in probed.graph.nodes if n.name in set(names)]):
+            probed.add_submodule(f"rec{i}", Rec(node.name))
+            users = list(node.users)
+            with probed.graph.inserting_after(node):
+                probe = probed.graph.call_module(f"rec{i}", (node,))
+            for user in users:
+                user.replace_input_with(node, probe)
+        probed.graph.lint()
+        probed.recompile()
+        return probed, records
+    expect_passed("lab04.3", insert_probes)

@@ -449,3 +449,90 @@ def test_lab05_4_a_cumulative_sum_of_ones_passes():
         pos = ones.cumsum(-1) - 1
         return torch.where(pos < lengths[:, None], pos, -1)
     expect_passed("lab05.4", position_ids_fx)
+
+
+# -- second attack: a second defaulted parameter, a leaf found by its last name, FX's global wrap table,
+#    int32 lengths, a fixed table of positions
+def test_lab05_1_fixing_every_parameter_after_x_is_named():
+    import inspect
+
+    def every_parameter(model, mode):  # forward(x, mode, temp=2.0): temp fixed to the mode string too
+        names = list(inspect.signature(model.forward).parameters)[1:]
+        return fx.symbolic_trace(model, concrete_args={name: mode for name in names})
+    result = expect_wrong("lab05.1", every_parameter)
+    assert "'temp'" in result.en and "only mode" in result.en
+    assert "'temp'" in result.zh and "只应特化 mode" in result.zh and "_Tempered" in text(result.tried)
+
+
+def test_lab05_1_fixing_the_other_parameters_to_their_defaults_is_named():
+    import inspect
+
+    def defaults_too(model, mode):
+        fixed = {name: p.default for name, p in inspect.signature(model.forward).parameters.items()
+                 if p.default is not inspect.Parameter.empty and name != "mode"}
+        return fx.symbolic_trace(model, concrete_args={**fixed, "mode": mode})
+    result = expect_wrong("lab05.1", defaults_too)
+    assert "'temp'" in result.en and "stays an input of the graph" in result.en and "计算图的输入" in result.zh
+
+
+def test_lab05_2_a_leaf_chosen_by_the_last_part_of_its_name_is_named():
+    # a.clip is a leaf-type module, b.clip a traceable block of another class
+    def by_last_name(self, m, name, types):
+        last = {n.rsplit(".", 1)[-1] for n, mm in self.root.named_modules() if isinstance(mm, types)}
+        return name.rsplit(".", 1)[-1] in last or fx.Tracer.is_leaf_module(self, m, name)
+    result = expect_wrong("lab05.2", _tracer_answer(by_last_name))
+    assert "'b.clip'" in result.en and "'a.clip'" in result.en and "not by its name" in result.en
+    assert "'b.clip'" in result.zh and "不是按名字" in result.zh
+    assert "_NetE" in text(result.tried)
+
+
+def test_lab05_2_a_set_of_the_leaf_modules_full_names_passes():
+    def by_full_name(model, leaf_types):
+        names = {n for n, m in model.named_modules() if isinstance(m, leaf_types)}
+
+        class T(fx.Tracer):
+            def is_leaf_module(self, m, name):
+                return name in names or super().is_leaf_module(m, name)
+        return fx.GraphModule(model, T().trace(model))
+    expect_passed("lab05.2", by_full_name)
+
+
+def test_lab05_3_registering_fn_in_fxs_global_wrap_table_is_named():
+    from torch.fx import _symbolic_trace as st
+
+    before = dict(st._wrapped_fns_to_patch)
+
+    def global_wrap(model, fn):
+        st._wrapped_fns_to_patch[(id(fn.__globals__), fn.__name__)] = fn.__globals__
+        return fx.symbolic_trace(model)
+    try:
+        result = expect_wrong("lab05.3", global_wrap)
+    finally:
+        st._wrapped_fns_to_patch.clear()
+        st._wrapped_fns_to_patch.update(before)
+    assert "process-wide table" in result.en and "'take_first'" in result.en
+    assert "整个进程范围" in result.zh and "全局状态" in result.zh
+
+
+@pytest.mark.parametrize("spelling", ["where, then .to(lengths.dtype)", "arange in lengths.dtype"])
+def test_lab05_4_positions_in_the_dtype_of_lengths_are_named(spelling):
+    def as_lengths(lengths):
+        pos = torch.arange(lengths.max())
+        return torch.where(pos < lengths[:, None], pos, -1).to(lengths.dtype)
+
+    def arange_like(lengths):
+        n = lengths.max()
+        pos = torch.arange(n, dtype=lengths.dtype).expand(lengths.size(0), n)
+        return pos.masked_fill(pos >= lengths[:, None], -1)
+    result = expect_wrong("lab05.4", as_lengths if spelling.startswith("where") else arange_like)
+    assert "torch.int64" in result.en and "dtype" in result.zh and "int32" in text(result.tried)
+
+
+def test_lab05_4_a_table_of_1024_positions_is_named():
+    def table(lengths):
+        pos = torch.arange(1024)
+        mask = pos < lengths[:, None]
+        return torch.where(mask, pos, -1).narrow(1, 0, mask.any(0).sum())
+    result = expect_wrong("lab05.4", table)
+    assert "width" in result.en and "fixed in the code" in result.en and "写死" in result.zh
+    assert "2000" in text(result.tried)

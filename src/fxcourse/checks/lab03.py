@@ -116,6 +116,17 @@ class _Clash(nn.Module):
         return self.head(h.mean(-1))
 
 
+class _Capitals(nn.Module):
+    """Names with capital letters: an input ``X`` and a submodule ``Head`` (targets are case-sensitive)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.Head = nn.Linear(4, 3)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return F.gelu(self.Head(X))
+
+
 def _clash_gm() -> fx.GraphModule:
     return fx.symbolic_trace(built(_Clash, 3))
 
@@ -198,6 +209,8 @@ def _histogram_probes() -> list[Probe]:
         Probe(("symbolic_trace(a model with a conv call whose result is never used)",
                "symbolic_trace(含一次结果从未被使用的卷积调用的模型)"), (_dead_stem_gm(),)),
         Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
+        Probe(("symbolic_trace(a model with an input X and a submodule Head)",
+               "symbolic_trace(输入名为 X、子模块名为 Head 的模型)"), (fx.symbolic_trace(built(_Capitals, 3)),)),
     ]
 
 
@@ -224,7 +237,19 @@ def _uses_node_names(got: Any, gm: fx.GraphModule) -> bool:
     return any(k[1] in names - _short_names(gm) - targets for k in _unknown_keys(got, gm))
 
 
+def _case_changed(got: Any, gm: fx.GraphModule) -> bool:
+    """An unknown key whose target is a real target spelled in other letter case."""
+    alias = _aliases(list(gm.graph.nodes))
+    lowered = {(op, str(t).lower()) for op, t in alias}
+    return any(isinstance(k[1], str) and (k[0], k[1].lower()) in lowered for k in _unknown_keys(got, gm))
+
+
 _HISTOGRAM_MISTAKES = [
+    Mistake("letter case changed", lambda got, want, p: _case_changed(got, p.args[0]),
+            "a target string changed its letter case (this model has an input 'X' and a submodule 'Head'): "
+            "names in a graph are case-sensitive, so keep each target exactly as node.target spells it.",
+            "有的 target 字符串的大小写被改了（这个模型有输入 'X' 和子模块 'Head'）：计算图中的名字区分大小写，"
+            "请让每个 target 与 node.target 的写法完全一致。"),
     Mistake("function objects as targets",
             lambda got, want, p: any(not isinstance(k[1], str) for k in _unknown_keys(got, p.args[0])),
             "a key holds the function object itself; the target must be a string: for call_function, "
@@ -642,6 +667,41 @@ def _shape_recorder(answer: Any) -> None:
                     "node whose value is a tensor.",
                     "有些形状不对：请为每个值为张量的节点记录本次运行算出的值的形状。",
                     tried=probe.label, expected=_shapes_text(want), got=diff)
+    _run_twice(answer)
+
+
+def _run_twice(answer: type) -> None:
+    """One recorder run on batch 2, then on batch 7: self.shapes must hold the second run's shapes."""
+    gm = fx.symbolic_trace(built(_SplitHead, 3))
+    gen = torch.Generator().manual_seed(6)
+    runs = [(torch.randn(b, 8, generator=gen), torch.randn(b, 2, 2, generator=gen)) for b in (2, 7)]
+    label = ("one recorder, run(x (2, 8), y (2, 2, 2)) and then run(x (7, 8), y (7, 2, 2)) on the model with a split",
+             "同一个记录器，先 run(x (2, 8), y (2, 2, 2))，再 run(x (7, 8), y (7, 2, 2))，模型为含 split 的那个")
+    wants = []
+    for args in runs:
+        reference = _Reference(gm)
+        with torch.no_grad():
+            reference.run(*args)
+        wants.append(reference.shapes)
+    recorder = answer(gm)
+    with torch.no_grad():
+        for args in runs:
+            recorder.run(*args)
+    got = getattr(recorder, "shapes", None)
+    comparable = ({k: tuple(v) if isinstance(v, torch.Size) else v for k, v in got.items()}
+                  if isinstance(got, dict) else got)
+    if differs(comparable, wants[1], where="self.shapes") is None:
+        return
+    stale = isinstance(comparable, dict) and any(comparable.get(k) == v != wants[1][k] for k, v in wants[0].items())
+    if stale:
+        raise Wrong("after the second run self.shapes still holds shapes of the first run: an entry that is already "
+                    "there must be overwritten, so that after each run(...) self.shapes describes that run.",
+                    "第二次运行之后，self.shapes 里仍是第一次运行的形状：已有的条目也要覆盖，这样每次 run(...) 之后，"
+                    "self.shapes 描述的都是这一次运行。",
+                    tried=label, expected=_shapes_text(wants[1]), got=_shapes_text(got))
+    raise Wrong("after a second run on inputs of another shape, self.shapes is not the shapes of that run.",
+                "用另一种形状的输入再运行一次之后，self.shapes 不是这一次运行的形状。",
+                tried=label, expected=_shapes_text(wants[1]), got=_shapes_text(got))
 
 
 # --------------------------------------------------------------------------- task 4

@@ -2,7 +2,8 @@
 
 Every task runs the learner's pass on models the lab does not show, compares outputs with
 the untouched original, and names the usual mistake when the result shows one: fusing a
-conv that has a second user or a BatchNorm in training mode, forgetting the conv's own bias,
+conv that has a second user or a BatchNorm in training mode, folding into (or deleting) a module that
+another node also calls, forgetting the conv's own bias,
 editing the input instead of a copy, forgetting ``recompile()``, matching only one operand
 order, a probe that reads itself, or recording a tensor that a later in-place op overwrites.
 """
@@ -135,6 +136,35 @@ class _Clash(nn.Module):
         return self.block(self.bn(self.conv(x)))
 
 
+class _ConvCalledTwice(nn.Module):
+    """One conv module called at two places, the first call followed by a BN: folding into that module changes
+    the second call too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.conv(x)) + torch.relu(self.conv(x))
+
+
+class _BNCalledTwice(nn.Module):
+    """A foldable reflect-padded conv → BN, then one BN module called at two places, after a conv and after a
+    ReLU: the second call still needs the module after the first one is folded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pad = nn.Conv2d(3, 3, 3, padding=1, padding_mode="reflect")
+        self.pad_bn = nn.BatchNorm2d(3)
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pad_bn(self.pad(x))
+        return self.bn(self.conv(y)) + self.bn(torch.relu(y))
+
+
 def _trained(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
     """Seeded weights and trained-looking BN statistics, without moving the learner's RNG."""
     return zoo.pretend_trained(built(factory, seed, eval=False), seed)
@@ -146,6 +176,7 @@ class _FusionCase:
     model: nn.Module
     inputs: tuple[torch.Tensor, ...]
     keep: dict[str, str]  # BN node that must stay -> why: "relu", "shared", "train", "train_in_eval"
+    optional: frozenset[str] = frozenset()  # BN nodes that may be folded or kept (a module called twice)
 
 
 def _fusion_cases() -> list[_FusionCase]:
@@ -178,6 +209,16 @@ def _fusion_cases() -> list[_FusionCase]:
                               "→ block.bn，eval 模式"),
                              _trained(_Clash, 7).double().eval(), (image(2, 3, 7, 7).double(),),
                              {"block_bn": "transpose"}))
+    cases.append(_FusionCase(("one conv module called at two places, bn(conv(x)) + relu(conv(x)), eval mode",
+                              "同一个卷积模块在两处被调用：bn(conv(x)) + relu(conv(x))，eval 模式"),
+                             _trained(_ConvCalledTwice, 8).eval(), (image(2, 3, 6, 6),), {},
+                             optional=frozenset({"bn"})))
+    cases.append(_FusionCase(("y = pad_bn(pad(x)) with a Conv2d of padding_mode='reflect', then one BN module called "
+                              "at two places, bn(conv(y)) + bn(relu(y)), eval mode",
+                              "y = pad_bn(pad(x))，其中 Conv2d 的 padding_mode='reflect'；然后同一个 BN 模块在两处被调用："
+                              "bn(conv(y)) + bn(relu(y))，eval 模式"),
+                             _trained(_BNCalledTwice, 9).eval(), (image(2, 3, 6, 6),), {"bn_1": "relu"},
+                             optional=frozenset({"bn"})))
     resnet, _ = zoo.example("resnet18", seed=4)
     cases.append(_FusionCase(("torchvision resnet18, eval mode", "torchvision resnet18，eval 模式"),
                              zoo.pretend_trained(resnet, 4),
@@ -262,6 +303,64 @@ def _retyped(before: nn.Module, after: nn.Module) -> tuple[str, str, str] | None
     return None
 
 
+def _calls(gm: fx.GraphModule) -> dict[str, list[str]]:
+    """Module target -> the call_module nodes that call it."""
+    calls: dict[str, list[str]] = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_module":
+            calls.setdefault(str(n.target), []).append(n.name)
+    return calls
+
+
+def _deleted_shared(gm: fx.GraphModule, node: str, target: str, label: Bilingual, got: Bilingual) -> Wrong:
+    if len(_calls(gm).get(target, [])) < 2:
+        return Wrong(f"node {node!r} still calls {target!r}, but your pass deleted that module: delete a module only "
+                     "after no node calls it any more.",
+                     f"节点 {node!r} 仍在调用 {target!r}，但你的 pass 把这个模块删掉了：只有在没有任何节点再调用某个模块"
+                     "之后，才能删除它。",
+                     tried=label, expected=(f"module {target!r} kept for node {node!r}", f"为节点 {node!r} 保留模块 {target!r}"),
+                     got=got)
+    return Wrong(f"node {node!r} still calls {target!r}, but your pass deleted that module. The same module is called "
+                 "at more than one place in the graph (it is shared): folding one of its calls must neither delete nor "
+                 "change a module that another node still calls. Fold only when the conv module and the BN module "
+                 "are each called by a single node.",
+                 f"节点 {node!r} 仍在调用 {target!r}，但你的 pass 把这个模块删掉了。同一个模块在计算图中被多处调用（它是"
+                 "共享的）：折叠其中一处调用时，既不能删除、也不能改动其他节点仍在调用的模块。只有当卷积模块和 BN 模块"
+                 "都只被一个节点调用时才折叠。",
+                 tried=label, expected=(f"module {target!r} kept for node {node!r}", f"为节点 {node!r} 保留模块 {target!r}"),
+                 got=got)
+
+
+def _require_called_modules_exist(gm: fx.GraphModule, result: fx.GraphModule, label: Bilingual) -> None:
+    for n in result.graph.nodes:
+        if n.op != "call_module":
+            continue
+        try:
+            result.get_submodule(str(n.target))
+        except AttributeError:
+            raise _deleted_shared(gm, n.name, str(n.target), label,
+                                  (f"no module {n.target!r}", f"没有模块 {n.target!r}")) from None
+
+
+def _changed_shared_conv(gm: fx.GraphModule, result: fx.GraphModule) -> tuple[str, list[str]] | None:
+    """A conv module called at several places in ``gm`` whose weights the pass changed (BN folded into it)."""
+    for target, nodes in _calls(gm).items():
+        conv = gm.get_submodule(target)
+        if len(nodes) < 2 or not isinstance(conv, nn.Conv2d):
+            continue
+        try:
+            new = result.get_submodule(target)
+        except AttributeError:
+            continue
+        same = (isinstance(new, nn.Conv2d) and new.weight.shape == conv.weight.shape
+                and torch.equal(new.weight.detach(), conv.weight.detach())
+                and (new.bias is None) == (conv.bias is None)
+                and (conv.bias is None or torch.equal(new.bias.detach(), conv.bias.detach())))
+        if not same:
+            return target, nodes
+    return None
+
+
 def _all_modes(module: nn.Module) -> dict[str, bool]:
     return {name or "(the GraphModule itself)": m.training for name, m in module.named_modules()}
 
@@ -310,6 +409,11 @@ def _fuse_conv_bn(answer: Any) -> None:
         before, modes, caller_modes = Snapshot.of(gm), _modes(gm), _all_modes(gm)
         try:
             result = answer(gm)
+        except RuntimeError as exc:  # lint() on a graph whose node calls a module the pass deleted
+            dangling = re.search(r"Node (\S+) target (\S+) references nonexistent attribute", str(exc))
+            if dangling is None:
+                raise
+            raise _deleted_shared(gm, dangling.group(1), dangling.group(2), label, one_line_error(exc)) from None
         except AssertionError as exc:
             if "eval" not in str(exc):
                 raise
@@ -323,6 +427,7 @@ def _fuse_conv_bn(answer: Any) -> None:
         _require_modes_kept(caller_modes, gm, label, "fuse_conv_bn")
         _require_untouched(before, gm, label)
         _require_no_dotted_attribute(result, label)
+        _require_called_modules_exist(gm, result, label)
         _require_recompiled(result, label)
         changed = sorted(name for name, mode in _modes(result).items() if modes.get(name, mode) != mode)
         if changed:
@@ -363,7 +468,7 @@ def _fuse_conv_bn(answer: Any) -> None:
             raise Wrong(en.format(name=gone[0]), zh.format(name=gone[0]), tried=label,
                         expected=(f"BatchNorm nodes {sorted(case.keep)} kept", f"保留 BatchNorm 节点 {sorted(case.keep)}"),
                         got=(f"BatchNorm nodes {remaining}; {diff_en}", f"BatchNorm 节点 {remaining}；{diff_zh}"))
-        extra = [name for name in remaining if name not in case.keep]
+        extra = [name for name in remaining if name not in case.keep and name not in case.optional]
         producer = next((n.args[0] for n in gm.graph.nodes if extra and n.name == extra[0]), None)
         other = _namesake(gm, str(producer.target)) if isinstance(producer, fx.Node) else None
         if extra and other is not None:
@@ -394,6 +499,17 @@ def _fuse_conv_bn(answer: Any) -> None:
         got = _run(result, case.inputs, label)
         diff = differs(got, want, rtol=RTOL, atol=ATOL)
         if diff is not None:
+            shared = _changed_shared_conv(gm, result)
+            if shared is not None:
+                target, nodes = shared
+                raise Wrong(f"the conv module {target!r} is called at {len(nodes)} places (nodes {nodes}) and a BN was "
+                            "folded into that module: every call of it now computes conv + BN, not only the call before "
+                            "the BN. A module called at more than one place is shared; fold only when the conv module "
+                            "and the BN module are each called by a single node.",
+                            f"卷积模块 {target!r} 在 {len(nodes)} 处被调用（节点 {nodes}），而 BN 被折叠进了这个模块：它的"
+                            "每一处调用现在都计算卷积 + BN，而不只是 BN 前面那一处。被多处调用的模块是共享的；只有当卷积"
+                            "模块和 BN 模块都只被一个节点调用时才折叠。",
+                            tried=label, expected=("the original model's output", "原模型的输出"), got=diff)
             if "bias=True" in label[0] and passed_bias_free:
                 hint = ("right without a conv bias, wrong with one: the conv's own bias goes through BN too "
                         "(the b in the exercise's formula for the new bias).",
@@ -484,6 +600,21 @@ def _mul_orders(gm: fx.GraphModule) -> tuple[int, int]:
     return plain, swapped
 
 
+def _decoys(gm: fx.GraphModule) -> int:
+    """How many products a * sigmoid(b) (either order) with b not a the graph holds: not SiLUs."""
+    count = 0
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or len(n.args) != 2:
+            continue
+        a, b = n.args
+        for sig, other in ((b, a), (a, b)):
+            if (isinstance(sig, fx.Node) and sig.op == "call_function" and sig.target is torch.sigmoid
+                    and sig.args and sig.args[0] is not other):
+                count += 1
+                break
+    return count
+
+
 def _only_silu(x: torch.Tensor) -> torch.Tensor:
     return F.silu(x) + 1
 
@@ -515,6 +646,7 @@ def _silu_rewrite(answer: Any) -> None:
         with torch.no_grad():
             want = original(*inputs)
         existing = sum(n.target is F.silu for n in gm.graph.nodes)  # F.silu calls that were there already
+        decoys, code_before = _decoys(gm), gm.graph.python_code(root_module="self").src
         count = answer(gm)
         replaced = (f"{want_count} replaced", f"替换 {want_count} 处")
         calls = (f"{want_count} calls to F.silu", f"调用 F.silu {want_count} 次")
@@ -526,6 +658,14 @@ def _silu_rewrite(answer: Any) -> None:
         plain, swapped = _mul_orders(gm)
         total = sum(n.target is F.silu for n in gm.graph.nodes)
         silus = total - existing
+        if _decoys(gm) < decoys:
+            raise Wrong("a product of two different values, a * sigmoid(b) with b not a, was rewritten: it is not a "
+                        "SiLU and must stay. A pattern with two separate inputs matches such products too; a SiLU "
+                        "pattern has one input, used on both sides of the product.",
+                        "两个不同值的乘积 a * sigmoid(b)（b 不是 a）被改写了：它不是 SiLU，必须保留。有两个独立输入的"
+                        "模式也会匹配这样的乘积；SiLU 的模式只有一个输入，乘积两边用的都是它。",
+                        tried=label, expected=(f"{decoys} such product(s) kept", f"保留 {decoys} 个这样的乘积"),
+                        got=(f"{_decoys(gm)} left", f"只剩 {_decoys(gm)} 个"))
         if swapped and not plain and silus:
             raise Wrong("sigmoid(x) * x was left alone: to the matcher it is a different graph from "
                         "x * sigmoid(x) (the operands of mul are swapped); call replace_pattern a "
@@ -545,6 +685,15 @@ def _silu_rewrite(answer: Any) -> None:
                         tried=label, expected=calls,
                         got=(f"0 calls to F.silu, {plain + swapped} SiLU(s) still written out",
                              f"调用 F.silu 0 次，仍有 {plain + swapped} 个手写的 SiLU"))
+        if (silus == 0 and isinstance(count, int) and not isinstance(count, bool) and count > 0
+                and gm.graph.python_code(root_module="self").src != code_before):
+            raise Wrong(f"you report {count} replacement(s) and gm was rewritten, but its graph calls "
+                        "torch.nn.functional.silu nowhere: the replacement writes the product out again instead of "
+                        "calling F.silu. The replacement function must return F.silu of its input.",
+                        f"你报告了 {count} 次替换，gm 也确实被改写了，但它的计算图里没有任何 "
+                        "torch.nn.functional.silu 调用：替换函数又把乘积写了一遍，而没有调用 F.silu。替换函数必须返回"
+                        "对其输入调用 F.silu 的结果。",
+                        tried=label, expected=calls, got=("0 calls to F.silu", "调用 F.silu 0 次"))
         if silus == 0 and isinstance(count, int) and not isinstance(count, bool) and count > 0:
             raise Wrong(f"you report {count} replacement(s), but gm itself still holds every SiLU written out by "
                         "hand: the rewrite has to edit the GraphModule it was given, in place, not a copy.",
@@ -656,6 +805,20 @@ def _without_probe_node(gm: fx.GraphModule, probed: fx.GraphModule, names: list[
                        for u in nodes[name].users)]
 
 
+def _bypassed(gm: fx.GraphModule, probed: fx.GraphModule, names: list[str]) -> tuple[str, str] | None:
+    """(watched node, user) for a user that still reads a watched node instead of its probe."""
+    old = {name for name, _ in gm.named_modules()}
+    nodes = {n.name: n for n in probed.graph.nodes}
+    for name in names:
+        node = nodes.get(name)
+        if node is None:
+            continue
+        user = next((u for u in node.users if not (u.op == "call_module" and str(u.target) not in old)), None)
+        if user is not None:
+            return name, user.name
+    return None
+
+
 def _reads_later(gm: fx.GraphModule) -> tuple[str, str] | None:
     """(node, input) for the first node that reads a node placed after it (or itself)."""
     seen: set[fx.Node] = set()
@@ -746,6 +909,17 @@ def _insert_probes(answer: Any) -> None:
                         "records 不算计算图中的探针。",
                         tried=label, expected=(f"a call_module node reading {unprobed!r}", f"一个读取 {unprobed!r} 的 call_module 节点"),
                         got=("no such node", "没有这样的节点"))
+        bypassed = _bypassed(gm, probed, names)
+        if bypassed is not None:
+            name, user = bypassed
+            raise Wrong(f"node {user!r} still reads {name!r} directly, not the probe's output: the probe is a dead end "
+                        "that nothing uses (dead-code elimination would remove it, and a probe that changed its value "
+                        "would change nothing). Move every user of the watched node, except the probe itself, to the "
+                        "probe, as the exercise says.",
+                        f"节点 {user!r} 仍然直接读取 {name!r}，而不是探针的输出：探针成了没人使用的死胡同（死代码消除会"
+                        "把它删掉）。请像练习要求的那样，把被观察节点的所有使用者（探针自己除外）都改接到探针上。",
+                        tried=label, expected=(f"every user of {name!r} reads its probe", f"{name!r} 的每个使用者都读取它的探针"),
+                        got=(f"{user!r} reads {name!r}", f"{user!r} 读取 {name!r}"))
         history = []
         for call, x in enumerate(inputs, start=1):
             at_call = (f"{label[0]}, call {call}", f"{label[1]}，第 {call} 次调用")

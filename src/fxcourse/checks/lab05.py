@@ -8,6 +8,7 @@ per helper call).
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -148,6 +149,31 @@ class _Calibrated(nn.Module):
         return y.softmax(-1)
 
 
+class _Tempered(nn.Module):
+    """A second defaulted parameter after `mode`: only `mode` is to be fixed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor, mode: str = "plain", temp: float = 2.0) -> torch.Tensor:
+        y = self.lin(x) / temp
+        if mode == "soft":
+            return y.softmax(-1)
+        return y
+
+
+def _other_guards(gm: fx.GraphModule) -> list[str]:
+    """Parameters other than `mode` that FX's concrete_args guards specialise."""
+    found = []
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch._assert and len(node.args) > 1:
+            message = str(node.args[1])
+            if " has been specialized to have value " in message and not message.startswith("mode "):
+                found.append(message.split(" ", 1)[0])
+    return found
+
+
 def _guard_value(gm: fx.GraphModule) -> str | None:
     """The value FX's concrete_args guard for `mode` expects, or None when there is no guard."""
     prefix = "mode has been specialized to have value "
@@ -173,6 +199,7 @@ def _concrete_mode(answer: Any) -> None:
     cases: list[tuple[nn.Module, list[str], Callable[[int], torch.Tensor]]] = [
         (_Pool(), ["mean", "max", "sum"], lambda b: torch.randn(b, 7, 5, generator=gen)),
         (_Calibrated(), ["logits", "log_probs", "probs"], lambda b: torch.randn(b, 3, generator=gen)),
+        (_Tempered(), ["soft", "plain"], lambda b: torch.randn(b, 4, generator=gen)),
     ]
     gen = torch.Generator().manual_seed(5)
     for model, modes, make_input in cases:
@@ -194,6 +221,16 @@ def _concrete_mode(answer: Any) -> None:
             gm = _need_graph_module(got, model, tried)
             _require_modes_kept(before, model, tried, "trace_for_mode")
             _require_same_modes(gm, model, tried)
+            others = _other_guards(gm)
+            if others:
+                raise Wrong(f"besides `mode`, the parameter {others[0]!r} was fixed through concrete_args too: only mode "
+                            "is to be specialised; every other parameter of forward stays an input of the graph, with "
+                            "its default (this model's forward is (x, mode='plain', temp=2.0)).",
+                            f"除了 `mode`，参数 {others[0]!r} 也通过 concrete_args 被固定了：只应特化 mode；forward 的其他"
+                            "参数都要保持为计算图的输入，并保留各自的默认值（这个模型的 forward 是 "
+                            "(x, mode='plain', temp=2.0)）。",
+                            tried=tried, expected=("only mode specialised", "只特化 mode"),
+                            got=(f"{others[0]} specialised too", f"{others[0]} 也被特化了"))
             fixed = _guard_value(gm)
             if fixed is None and any(n.op == "placeholder" and n.name.startswith("mode_")
                                      for n in gm.graph.nodes):
@@ -250,6 +287,28 @@ class _Rescale(nn.Module):
         if n > 4.0:
             return x / n
         return x
+
+
+class _HoldsLeaf(nn.Module):
+    """A traceable container whose ``clip`` is a leaf-type module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clip = _Rescale()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.clip(x) * 2
+
+
+class _HoldsBlock(nn.Module):
+    """A traceable container whose ``clip`` is a traceable custom block, not a leaf."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clip = _Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.clip(x) - 1
 
 
 class _Block(nn.Module):
@@ -317,6 +376,18 @@ class _NetD(nn.Module):
         return self.tail(self.block(self.soft(x)))
 
 
+class _NetE(nn.Module):
+    """a.clip is a leaf-type module, b.clip a traceable block: the same last name, different classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = _HoldsLeaf()
+        self.b = _HoldsBlock()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
 def _exact_type_misses(model: nn.Module, leaf_types: tuple[type, ...]) -> list[str]:
     """Submodules that are instances of a leaf class through a subclass (``type(m)`` is not listed)."""
     return [n for n, m in model.named_modules() if n and isinstance(m, leaf_types) and type(m) not in leaf_types]
@@ -349,7 +420,7 @@ def _expected_modules(model: nn.Module, leaf_types: tuple[type, ...]) -> tuple[s
 def _leaf_modules(answer: Any) -> None:
     need_callable(answer, "trace_with_leaves")
     cases = [(_NetA, (_Threshold,)), (_NetB, (_Rescale,)), (_NetC, (_Rescale, _Threshold)),
-             (_NetD, (_Rescale, _Threshold))]
+             (_NetD, (_Rescale, _Threshold)), (_NetE, (_Rescale,))]
     for build, leaf_types in cases:
         model = built(build, 3, eval=build is not _NetB)  # _NetB in training mode: it must stay so
         before = _modes(model)
@@ -382,6 +453,17 @@ def _leaf_modules(answer: Any) -> None:
         called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
         leaves, default, custom = _expected_modules(model, leaf_types)
         too_coarse = sorted(custom & set(called))
+        namesake = next(((c, leaf) for c in too_coarse for leaf in sorted(leaves)
+                         if c.rsplit(".", 1)[-1] == leaf.rsplit(".", 1)[-1]), None)
+        if namesake is not None:
+            raise Wrong(f"{namesake[0]!r} became a leaf because its name ends in the same word as {namesake[1]!r}, an "
+                        "instance of leaf_types; but it is a traceable custom module of another class. Decide by the module "
+                        "object's class (isinstance with leaf_types), not by its name or the last part of its path.",
+                        f"{namesake[0]!r} 成了叶子，因为它的名字结尾与 leaf_types 的实例 {namesake[1]!r} 相同；但它是另一个"
+                        "类的、可以追踪的自定义模块。请按模块对象的类判断（对 leaf_types 用 isinstance），而不是按名字"
+                        "或路径的最后一段。",
+                        tried=tried, expected=(f"{namesake[0]!r} traced through", f"{namesake[0]!r} 被追踪展开"),
+                        got=f"call_module {', '.join(sorted(called))}")
         if too_coarse:
             raise Wrong("a traceable custom module became a leaf too: only instances of leaf_types are new "
                         "leaves; every other module is decided by the tracer's default rule.",
@@ -464,6 +546,13 @@ class _Mixer(nn.Module):
         return torch.sigmoid(mix_parts(self.lin(centre(x)).chunk(3, dim=-1)))
 
 
+def _module_globals(namespace: Any) -> bool:
+    """Whether ``namespace`` is the global namespace of an imported module (not generated code's)."""
+    name = namespace.get("__name__") if isinstance(namespace, dict) else None
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return module is not None and getattr(module, "__dict__", None) is namespace
+
+
 @task("lab05.3", "keep a helper function as one call_function", "把辅助函数保留为一个 call_function", hints=[
     ("torch.fx.wrap works by patching a name in the module where it runs, and the checker's helpers live in "
      "a module you cannot edit. What could you hand the tracer instead of a name?",
@@ -479,7 +568,9 @@ def _helper_leaf(answer: Any) -> None:
     cases = [(_TwoCalls, take_first, 2, [(2, 2), (2, 3), (4, 5)]),
              (_Mixer, mix_parts, 1, [(2, 6), (5, 6)])]
     gen = torch.Generator().manual_seed(4)
+    table = torch.fx._symbolic_trace._wrapped_fns_to_patch
     for build, fn, calls, shapes in cases:
+        wrapped_before = dict(table)
         model = built(build, 4, eval=build is not _TwoCalls)  # _TwoCalls in training mode: it must stay so
         before = _modes(model)
         tried = f"trace_keeping({build.__name__}(), {fn.__name__})"
@@ -509,6 +600,19 @@ def _helper_leaf(answer: Any) -> None:
                         "对象本身保留为整体（不是 notebook 自己的辅助函数，也不是一个名字）：notebook 中的 torch.fx.wrap "
                         "只替换 notebook 所在模块中的名字，而这个模型定义在另一个模块里（第 05 讲第 4 节）。",
                         tried=tried, got=one_line_error(exc)) from None
+        # a GraphModule's generated code registers its own wrapped calls here (keyed by that code's globals);
+        # an entry keyed by a real module's globals patches that module for every later trace
+        changed = sorted(key[1] for key, where in table.items() if key not in wrapped_before and _module_globals(where))
+        if changed:
+            raise Wrong(f"trace_keeping changed FX's process-wide table of wrapped functions (entry {changed[0]!r}): from "
+                        "now on every symbolic_trace in this session keeps that function whole, not only this call. "
+                        "Keep the function whole for this one trace, with an option of the tracer you create, and "
+                        "leave FX's global state as you found it.",
+                        f"trace_keeping 改动了 FX 在整个进程范围内登记被包装函数的表（条目 {changed[0]!r}）：从此以后，"
+                        "本会话里的每一次 symbolic_trace 都会把那个函数保留为整体，而不只是这一次调用。请通过你创建的"
+                        "追踪器的选项，只在这一次追踪中保留该函数，并让 FX 的全局状态保持原样。",
+                        tried=tried, expected=("FX's global wrap table unchanged", "FX 的全局包装表保持不变"),
+                        got=(f"an entry {changed[0]!r} added", f"新增了条目 {changed[0]!r}"))
         gm = _need_graph_module(got, model, tried)
         _require_modes_kept(before, model, tried, "trace_keeping")
         _require_same_modes(gm, model, tried)
@@ -630,7 +734,9 @@ def _position_ids_fx(answer: Any) -> None:
                     got=one_line_error(exc)) from None
     probes = [Probe(f"symbolic_trace(position_ids_fx)(tensor({values}))", (torch.tensor(values),))
               for values in ([3, 1, 4], [2, 9], [1], [0, 2, 5, 5], [7, 7], [0, 0],
-                             [4 * k + k % 3 for k in range(12)])]  # 12 rows, a largest length of 46
+                             [4 * k + k % 3 for k in range(12)], [2000, 5], [70000])]  # 12 rows, a largest length of 46
+    probes.append(Probe("symbolic_trace(position_ids_fx)(tensor([3, 1, 4], dtype=torch.int32))",
+                        (torch.tensor([3, 1, 4], dtype=torch.int32),)))
     def traced(lengths: torch.Tensor) -> Any:
         try:
             return gm(lengths)
