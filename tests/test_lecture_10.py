@@ -8,6 +8,8 @@ import ctypes
 import io
 import logging
 import os
+import pickle
+import re
 import warnings
 import zipfile
 
@@ -105,17 +107,26 @@ def test_module_guards_check_sizes_ranges_and_structure_but_not_dtype():
         run(torch.randn(4, 3, dtype=torch.float64))
     # a lower bound of 2 is not checked at run time (only min > 2 is)
     assert run(torch.randn(1, 3)).shape == (1, 2)
-    # check_guards=False: no _guards_fn; a pre-hook checks ranks and ranges instead
-    loose = ep.module(check_guards=False)
-    assert not hasattr(loose, "_guards_fn") and hasattr(run, "_guards_fn")
-    with pytest.raises(RuntimeError, match="to be <= 64"):
-        loose(torch.randn(65, 3))
-    with pytest.raises(RuntimeError, match="Unexpected number of dimensions"):
-        loose(torch.randn(4, 3, 1))
     ep3 = torch.export.export(TwoLayers(), (torch.randn(4, 3),),
                               dynamic_shapes={"x": {0: Dim("b", min=3)}})
     with pytest.raises(AssertionError, match=r"x\.size\(\)\[0\] >= 3"):
         ep3.module()(torch.randn(2, 3))
+
+
+def test_check_guards_false_pre_hook_checks_ranks_static_sizes_and_ranges():
+    ep = torch.export.export(TwoLayers(), (torch.randn(4, 3),),
+                             dynamic_shapes={"x": {0: Dim("b", min=2, max=64)}})
+    loose = ep.module(check_guards=False)
+    assert not hasattr(loose, "_guards_fn") and hasattr(ep.module(), "_guards_fn")
+    assert len(loose._forward_pre_hooks) >= 1
+    with pytest.raises(RuntimeError, match="to be <= 64"):
+        loose(torch.randn(65, 3))
+    with pytest.raises(RuntimeError, match=r"shape\[1\] to be equal to 3, but got 5"):
+        loose(torch.randn(4, 5))  # the static size is checked too
+    with pytest.raises(RuntimeError, match="Unexpected number of dimensions"):
+        loose(torch.randn(4, 3, 1))
+    with pytest.raises(RuntimeError, match="same dtype"):  # dtypes are not
+        loose(torch.randn(4, 3, dtype=torch.float64))
 
 
 def test_derived_dim_is_guarded_by_ep_module():
@@ -146,8 +157,15 @@ def test_torch_check_bounds_an_unbacked_size_and_asserts_at_run_time():
                 torch._check(m <= x.shape[0])
             return x[:m] + 1
 
+    def asserted(program):
+        nodes = program.graph.find_nodes(op="call_function",
+                                         target=torch.ops.aten._assert_scalar.default)
+        return [n.args[1].split("expression ")[1].split(" on node")[0] for n in nodes]
+
     x = torch.randn(5, 2)
     loose = torch.export.export(First(False), (x, torch.tensor(1)))
+    # without torch._check the asserts bound the clipped slice length u1, not k
+    assert asserted(loose) == ["u1 >= 0", "u1 <= 5"]
     u0 = next(s for s in loose.range_constraints if str(s) == "u0")
     vr = loose.range_constraints[u0]
     assert (vr.lower, vr.upper) == (-int_oo, int_oo)  # no bounds without torch._check
@@ -156,7 +174,7 @@ def test_torch_check_bounds_an_unbacked_size_and_asserts_at_run_time():
     u0 = next(s for s in tight.range_constraints if str(s) == "u0")
     vr = tight.range_constraints[u0]
     assert (vr.lower, vr.upper) == (0, 5)
-    assert "aten._assert_scalar.default" in op_counts(tight)
+    assert asserted(tight) == ["u0 >= 0", "u0 <= 5"]
     with pytest.raises(RuntimeError, match="Runtime assertion failed"):
         tight.module()(x, torch.tensor(8))
 
@@ -219,6 +237,36 @@ def test_default_decompositions_table_can_be_edited():
     torch.testing.assert_close(done.module()(x), block(x))
 
 
+def test_default_decompositions_length_depends_on_imports_but_not_its_aten_part():
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from torch.export import default_decompositions\n"
+        "def counts():\n"
+        "    t = default_decompositions()\n"
+        "    return len(t), sum(op.namespace == 'aten' for op in t), "
+        "'c10d_functional' in {op.namespace for op in t}\n"
+        "before = counts()\n"
+        "import torch._inductor\n"
+        "import json\n"
+        "print(json.dumps([before, counts()]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300).stdout
+    before, after = json.loads(out.strip().splitlines()[-1])  # [all, aten, c10d] each
+    assert after[0] > before[0]  # the whole table grew with the import
+    assert after[1] == before[1]  # its aten entries did not
+    assert not before[2] and after[2]  # the new entries are c10d_functional ops
+    # every non-aten entry is a CompositeImplicitAutograd op of another namespace
+    from torch.export import default_decompositions
+    others = [op for op in default_decompositions() if op.namespace != "aten"]
+    assert others and all(torch._C._dispatch_has_kernel_for_dispatch_key(
+        op.name(), "CompositeImplicitAutograd") for op in others)
+
+
 # §6 ------------------------------------------------------------------------------------------
 
 class _SetsVariable:
@@ -258,6 +306,48 @@ def test_pt2_holds_a_pickle_and_load_runs_a_planted_payload(tmp_path):
     torch.testing.assert_close(loaded.module()(x), ep.module()(x))
 
 
+def _copy_pt2(src, dst, entry_suffix, edit):
+    with zipfile.ZipFile(src) as good, zipfile.ZipFile(dst, "w") as bad:
+        for info in good.infolist():
+            data = good.read(info)
+            bad.writestr(info, edit(data) if info.filename.endswith(entry_suffix) else data)
+
+
+def test_forced_weights_only_load_refuses_the_pickle_payload_of_a_pt2(tmp_path, monkeypatch):
+    ep = torch.export.export(TwoLayers(), (torch.randn(2, 3),))
+    torch.export.save(ep, tmp_path / "m.pt2")
+    planted = io.BytesIO()
+    torch.save(_SetsVariable(), planted)
+    _copy_pt2(tmp_path / "m.pt2", tmp_path / "bad.pt2", "data/sample_inputs/model.pt",
+              lambda data: planted.getvalue())
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")  # read by torch.load at each call
+    monkeypatch.delenv("FXCOURSE_TEST_PT2", raising=False)
+    with pytest.raises(pickle.UnpicklingError):
+        torch.export.load(tmp_path / "bad.pt2")
+    assert os.environ.get("FXCOURSE_TEST_PT2") is None
+
+
+def test_pt2_json_size_expression_runs_code_even_with_forced_weights_only(tmp_path, monkeypatch):
+    ep = torch.export.export(TwoLayers(), (torch.randn(4, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    torch.export.save(ep, tmp_path / "m.pt2")
+    code = b"__import__('os').environ.__setitem__('FXCOURSE_TEST_JSON', 'ran') or "
+    edits = []
+
+    def plant(data):
+        assert b'"expr_str": "' in data  # a dynamic size is stored as sympy text
+        edits.append(1)
+        return data.replace(b'"expr_str": "', b'"expr_str": "' + code, 1)
+
+    _copy_pt2(tmp_path / "m.pt2", tmp_path / "bad.pt2", "models/model.json", plant)
+    assert edits == [1]  # no pickle entry was touched
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+    monkeypatch.delenv("FXCOURSE_TEST_JSON", raising=False)
+    loaded = torch.export.load(tmp_path / "bad.pt2")  # sympy.sympify evaluates the text
+    assert os.environ.get("FXCOURSE_TEST_JSON") == "ran"
+    x = torch.randn(6, 3)
+    torch.testing.assert_close(loaded.module()(x), ep.module()(x))
+
+
 # §7 ------------------------------------------------------------------------------------------
 
 def test_torch_mlir_aten_stage_linear_is_permute_mm_two_muls_add():
@@ -278,7 +368,8 @@ def test_torch_mlir_table_decomposes_core_ops_and_drops_some_core_decompositions
     for op in (torch.ops.aten.addmm.default, torch.ops.aten._log_softmax.default,
                torch.ops.aten.native_layer_norm.default):
         assert torch.Tag.core in op.tags and op in mlir and op not in core
-    dropped = {str(op.overloadpacket) for op in core.keys() - mlir.keys()}
+    dropped = {str(op.overloadpacket) for op in core.keys() - mlir.keys()
+               if op.namespace == "aten"}  # other namespaces depend on the imports so far
     assert {"aten.roll", "aten.eye", "aten.rms_norm", "aten.fft_fft"} <= dropped
     assert len(dropped) == 36
 
@@ -288,6 +379,25 @@ def test_torch_mlir_table_decomposes_core_ops_and_drops_some_core_decompositions
 
     ep = torch.export.export(Norm(), (torch.randn(2, 4),))
     assert "aten.rms_norm.default" in op_counts(ep.run_decompositions(get_decomposition_table()))
+
+
+def test_torch_stage_decomposes_roll_rms_norm_eye_but_keeps_isclose_and_vector_norm():
+    from fxcourse import lowering
+
+    class Five(nn.Module):
+        def forward(self, x):
+            return (torch.roll(x, 2, 1), torch.rms_norm(x, [4]), x + torch.eye(4),
+                    torch.isclose(x, x * 2), torch.linalg.vector_norm(x))
+
+    low = lowering(Five(), torch.randn(4, 4), stages=("torch",))
+    names = ("roll", "rms_norm", "eye", "isclose", "linalg_vector_norm")
+
+    def whole(stage):
+        ops = low.stage(stage).histogram()
+        return {n for n in names if re.search(rf"aten\.{n}\b", ops)}
+
+    assert whole("aten") == set(names)  # torch-mlir's table leaves all five whole
+    assert whole("torch") == {"isclose", "linalg_vector_norm"}
 
 
 # §9 ------------------------------------------------------------------------------------------
