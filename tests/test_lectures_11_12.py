@@ -129,6 +129,25 @@ def test_inductor_calls_the_mutating_op_in_place_on_its_buffer():
     assert [e.name for e in code.externs] == ["test1112.scale_.default"]
 
 
+
+@custom_op("test1112::ident", mutates_args=())
+def _ident(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+_ident.register_fake(lambda x: x.new_empty(x.shape))
+
+
+def test_a_kernel_is_named_after_the_extern_op_that_realized_its_buffer_too():
+    code = inductor_code(lambda x: _ident(torch.relu(x)) * 2 + 1, torch.randn(2, 3))
+    first = code.kernels[0]
+    assert first.name == "cpp_fused_ident_relu_0"  # the op's node is among its origins...
+    assert "test1112.ident.default" in first.aten
+    assert "ident" not in first.source.split("{", 1)[1]  # ...but the kernel computes relu
+    assert "std::max" in first.source
+    assert [e.name for e in code.externs] == ["test1112.ident.default"]
+
+
 def test_register_kernel_adds_a_kernel_for_one_device_only():
     @custom_op("test1112::twice", mutates_args=())
     def twice(x: torch.Tensor) -> torch.Tensor:
@@ -216,6 +235,56 @@ def test_export_load_unpickles_sample_inputs_without_weights_only(saved_program,
     loaded = torch.export.load(str(crafted))  # ...and torch.export.load retries without it
     assert TRACE == ["ran during torch.export.load"]
     assert isinstance(loaded, torch.export.ExportedProgram)
+
+
+
+def _saved_payload() -> bytes:
+    buffer = io.BytesIO()
+    torch.save({"w": torch.ones(1), "extra": _Payload()}, buffer)
+    return buffer.getvalue()
+
+
+def test_no_weights_only_env_turns_off_the_default_but_not_an_explicit_true(monkeypatch):
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    TRACE.clear()
+    torch.load(io.BytesIO(_saved_payload()))  # the default: the variable wins, payload runs
+    assert TRACE == ["ran during torch.export.load"]
+    TRACE.clear()
+    with pytest.raises(Exception, match="not an allowed global"):
+        torch.load(io.BytesIO(_saved_payload()), weights_only=True)  # written out: refused
+    assert TRACE == []
+
+
+def test_export_load_unpickles_an_opaque_constant_even_with_weights_only_forced(
+    saved_program, tmp_path, monkeypatch
+):
+    import json
+    import pickle
+
+    from torch.export.pt2_archive.constants import OPAQUE_OBJ_FILENAME_PREFIX
+
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.raises(Exception, match="not an allowed global"):
+        torch.load(io.BytesIO(_saved_payload()), weights_only=False)  # forced to refuse
+    crafted, constants_dir = tmp_path / "opaque.pt2", None
+    with zipfile.ZipFile(saved_program) as src, zipfile.ZipFile(crafted, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("model_constants_config.json"):
+                config = json.loads(data)
+                config["config"]["extra"] = {
+                    "path_name": OPAQUE_OBJ_FILENAME_PREFIX + "0", "is_param": False,
+                    "use_pickle": True, "tensor_meta": None}
+                data = json.dumps(config).encode()
+                constants_dir = info.filename[: -len("model_constants_config.json")]
+            dst.writestr(info, data)
+        dst.writestr(constants_dir + OPAQUE_OBJ_FILENAME_PREFIX + "0", pickle.dumps(_Payload()))
+    TRACE.clear()
+    try:
+        torch.export.load(str(crafted))
+    except Exception:
+        pass  # whatever happens after the constant was read, the payload already ran
+    assert TRACE == ["ran during torch.export.load"]
 
 
 _COMPILER_SCRIPT = """
