@@ -1,9 +1,10 @@
 """Claims of lecture 06 about torch's behaviour, executed on the installed torch.
 
-Each test pins one statement the lecture makes: the 0/1 specialization and its `mark_unbacked`
-exception (section 5), the builtin `print` that compiled code keeps calling after a module-level
-`print` shadows it (section 6), and the everyday switches of section 8 (`TORCH_LOGS`,
-`TORCHDYNAMO_VERBOSE`, `TORCH_COMPILE_DEBUG`). If a torch release changes the behaviour, the test
+Each test pins one statement the lecture makes: the 0/1 specialization and its exceptions
+(`mark_unbacked`, `backed_size_oblivious`; section 5), the builtin `print` that compiled code keeps
+calling after a module-level `print` shadows it, in every entry compiled before (section 6), and the
+everyday switches of section 8 (`TORCH_LOGS`, `TORCHDYNAMO_VERBOSE`, `TORCH_COMPILE_DEBUG`: its log
+files get only what `TORCH_LOGS` lets through, and its notebook equivalent). If a torch release changes the behaviour, the test
 fails and the lecture's prose has to change with it. The functions here are not the lecture's own,
 so a pass is not a copy of a notebook output.
 """
@@ -88,6 +89,16 @@ def test_a_mark_unbacked_dimension_is_not_specialized_on_0_or_1():
     assert len(graphs) == 1
 
 
+
+def test_backed_size_oblivious_also_serves_sizes_0_and_1_from_the_dynamic_entry():
+    graphs = Graphs()
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        compiled = torch.compile(cube, backend=graphs, dynamic=True)
+        for rows in (5, 1, 0, 2):
+            torch.testing.assert_close(compiled(torch.ones(rows)), cube(torch.ones(rows)))
+    assert len(graphs) == 1 and sym_inputs(graphs[0]) > 0
+    assert len(_debug_get_cache_entry_list(cube.__code__)) == 1
+
 # --- section 6: a module-level print written after the compile --------------------------------
 
 PRINTING_MODULE = '''
@@ -142,6 +153,22 @@ def test_after_reset_dynamo_reads_the_shadowing_print():
     torch.compile(fn, backend="eager")(x, x)
     assert heard == [("halfway",)]
 
+
+
+def test_a_recompile_reads_the_shadowing_print_only_in_its_new_entry():
+    module = printing_module()
+    fn, x = module.two_halves, torch.ones(2)
+    compiled = torch.compile(fn, backend="eager", dynamic=False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        compiled(x, x)
+    heard = shadow_print(module)
+    compiled(x.double(), x.double())  # another dtype: a recompile, a new entry
+    assert heard == [("halfway",)]
+    assert len(_debug_get_cache_entry_list(fn.__code__)) == 2
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        compiled(x, x)  # the first entry: still the builtin
+    assert heard == [("halfway",)] and stdout.getvalue() == "halfway\n"
 
 def test_replacing_builtins_print_fails_the_guard_and_recompiles(monkeypatch):
     module = printing_module()
@@ -205,6 +232,23 @@ def test_plus_dynamo_adds_the_artifacts_under_dynamo_and_traces_each_instruction
     assert steps[-1] == "TRACE RETURN_VALUE None [TensorVariable()]"
 
 
+
+def test_trace_bytecode_messages_start_with_trace_and_a_tensor_variable_holds_a_fake_tensor():
+    """Section 8 cuts each whole message, `TRACE` included; a TensorVariable is a variable
+    tracker whose example value (the graph node's) is a fake tensor."""
+    with logs(dynamo=logging.DEBUG) as records:
+        graphs = Graphs()
+        torch.compile(scaled_sin, backend=graphs)(torch.ones(3))
+    steps = [r.getMessage() for r in records if r.name.endswith("__trace_bytecode")]
+    assert steps and all(s.startswith("TRACE ") for s in steps)
+    assert any("TensorVariable()" in s for s in steps)
+    from torch._dynamo.variables import TensorVariable
+    from torch._dynamo.variables.base import VariableTracker
+    from torch._subclasses.fake_tensor import FakeTensor
+    assert issubclass(TensorVariable, VariableTracker) and not issubclass(TensorVariable, torch.Tensor)
+    (sin,) = [n for n in graphs[0].graph.nodes if n.target is torch.sin]
+    assert isinstance(sin.meta["example_value"], FakeTensor)
+
 def test_output_code_logs_inductors_module_with_a_fused_kernel_and_call():
     with logs(output_code=True) as records:
         torch.compile(scaled_sin)(torch.ones(3))
@@ -248,13 +292,30 @@ def test_verbose_keeps_dynamos_frames_in_the_traceback_and_drops_the_hint():
     assert "Set TORCHDYNAMO_VERBOSE=1" in str(short) and "Set TORCHDYNAMO_VERBOSE=1" not in str(full)
 
 
-def compile_debug_files(folder, cache_dir) -> set[str]:
-    """Run a small program with TORCH_COMPILE_DEBUG=1 in folder; the files its debug folder holds."""
+UNSET = ("TORCH_LOGS", "TORCH_TRACE", "TORCH_COMPILE_JOB_ID", "TORCH_COMPILE_DEBUG_DIR")
+
+
+def compile_debug_sizes(folder, cache_dir, **extra_env) -> dict[str, int]:
+    """Run a small program with TORCH_COMPILE_DEBUG=1 in folder; its debug folder's files and sizes."""
     (folder / "program.py").write_text(
         "import torch\n\ndef scaled_sin(x):\n    return torch.sin(x) * 2\n\ntorch.compile(scaled_sin)(torch.ones(3))\n")
-    env = {**os.environ, "TORCH_COMPILE_DEBUG": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env.update({"TORCH_COMPILE_DEBUG": "1", "TORCHINDUCTOR_CACHE_DIR": str(cache_dir), **extra_env})
     subprocess.run([sys.executable, "program.py"], cwd=folder, env=env, capture_output=True, check=True)
-    return {p.relative_to(folder).as_posix() for p in (folder / "torch_compile_debug").rglob("*") if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.stat().st_size
+            for p in (folder / "torch_compile_debug").rglob("*") if p.is_file()}
+
+
+def compile_debug_files(folder, cache_dir) -> set[str]:
+    return set(compile_debug_sizes(folder, cache_dir))
+
+
+def log_sizes(sizes: dict[str, int]) -> dict[str, int]:
+    """The sizes of the two log files of the one run folder, by name."""
+    logs_ = {name.rsplit("/", 1)[1]: size for name, size in sizes.items()
+             if name.endswith(("torchdynamo/debug.log", "torchinductor/aot_model___0_debug.log"))}
+    assert set(logs_) == {"debug.log", "aot_model___0_debug.log"}
+    return logs_
 
 
 def test_torch_compile_debug_writes_logs_graphs_and_code_but_not_for_a_cached_graph(tmp_path):
@@ -275,3 +336,40 @@ def test_torch_compile_debug_writes_logs_graphs_and_code_but_not_for_a_cached_gr
     cached = compile_debug_files(second, cache)  # the same graph, now served from Inductor's cache
     assert not any("/torchinductor/model__" in f for f in cached)
     assert any(f.endswith("torchdynamo/debug.log") for f in cached)
+
+
+def test_torch_compile_debug_log_files_get_only_what_torch_logs_lets_through(tmp_path):
+    """Section 8: on its own, TORCH_COMPILE_DEBUG=1 leaves debug.log and the AOT log empty;
+    with TORCH_LOGS=+dynamo debug.log holds Dynamo's DEBUG log; nothing fills the AOT log."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert log_sizes(compile_debug_sizes(alone, tmp_path / "cache1")) == {
+        "debug.log": 0, "aot_model___0_debug.log": 0}
+    with_logs = tmp_path / "with_logs"
+    with_logs.mkdir()
+    sizes = compile_debug_sizes(with_logs, tmp_path / "cache2", TORCH_LOGS="+dynamo,+aot")
+    assert log_sizes(sizes)["debug.log"] > 0 and log_sizes(sizes)["aot_model___0_debug.log"] == 0
+    (debug_log,) = with_logs.glob("torch_compile_debug/run_*/torchdynamo/debug.log")
+    text = debug_log.read_text()
+    assert "torchdynamo start tracing scaled_sin" in text and "TRACE LOAD_GLOBAL torch" in text
+
+
+IN_PROCESS = """
+import os, torch, torch._inductor.config
+torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+os.environ["TORCH_COMPILE_DEBUG"] = "1"
+torch._inductor.config.trace.enabled = True
+torch.compile(lambda x: torch.sin(x) * 2)(torch.ones(3))
+"""
+
+
+def test_torch_compile_debug_set_after_import_with_trace_enabled_gives_all_but_tlparse(tmp_path):
+    """Section 8's table: the notebook equivalent of TORCH_COMPILE_DEBUG=1."""
+    env = {k: v for k, v in os.environ.items() if k not in UNSET + ("TORCH_COMPILE_DEBUG",)}
+    env.update({"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    subprocess.run([sys.executable, "-c", IN_PROCESS], cwd=tmp_path, env=env, capture_output=True, check=True)
+    files = {p.relative_to(tmp_path).as_posix() for p in (tmp_path / "torch_compile_debug").rglob("*")
+             if p.is_file()}
+    assert any(f.endswith("/torchdynamo/debug.log") for f in files)
+    assert any("/torchinductor/model__" in f and f.endswith("/output_code.py") for f in files)
+    assert not any(f.startswith("torch_compile_debug/tlparse/") for f in files)  # read at import

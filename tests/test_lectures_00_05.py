@@ -385,6 +385,30 @@ def test_trace_warning_counts_per_call_match_lecture_01():
     assert _jit_deprecations(lambda: torch.jit.trace(mlp, (x,))) == {"torch.jit.trace": 1, "torch.jit.trace_method": 2}
 
 
+
+def test_torchscript_warnings_are_raised_every_call_but_shown_once_per_place_by_default():
+    """Lecture 01: every call warns; Python's default filters show it once per place in torch,
+    until the warning filters change (`deprecations` in the lecture records with "always")."""
+    def f(a):
+        return a * 2
+
+    def three_traces():
+        for _ in range(3):
+            torch.jit.trace(f, (torch.ones(1),), check_trace=False)
+
+    assert _jit_deprecations(three_traces) == {"torch.jit.trace": 3}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        three_traces()
+        shown_before_change = [w for w in caught if is_torchscript_deprecation(w)]
+        warnings.filterwarnings("default", message="an unrelated filter")  # the filters change
+        three_traces()
+    shown = [w for w in caught if is_torchscript_deprecation(w)]
+    assert len(shown_before_change) == 1
+    assert shown_before_change[0].filename.replace("\\", "/").endswith("torch/jit/_trace.py")
+    assert len(shown) == 2  # shown again once after the change
+
 def test_scripted_function_inside_a_trace_keeps_its_branch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -613,3 +637,25 @@ def test_preserved_attrs_keeps_attributes_and_methods_and_what_the_methods_modif
     keep_method.set_scale(10.0)
     torch.testing.assert_close(keep_method(x), scripted.fc(x).detach() * 10.0)
     assert scripted.scale == 2.0  # freezing works on a copy
+
+
+class _Counting(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.fc(x)
+
+
+def test_freeze_keeps_an_attribute_that_forward_modifies():
+    """Lecture 02: not every attribute is folded; one that forward modifies stays an attribute."""
+    frozen = _quiet_jit(torch.jit.freeze, _quiet_jit(torch.jit.script, _Counting()).eval())
+    assert hasattr(frozen, "calls") and not hasattr(frozen, "fc")
+    frozen(torch.ones(1, 2))
+    frozen(torch.ones(1, 2))
+    assert frozen.calls == 2
+    assert "any attribute that is modified within a preserved method will be preserved" in " ".join(
+        torch.jit.freeze.__doc__.split())
