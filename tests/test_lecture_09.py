@@ -5,7 +5,10 @@ closed set, min-cut "minimising saved bytes", sort "without a lowering", cpp_wra
 same wrapper" AOTInductor packages). If a torch release changes the behaviour, the test fails
 and the lecture's prose has to change with it. The functions here are not the lecture's own,
 so a pass is not a copy of a notebook output. The benchmark test checks the timing method
-(rotated order), not any speed.
+(rotated order), not any speed. A review (rev0910) added: why min-cut keeps exp's output (the
+kinds of its users), the 512-element Triton sort limit as a default, output code and debug folders
+switched on in a running process, freezing's MKL routine as build-dependent, the eager chain's six
+passes, and a warm compile that really hits the cache its cold run filled.
 """
 import importlib.util
 import itertools
@@ -260,3 +263,160 @@ def test_bandwidth_benchmark_cycles_through_all_orders_so_each_path_follows_each
     order.clear()
     bench.best_seconds(fns, rounds=2, calls=1, permute=False)  # the old, unfair order
     assert order == ["eager", "compiled", "copy"] * 2
+
+
+# --- review rev0910: corrected claims and newly taught behaviour ------------------------------
+
+def test_min_cut_bans_recomputing_exp_for_its_detach_and_output_users_not_for_the_backward_mul():
+    """exp counts as "materialised in the backward" because of the kinds of its users
+    (a detach alias, the joint graph's output node), not because the backward needs it in memory."""
+    from torch._functorch import partitioners
+
+    x = torch.randn(64, requires_grad=True)
+    joint = aot_graphs(chain, x, partitioner="min_cut").joint
+    exp = next(n for n in joint.graph.nodes if n.target == torch.ops.aten.exp.default)
+    assert [str(u.target) for u in exp.users] == ["aten.detach.default", "output"]
+    op_types = partitioners.get_default_op_list()
+    assert torch.ops.aten.detach not in op_types.fusible_ops
+    assert torch.ops.aten.detach not in op_types.view_ops
+    # the backward's real use of exp is a fusible mul (after a second detach)
+    detach_2 = next(iter(next(iter(exp.users)).users))
+    assert detach_2.target == torch.ops.aten.detach.default
+    assert [u.target.overloadpacket for u in detach_2.users] == [torch.ops.aten.mul]
+    assert torch.ops.aten.mul in op_types.fusible_ops
+
+    reasons = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            reasons.append(record.getMessage())
+
+    original = partitioners.get_default_op_list
+
+    def detach_fusible_and_a_view():
+        ops = original()
+        ops.fusible_ops.add(torch.ops.aten.detach)
+        ops.view_ops.add(torch.ops.aten.detach)
+        return ops
+
+    log = logging.getLogger("torch._functorch.partitioners")
+    handler, level = Keep(), log.level
+    logging.disable(logging.NOTSET)
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    partitioners.get_default_op_list = detach_fusible_and_a_view
+    try:
+        g = aot_graphs(chain, x, partitioner="min_cut")
+    finally:
+        partitioners.get_default_op_list = original
+        log.removeHandler(handler)
+        log.setLevel(level)
+    # the output node alone still makes the heuristic ban recomputing exp
+    assert "materialized backwards: exp (detach, output)" in reasons
+    assert "exp" in g.saved and "aten.exp.default" not in g.ops(g.backward)
+
+
+def test_triton_sort_limit_of_512_is_a_default_that_decompose_sort_ops_lifts():
+    import inspect
+
+    import torch._inductor.config as inductor_config
+    from torch._inductor import ir
+
+    source = inspect.getsource(ir.Sort.create)
+    assert "max_rblock = 512" in source
+    limited = source.index("max_rblock = 512")
+    switch = source.index("if config.triton.decompose_sort_ops:")
+    assert switch < limited  # the 512 limit sits in the else branch of the switch
+    assert "is_persistent_kernel = config.triton.persistent_reductions" in source[switch:limited]
+    expected = os.environ.get("TORCHINDUCTOR_DECOMPOSE_SORT_OPS", "0") == "1"
+    assert inductor_config.triton.decompose_sort_ops is expected
+    config_source = inspect.getsource(inductor_config)
+    assert 'os.environ.get("TORCHINDUCTOR_DECOMPOSE_SORT_OPS", "0") == "1"' in config_source
+
+
+@pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled")
+def test_set_logs_and_trace_enabled_show_the_output_in_a_running_process(tmp_path, capfd):
+    import torch._inductor.config as inductor_config
+
+    assert "TORCH_LOGS" not in os.environ and not inductor_config.trace.enabled
+    logging.disable(logging.NOTSET)
+    torch._logging.set_logs(output_code=True)
+    try:
+        with inductor_config.patch({"trace.enabled": True, "force_disable_caches": True}), \
+                torch._dynamo.config.patch(debug_dir_root=str(tmp_path)):
+            torch.compile(lambda x: torch.relu(x * 5 - 2))(torch.randn(8))
+    finally:
+        torch._logging.set_logs()
+    logged = capfd.readouterr().err
+    assert "[__output_code]" in logged and "def call(" in logged and "cpp_fused" in logged
+    folders = {Path(root).name: set(files) for root, _, files in os.walk(tmp_path)
+               if "output_code.py" in files}
+    assert list(folders) == ["model__0_inference_0.0"]
+    assert {"fx_graph_readable.py", "fx_graph_transformed.py", "ir_pre_fusion.txt",
+            "ir_post_fusion.txt", "output_code.py"} <= folders["model__0_inference_0.0"]
+
+
+def test_torch_compile_debug_is_read_when_inductors_config_is_imported(monkeypatch):
+    import torch._inductor.config as inductor_config
+
+    probe = "import torch._inductor.config as c; print(c.trace.enabled)"
+    env = {**os.environ, "TORCH_COMPILE_DEBUG": "1"}
+    run = subprocess.run([sys.executable, "-W", "ignore", "-c", probe], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.stdout.split() == ["True"], run.stderr[-2000:]
+    monkeypatch.setenv("TORCH_COMPILE_DEBUG", "1")  # too late: the config was imported
+    assert inductor_config.trace.enabled is False
+
+
+def test_freezing_takes_x_alone_and_packs_linears_for_mkl_only_in_a_build_with_mkl():
+    mlp = nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        plain = inductor_code(mlp, x)
+        frozen = inductor_code(mlp, x, options={"freezing": True})
+    assert plain.wrapper.splitlines()[1].strip() == "arg0_1, arg1_1, arg2_1, arg3_1, arg4_1 = args"
+    assert frozen.wrapper.splitlines()[1].strip() == "arg4_1, = args"
+    assert "_frozen_param" in frozen.wrapper and "_frozen_param" not in plain.wrapper
+    assert {e.name for e in plain.externs} == {"extern_kernels.addmm"}
+    uses_mkl = any(e.name.startswith("mkl._mkl_linear") for e in frozen.externs)
+    if torch.backends.mkl.is_available():
+        assert uses_mkl and len(frozen.kernels) == 2  # bias additions in the kernels
+    else:
+        assert not uses_mkl
+
+
+def test_eager_chain_in_the_benchmark_runs_five_ops_and_a_copy_six_passes():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ops = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x, out = torch.randn(16), torch.empty(16)
+    with Record():
+        out.copy_(torch.relu(x * 1.5 + 0.5) * 2.0 - 1.0)
+    assert ops == ["aten.mul.Tensor", "aten.add.Tensor", "aten.relu.default",
+                   "aten.mul.Tensor", "aten.sub.Tensor", "aten.copy_.default"]
+
+
+def test_a_second_process_with_the_same_cache_folder_hits_the_caches_the_first_filled(tmp_path):
+    """The warm run of section 8 really reads what the cold run wrote (and nothing else)."""
+    import ast
+
+    probe = ("import torch; from torch._dynamo.utils import counters;"
+             " torch.compile(lambda x: torch.relu(x * 1.5 + 0.5) * 2.0 - 1.0)(torch.randn(1000));"
+             " print({k: v for g in ('aot_autograd', 'inductor')"
+             " for k, v in sorted(counters[g].items()) if 'cache' in k})")
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
+    seen = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-W", "ignore", "-c", probe], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        seen.append(ast.literal_eval(run.stdout.splitlines()[-1]))
+    assert seen[0] == {"autograd_cache_miss": 1, "autograd_cache_saved": 1, "fxgraph_cache_miss": 1}
+    assert seen[1] == {"autograd_cache_hit": 1, "fxgraph_cache_hit": 1}
