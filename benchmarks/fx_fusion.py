@@ -3,7 +3,8 @@
 The pass measured is the one in solutions/lab04_fx_passes.ipynb (its ``fuse_conv_bn`` cell
 is executed here), so the numbers are those of the lab's reference answer. resnet18 gets
 random weights and trained-looking BatchNorm statistics; outputs are checked against eager
-first. The versions run in interleaved rounds, one thread (torch.utils.benchmark.Timer's
+first. The versions run in interleaved rounds, in a new shuffled order each round (seeded), so no
+version is always timed right after the same neighbour; one thread (torch.utils.benchmark.Timer's
 default), and each prints its best round. The target: the lab's pass within 5% of ``fuse``.
 
     python benchmarks/fx_fusion.py                 # 1x3x224x224, 15 rounds
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
+import random
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,12 +63,14 @@ def main() -> None:
 
     timers = {name: benchmark.Timer("m(img)", globals={"m": m, "img": img}) for name, m in versions.items()}
     best = {name: float("inf") for name in versions}
+    order = list(timers)
     with torch.no_grad():
-        for _ in range(args.rounds):
-            for name, timer in timers.items():
-                best[name] = min(best[name], timer.timeit(args.number).mean)
+        for round_ in range(args.rounds):
+            random.Random(round_).shuffle(order)  # no version always follows the same one
+            for name in order:
+                best[name] = min(best[name], timers[name].timeit(args.number).mean)
     print(f"resnet18, 1x3x{args.size}x{args.size}, {torch.get_num_threads()} thread(s) available, "
-          f"Timer on 1 thread, best of {args.rounds} rounds x {args.number} calls")
+          f"Timer on 1 thread, best of {args.rounds} rounds x {args.number} calls, shuffled order per round")
     print(f"{'version':20} {'ms':>7} {'vs eager':>9} {'vs fuse':>8}")
     for name, seconds in best.items():
         print(f"{name:20} {seconds * 1e3:7.2f} {best['eager'] / seconds:8.3f}x "
