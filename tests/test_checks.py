@@ -196,14 +196,16 @@ def test_lab00_3_reference_passes():
     expect_passed("lab00.3", solution("lab00", "TraceableGate"))
 
 
-def test_lab00_3_arithmetic_select_passes():
+def test_lab00_3_arithmetic_select_fails_where_y_holds_inf():
+    # right on finite inputs, but 0 * inf is NaN where Gate returns inf (the lab text says edges are probed)
     class MaskGate(zoo.Gate):
         def forward(self, x):
             y = self.linear(x)
             keep = (y.sum() > 0).to(y.dtype)
             return keep * torch.relu(y) + (1 - keep) * -y
 
-    expect_passed("lab00.3", MaskGate)
+    result = expect_wrong("lab00.3", MaskGate)
+    assert "0 · inf" in result.en and "0 · inf 变成 NaN" in result.zh
 
 
 def test_lab00_3_gating_on_the_input_is_named():

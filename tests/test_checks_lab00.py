@@ -69,7 +69,6 @@ def test_lab00_3_mean_above_an_epsilon_below_zero_is_named():
 
 
 def test_lab00_3_right_answers_written_differently_pass():
-    expect_passed("lab00.3", _gate(lambda y: y.mean() > 0))
     expect_passed("lab00.3", _gate(lambda y: y.sum().gt(0)))
     expect_passed("lab00.3", _gate(lambda y: y.double().sum() > 0))
 
@@ -139,11 +138,100 @@ def test_lab00_3_steep_clamped_blend_is_named():
 
 
 def test_lab00_3_more_right_answers_pass():
+    expect_passed("lab00.3", _gate(lambda y: torch.sign(y.sum()) > 0))
+    expect_passed("lab00.3", _gate(lambda y: ~(y.sum() <= 0) & ~torch.isnan(y.sum())))
+    # The task text allows a sum in another order or precision (it differs from Gate's only by rounding).
+    expect_passed("lab00.3", _gate(lambda y: y.sum(-1).sum() > 0))
+    expect_passed("lab00.3", _gate(lambda y: y.double().sum() > 0))
+
+
+# -- third attack: a mean that rounds to 0, NaN sums, inf entries (lab00.2 and lab00.3) ------------
+def test_lab00_3_mean_above_zero_is_named():
+    # y.sum() is 2**-147 over 8 entries: the mean, 2**-150, rounds to 0 in float32.
+    result = expect_wrong("lab00.3", _gate(lambda y: y.mean() > 0))
+    assert "mean rounds to 0" in result.tried[0] and "均值在 float32 中舍入为 0" in result.tried[1]
+    assert "rounded mean" in result.en and "舍入后的均值" in result.zh
+
+
+def test_lab00_3_negated_less_or_equal_is_named():
+    class TraceableGate(zoo.Gate):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            return torch.where(y.sum() <= 0, -y, torch.relu(y))
+
+    result = expect_wrong("lab00.3", TraceableGate)
+    assert "y.sum() is NaN" in result.en and "y.sum() 为 NaN" in result.zh
+
+
+def test_lab00_3_nansum_is_named():
+    result = expect_wrong("lab00.3", _gate(lambda y: y.nansum() > 0))
+    assert "holding a NaN" in result.tried[0] and "含一个 NaN" in result.tried[1]
+    assert "skips NaN" in result.en and "跳过 NaN" in result.zh
+
+
+def test_lab00_3_arithmetic_blend_is_named():
     class Blend(zoo.Gate):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             y = self.linear(x)
             c = (y.sum() > 0).to(y.dtype)
             return c * torch.relu(y) + (1 - c) * (-y)
 
-    expect_passed("lab00.3", Blend)
-    expect_passed("lab00.3", _gate(lambda y: torch.sign(y.sum()) > 0))
+    result = expect_wrong("lab00.3", Blend)
+    assert "+inf" in result.tried[0]
+    assert "0 · inf" in result.en and "0 · inf 变成 NaN" in result.zh
+
+
+def test_lab00_3_heaviside_blend_is_named():
+    class Blend(zoo.Gate):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            h = torch.heaviside(y.sum(), torch.zeros(()))
+            return h * torch.relu(y) - (1 - h) * y
+
+    result = expect_wrong("lab00.3", Blend)
+    assert "0 · inf" in result.en and "逐元素选择" in result.zh
+
+
+class _EpsilonBlend(torch.nn.Module):
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.linear = model.linear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        c = (y.sum() > 1e-4).float()
+        return c * torch.relu(y) + (1 - c) * (-y)
+
+
+class _NegatedLessOrEqual(_EpsilonBlend):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        return torch.where(y.sum() <= 0, -y, torch.relu(y))
+
+
+class _Blend(_EpsilonBlend):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        c = (y.sum() > 0).float()
+        return c * torch.relu(y) + (1 - c) * (-y)
+
+
+def test_lab00_2_scripted_epsilon_is_named():
+    result = expect_wrong("lab00.2", lambda model: torch.jit.script(_EpsilonBlend(model)))
+    assert "tiny positive" in result.tried[0] and "极小的正数" in result.tried[1]
+    assert "small epsilon" in result.en and "小 epsilon" in result.zh
+
+
+def test_lab00_2_scripted_nan_sum_as_positive_is_named():
+    result = expect_wrong("lab00.2", lambda model: torch.jit.script(_NegatedLessOrEqual(model)))
+    assert "y.sum() is NaN" in result.en and "y.sum() 为 NaN" in result.zh
+
+
+def test_lab00_2_scripted_blend_is_named():
+    result = expect_wrong("lab00.2", lambda model: torch.jit.script(_Blend(model)))
+    assert "0 · inf" in result.en and "0 · inf 变成 NaN" in result.zh
+
+
+def test_lab00_2_right_answers_pass():
+    expect_passed("lab00.2", lambda model: torch.jit.script(model))
+    expect_passed("lab00.2", lambda model: torch.compile(model, backend="eager"))

@@ -726,3 +726,69 @@ def test_lab01_4_scaling_the_example_inputs_in_place_is_named():
 
     result = expect_wrong("lab01.4", roundtrip)
     assert "changed the example inputs" in result.en and "values" in result.got[0]
+
+
+# -- third fix round (att2-l00) ---------------------------------------------------------------------
+def test_lab01_1_fusing_addmm_first_is_named():
+    result = expect_wrong("lab01.1", _counted_after("fuse_addmm"))
+    assert "torch.mm(x, w) + b" in str(result.tried[0])
+    assert "fused or split up" in result.en and "统计之前计算图被清理过" in result.zh and "融合、拆分" in result.zh
+
+
+def test_lab01_1_decomposing_ops_first_is_named():
+    result = expect_wrong("lab01.1", _counted_after("decompose_ops"))
+    assert "torch.addmm(b, x, w)" in str(result.tried[0])
+    assert "fused or split up" in result.en and "融合、拆分" in result.zh
+
+
+def test_lab01_2_swallowing_errors_of_the_check_run_is_named():
+    def trace_safely(model, inputs):
+        traced = torch.jit.trace(model, inputs[0], check_trace=False)
+        try:
+            torch.jit.trace(model, inputs[0], check_inputs=inputs)
+        except Exception:
+            return None
+        return traced
+
+    result = expect_wrong("lab01.2", trace_safely)
+    assert "cannot run on inputs[1]" in result.en and "无法在 inputs[1] 上运行" in result.zh
+    assert "must reach the caller" in result.en and "必须传给调用方" in result.zh
+
+
+def test_lab01_4_turning_off_the_parameters_requires_grad_is_named():
+    def roundtrip(model, example_inputs):
+        model.requires_grad_(False)
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
+
+    result = expect_wrong("lab01.4", roundtrip)
+    assert "requires_grad flag of the model's parameters" in result.en and "模型参数的 requires_grad 标志" in result.zh
+
+
+def test_lab01_4_leaving_grad_mode_off_is_named():
+    def roundtrip(model, example_inputs):
+        torch.set_grad_enabled(False)
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
+
+    try:
+        result = expect_wrong("lab01.4", roundtrip)
+    finally:
+        torch.set_grad_enabled(True)
+    assert torch.is_grad_enabled()
+    assert "gradient tracking off for the whole process" in result.en and "整个进程的梯度记录关掉了" in result.zh
+
+
+def test_lab01_4_grad_mode_off_inside_a_with_block_passes():
+    def roundtrip(model, example_inputs):
+        buffer = io.BytesIO()
+        with torch.no_grad():
+            torch.jit.save(torch.jit.trace(model, example_inputs), buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
+
+    expect_passed("lab01.4", roundtrip)

@@ -571,3 +571,73 @@ def test_lab02_3_passes_run_twice_still_pass():
         return graph
 
     expect_passed("lab02.3", run_passes)
+
+
+# -- third fix round (att2-l00) ---------------------------------------------------------------------
+@pytest.mark.parametrize("pattern", [r"(?<![\w:])((?:aten|prim)::\w+)(?=[\[(])", r"= (\w+::\w+)"])
+def test_lab02_1_counting_from_the_printed_graph_is_named(pattern):
+    import re
+
+    def count_kinds(graph):
+        return dict(Counter(re.findall(pattern, str(graph))))
+
+    result = expect_wrong("lab02.1", count_kinds)
+    assert "bad = aten::relu(x)" in result.tried[0]
+    assert "printed text of the graph" in result.en and "打印文本" in result.zh
+
+
+def _multiplied_mask_as_is():
+    class MultipliedMaskPool(MaskedPool):
+        def forward(self, x, mask: Optional[torch.Tensor] = None, scale: Optional[float] = None):
+            h = self.proj(x)
+            if mask is not None:
+                h = h * mask
+            if scale is None:
+                scale = 1.0 / h.shape[-1]
+            return h.sum(-1) * scale
+    return MultipliedMaskPool
+
+
+def _multiplied_mask_in_dtype():
+    class MultipliedMaskPool(MaskedPool):
+        def forward(self, x, mask: Optional[torch.Tensor] = None, scale: Optional[float] = None):
+            h = self.proj(x)
+            if mask is not None:
+                h = h * mask.to(h.dtype)
+            if scale is None:
+                scale = 1.0 / h.shape[-1]
+            return h.sum(-1) * scale
+    return MultipliedMaskPool
+
+
+@pytest.mark.parametrize("make", [_multiplied_mask_as_is, _multiplied_mask_in_dtype])
+def test_lab02_2_multiplying_by_the_mask_is_named(make):
+    result = expect_wrong("lab02.2", make)
+    assert "x[0, 0] is inf" in result.tried[0] and "x[0, 0] 为 inf" in result.tried[1]
+    assert "0 · inf = NaN" in result.en and "0 · inf = NaN" in result.zh and "直接替换为 0" in result.zh
+
+
+def test_lab02_2_where_instead_of_masked_fill_passes():
+    class WherePool(MaskedPool):
+        def forward(self, x, mask: Optional[torch.Tensor] = None, scale: Optional[float] = None):
+            h = self.proj(x)
+            if mask is not None:
+                h = torch.where(mask, h, torch.zeros_like(h))
+            if scale is None:
+                scale = 1.0 / h.shape[-1]
+            return h.sum(-1) * scale
+
+    expect_passed("lab02.2", lambda: WherePool)
+
+
+@pytest.mark.parametrize("extra", ["constant_pooling", "lower_all_tuples"])
+def test_lab02_3_an_extra_pass_that_pools_or_lowers_is_named(extra):
+    def run_passes(graph):
+        for run in (C._jit_pass_cse, C._jit_pass_constant_propagation, C._jit_pass_dce,
+                    getattr(C, f"_jit_pass_{extra}")):
+            run(graph)
+        return graph
+
+    result = expect_wrong("lab02.3", run_passes)
+    assert "another pass ran as well" in result.en and "还运行了别的 pass" in result.zh
+    assert ("prim::Constant[value=2]" if extra == "constant_pooling" else "prim::TupleConstruct") in result.tried[0]

@@ -263,6 +263,51 @@ _TINY_LABELS = (("x of shape (1, 4) for which y.sum() is 2**-147, a tiny positiv
                  "形状为 (1, 4)、使 y.sum() 为 -2**-147（一个极小的负数）的 x（另一个 Gate 的权重）"))
 
 
+#: The tiny gate on two rows: y.sum() is 2**-147 again, but over 8 entries the mean, 2**-150, rounds to 0.
+_TINY_BATCH_X = torch.tensor([[1.0, -1.0, 0.0, 0.0], [-2.0 ** -22, 0.0, 0.0, 0.0]])
+_TINY_BATCH_LABEL = ("x of shape (2, 4) for which y.sum() is 2**-147 over 8 entries (its mean rounds to 0 in float32; "
+                     "another Gate's weights)",
+                     "形状为 (2, 4)、使 8 个元素的 y.sum() 为 2**-147 的 x（其均值在 float32 中舍入为 0；另一个 Gate 的权重）")
+_TINY_ALL = (*_TINY_LABELS, _TINY_BATCH_LABEL)
+
+
+def _tiny_probes() -> list[Probe]:
+    return [Probe(label, (x,)) for label, x in zip(_TINY_ALL, (_TINY_POS_X, _TINY_NEG_X, _TINY_BATCH_X))]
+
+
+def _edge_gate() -> zoo.Gate:
+    """A Gate with W = 2·I and b = 0, so an input of 3e38 gives an infinite entry of y."""
+    gate = zoo.Gate(4).eval()
+    with torch.no_grad():
+        gate.linear.weight.copy_(torch.eye(4) * 2.0)
+        gate.linear.bias.zero_()
+    return gate
+
+
+_NAN = float("nan")
+_INF_LABELS = (("x of shape (2, 4) for which y holds +inf and y.sum() is +inf (another Gate's weights)",
+                "形状为 (2, 4)、使 y 含 +inf 且 y.sum() 为 +inf 的 x（另一个 Gate 的权重）"),
+               ("x of shape (1, 4) for which y holds +inf and -inf, so y.sum() is NaN (another Gate's weights)",
+                "形状为 (1, 4)、使 y 同时含 +inf 和 -inf、因而 y.sum() 为 NaN 的 x（另一个 Gate 的权重）"))
+_NAN_LABEL = ("x of shape (2, 4) holding a NaN, so y.sum() is NaN (another Gate's weights)",
+              "形状为 (2, 4)、含一个 NaN、因而 y.sum() 为 NaN 的 x（另一个 Gate 的权重）")
+_NAN_SUM_LABELS = (_INF_LABELS[1], _NAN_LABEL)
+
+
+def _edge_probes() -> list[Probe]:
+    return [Probe(_INF_LABELS[0], (torch.tensor([[3e38, 1.0, -1.0, 0.5], [0.25, -2.0, 1.0, 0.0]]),)),
+            Probe(_INF_LABELS[1], (torch.tensor([[3e38, -3e38, 1.0, 0.5]]),)),
+            Probe(_NAN_LABEL, (torch.tensor([[_NAN, 1.0, 0.5, 0.0], [-0.25, 2.0, -1.0, 0.75]]),))]
+
+
+def _edge_cases() -> list[tuple[Bilingual, zoo.Gate, list[Probe]]]:
+    """Gates and inputs at the edges of `y.sum() > 0`: exactly 0, tiny of either sign, infinite, NaN."""
+    return [(("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
+             [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))]),
+            (("a zoo.Gate whose y sums to a tiny number", "y 之和是一个极小数的 zoo.Gate"), _tiny_sum_gate(), _tiny_probes()),
+            (("a zoo.Gate whose y can hold inf or NaN", "y 可能含 inf 或 NaN 的 zoo.Gate"), _edge_gate(), _edge_probes())]
+
+
 def _exactly(got: Any, want: torch.Tensor) -> str | None:
     """``differs`` with a relative tolerance only: the tiny gate's outputs are about 2.4e-38."""
     return differs(got, want, rtol=1e-5, atol=0.0)
@@ -299,8 +344,8 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
         return seen[0]
 
     return [
-        Mistake("threshold off 0", lambda got, want, p: p.label in _TINY_LABELS
-                and _exactly(got, -y_of(p.args[0]) if p.label == _TINY_LABELS[0] else torch.relu(y_of(p.args[0]))) is None,
+        Mistake("threshold off 0", lambda got, want, p: p.label in _TINY_ALL
+                and _exactly(got, -y_of(p.args[0]) if float(y_of(p.args[0]).sum()) > 0 else torch.relu(y_of(p.args[0]))) is None,
                 "when y.sum() is a tiny number (about ±6e-45, below the smallest normal float32) of one sign, Gate follows that sign; yours took the "
                 "other branch, as a test against a small epsilon (or a rounded mean) would. Gate's test is "
                 "y.sum() > 0, with nothing added to 0.",
@@ -310,6 +355,21 @@ def _gate_mistakes(gate: zoo.Gate, fn: Callable[[torch.Tensor], Any], seed: int)
                 and _close(got, torch.relu(y_of(p.args[0]))),
                 "when y.sum() is exactly 0, Gate takes the `-y` branch (its test is a strict `> 0`); yours took relu(y).",
                 "当 y.sum() 恰好为 0 时，Gate 走的是 `-y` 分支（它的条件是严格的 `> 0`）；你的结果走了 relu(y)。"),
+        Mistake("NaN sum taken as positive", lambda got, want, p: p.label in _NAN_SUM_LABELS
+                and _close(got, torch.relu(y_of(p.args[0]))),
+                "when y.sum() is NaN (x holds a NaN, or y holds both +inf and -inf), Gate's test y.sum() > 0 is "
+                "False, so it returns -y; yours returned relu(y), as a test that is only the negation of "
+                "`<= 0`, or a sum that skips NaN, would.",
+                "当 y.sum() 为 NaN 时（x 含 NaN，或 y 同时含 +inf 和 -inf），Gate 的条件 y.sum() > 0 为 False，"
+                "因此返回 -y；你的结果却是 relu(y)，就像把条件写成 `<= 0` 的否定、或用了跳过 NaN 的求和那样。"),
+        Mistake("NaN from mixing the branches", lambda got, want, p: p.label in _INF_LABELS
+                and isinstance(got, torch.Tensor) and got.shape == want.shape
+                and bool((torch.isnan(got) & ~torch.isnan(want)).any()),
+                "y holds an infinite entry and your result has NaN where Gate's has a number: combining both "
+                "branches with arithmetic (a 0/1 weight times each branch, then added) turns 0 · inf into NaN. "
+                "Gate returns one branch untouched; pick it with an element-wise select instead.",
+                "y 含有无穷大的元素，而你的结果在 Gate 给出数值的位置出现了 NaN：用算术把两个分支组合起来"
+                "（0/1 权重分别乘以两个分支再相加）会把 0 · inf 变成 NaN。Gate 原样返回其中一个分支；请改用逐元素选择运算来挑选。"),
         Mistake("branches swapped", lambda got, want, p: behaviour() == swapped,
                 "the two branches are swapped: relu(y) belongs to a positive sum, -y to the rest.",
                 "两个分支对调了：和为正时应返回 relu(y)，其余情况返回 -y。"),
@@ -418,14 +478,22 @@ def _both_branches(answer: Any) -> None:
     torch._dynamo.reset()
     gates = [("zoo.Gate()", zoo.example("gate", seed=7)[0]),
              ("zoo.Gate(d=6) in training mode", built(lambda: zoo.Gate(6), 8, eval=False))]
+    generic = ("the captured model gives another result than the eager model it was made from "
+               "(capture the model you were given, with its weights).",
+               "捕获得到的模型与它所来自的 eager 模型结果不同（请捕获传给你的那个模型，连同它的权重）。")
     for i, (label, gate) in enumerate(gates):
         captured = _capture(answer, gate, label)
         tried = f"capture_gate({label})"
         run_probes(_quietly(captured, tried), gate, _gate_probe_set(gate, 20 + i, tried),
-                   mistakes=_gate_mistakes(gate, captured, 20 + i)[1:3], what=tried,
-                   generic=("the captured model gives another result than the eager model it was made from "
-                            "(capture the model you were given, with its weights).",
-                            "捕获得到的模型与它所来自的 eager 模型结果不同（请捕获传给你的那个模型，连同它的权重）。"))
+                   mistakes=_gate_mistakes(gate, captured, 20 + i)[1:], what=tried, generic=generic)
+    # The edges of `y.sum() > 0` (exactly 0, tiny, inf, NaN), each on a Gate of its own.
+    for i, (label, gate, probes) in enumerate(_edge_cases()):
+        en, zh = _pair(label)
+        captured = _capture(answer, gate, en)
+        tried = f"capture_gate({en})"
+        run_probes(_quietly(captured, tried), gate, probes,
+                   mistakes=_gate_mistakes(gate, captured, 25 + i), what=tried,
+                   compare=_exactly if i == 1 else differs, generic=generic)
 
 
 # -- lab00.3: a Gate that symbolic_trace accepts --------------------------------------------------
@@ -447,13 +515,10 @@ def _traceable_gate(answer: Any) -> None:
     except TypeError as exc:
         raise Wrong("pass the class TraceableGate; its constructor takes no arguments.",
                     "请传入 TraceableGate 类；它的构造函数不需要参数。", got=str(exc).splitlines()[0]) from None
-    tiny = _tiny_sum_gate()
+    edges = _edge_cases()
+    tiny = edges[1][1]
     cases = [("zoo.Gate()", zoo.example("gate", seed=11)[0], None),
-             (("another zoo.Gate()", "另一个 zoo.Gate()"), built(zoo.Gate, 12), None),
-             (("a zoo.Gate whose y sums to 0", "y 之和为 0 的 zoo.Gate"), _zero_sum_gate(),
-              [Probe(_ZERO_SUM_LABEL, (_ZERO_SUM_X,))]),
-             (("a zoo.Gate whose y sums to a tiny number", "y 之和是一个极小数的 zoo.Gate"), tiny,
-              [Probe(label, (x,)) for label, x in zip(_TINY_LABELS, (_TINY_POS_X, _TINY_NEG_X))])]
+             (("another zoo.Gate()", "另一个 zoo.Gate()"), built(zoo.Gate, 12), None), *edges]
     for i, (label, gate, probes) in enumerate(cases):
         en, zh = _pair(label)
         model = model_of()

@@ -118,6 +118,10 @@ def _aten_probes() -> list[Probe]:
           "torch.jit.trace(lambda x: torch.cos(x) * torch.cos(x), x)"), _cos_squared, torch.randn(3, generator=gen)),
         (("torch.jit.trace(lambda x: x + torch.arange(3.0) * 0.5, x)",
           "torch.jit.trace(lambda x: x + torch.arange(3.0) * 0.5, x)"), _plus_ramp, torch.randn(3, generator=gen)),
+        (("torch.jit.trace(lambda x: torch.mm(x, w) + b, x)", "torch.jit.trace(lambda x: torch.mm(x, w) + b, x)"),
+         _mm_plus_bias, torch.randn(2, 3, generator=gen)),
+        (("torch.jit.trace(lambda x: torch.addmm(b, x, w), x)", "torch.jit.trace(lambda x: torch.addmm(b, x, w), x)"),
+         _addmm, torch.randn(2, 3, generator=gen)),
     ]
     return [Probe(label, (_trace(model, x),)) for label, model, x in cases]
 
@@ -128,15 +132,38 @@ def _per_output(traced: Any) -> dict[str, int]:
                         for _ in n.outputs()))
 
 
+#: JIT passes that rewrite a graph's operators (merge, fold, fuse or split them); counting after any of them
+#: (alone, followed by dead code elimination, or CSE and constant propagation together) is the same mistake.
+_REWRITING_PASSES = ("cse", "constant_propagation", "fuse_addmm", "decompose_ops", "peephole", "remove_mutation",
+                     "canonicalize_ops", "constant_pooling")
+
+
 def _after_passes(traced: Any) -> list[dict[str, int]]:
-    """The counts after a clean-up pass (CSE, constant propagation, or both) on a copy of the inlined graph."""
+    """The counts after rewriting passes on a copy of the inlined graph."""
     out = []
-    for passes in (("cse",), ("constant_propagation",), ("constant_propagation", "cse"), ("cse", "constant_propagation")):
+    runs = [(name,) for name in _REWRITING_PASSES] + [(name, "dce") for name in _REWRITING_PASSES]
+    runs += [("constant_propagation", "cse"), ("cse", "constant_propagation")]
+    for passes in runs:
         graph = traced.inlined_graph.copy()
-        for name in passes:
-            getattr(torch._C, f"_jit_pass_{name}")(graph)
+        try:
+            for name in passes:
+                getattr(torch._C, f"_jit_pass_{name}")(graph)
+        except (AttributeError, RuntimeError, TypeError):
+            continue
         out.append(dict(_aten_kinds(graph)))
     return out
+
+
+def _mm_plus_bias(x: torch.Tensor) -> torch.Tensor:
+    return torch.mm(x, _MM_W) + _MM_B
+
+
+def _addmm(x: torch.Tensor) -> torch.Tensor:
+    return torch.addmm(_MM_B, x, _MM_W)
+
+
+_MM_W = torch.randn(3, 3, generator=torch.Generator().manual_seed(41))
+_MM_B = torch.randn(3, generator=torch.Generator().manual_seed(42))
 
 
 _ATEN_MISTAKES = [
@@ -158,11 +185,11 @@ _ATEN_MISTAKES = [
             "count only kinds in the aten:: namespace (leave out prim::GetAttr, prim::Constant, …).",
             "只统计 aten:: 命名空间中的节点类型（不包括 prim::GetAttr、prim::Constant 等）。"),
     Mistake("cleaned the graph first", lambda got, want, p: got != want and got in _after_passes(p.args[0]),
-            "nodes are missing because the graph was cleaned before counting (repeated computations merged, or "
-            "operators on constants folded away, as the JIT's optimisation passes do): count every aten:: node "
-            "the inlined graph holds, as the trace recorded it.",
-            "有节点缺失，因为统计之前计算图被清理过（像 JIT 的优化 pass 那样合并了重复计算，或把只作用于常量的算子折叠掉了）："
-            "请按追踪记录下来的样子，统计内联后计算图中的每个 aten:: 节点。"),
+            "the counts are those of a graph that was cleaned before counting (repeated computations merged, "
+            "operators on constants folded away, or operators fused or split up, as the JIT's optimisation passes "
+            "do): count every aten:: node the inlined graph holds, as the trace recorded it.",
+            "计数不对，因为统计之前计算图被清理过（像 JIT 的优化 pass 那样合并了重复计算、把只作用于常量的算子折叠掉，"
+            "或把算子融合、拆分了）：请按追踪记录下来的样子，统计内联后计算图中的每个 aten:: 节点。"),
     counted_once("kinds", "类型"),
     Mistake("one count per output value", lambda got, want, p: got == _per_output(p.args[0]) != want,
             "a node with two outputs (such as aten::max over a dim, which gives values and indices) is counted "
@@ -524,22 +551,27 @@ def _trace_safely(answer: Any) -> None:
         if got is not None:
             raise Wrong(*hint, tried=tried, expected="None", got=describe(got))
 
-    # A model that cannot run on its inputs: tracing raises RuntimeError, which is no failed check.
-    inputs = [(pos(2, 4),), (pos(3, 4),)]
-    tried = (f"x @ torch.ones(3, 3), which cannot run on 4 features; inputs of shapes {shapes(inputs)}",
-             f"x @ torch.ones(3, 3)，无法在 4 个特征的输入上运行；inputs 的形状为 {shapes(inputs)}")
-    try:
-        got = call(_WrongWidth(), inputs, tried)
-    except RuntimeError:
-        got = RuntimeError
-    if got is not RuntimeError:
-        raise Wrong("this model cannot run on inputs[0] at all, so torch.jit.trace raises a RuntimeError before any "
-                    "check: that is not a failed check, and it must reach the caller. Return None only when the check "
-                    "fails (TracingCheckError); let every other error propagate.",
-                    "这个模型根本无法在 inputs[0] 上运行，所以 torch.jit.trace 在任何检查之前就抛出了 RuntimeError："
-                    "这不是检查失败，这个错误必须传给调用方。只有检查失败（TracingCheckError）时才返回 None；其他错误请让它照常抛出。",
-                    tried=tried, expected=("the RuntimeError, raised to the caller", "RuntimeError 被抛给调用方"),
-                    got=describe(got))
+    # A model that cannot run on its inputs: tracing raises RuntimeError, which is no failed check. Once on
+    # inputs[0] (the trace itself fails) and once on a later tuple (the trace works, the check run fails).
+    for which, inputs in (("inputs[0]", [(pos(2, 4),), (pos(3, 4),)]), ("inputs[1]", [(pos(2, 3),), (pos(2, 4),)])):
+        tried = (f"x @ torch.ones(3, 3), which cannot run on 4 features; inputs of shapes {shapes(inputs)}",
+                 f"x @ torch.ones(3, 3)，无法在 4 个特征的输入上运行；inputs 的形状为 {shapes(inputs)}")
+        try:
+            got = call(_WrongWidth(), inputs, tried)
+        except RuntimeError:
+            got = RuntimeError
+        if got is not RuntimeError:
+            stage = (("so torch.jit.trace raises a RuntimeError before any check",
+                      "所以 torch.jit.trace 在任何检查之前就抛出了 RuntimeError") if which == "inputs[0]" else
+                     ("so the check, running the model on it, raises a RuntimeError (the trace of inputs[0] itself "
+                      "works)", "所以检查在它上面运行模型时抛出了 RuntimeError（inputs[0] 的追踪本身没有问题）"))
+            raise Wrong(f"this model cannot run on {which} at all, {stage[0]}: that is not a failed check, and it must "
+                        "reach the caller. Return None only when the check fails (TracingCheckError); let every other "
+                        "error propagate.",
+                        f"这个模型根本无法在 {which} 上运行，{stage[1]}：这不是检查失败，这个错误必须传给调用方。"
+                        "只有检查失败（TracingCheckError）时才返回 None；其他错误请让它照常抛出。",
+                        tried=tried, expected=("the RuntimeError, raised to the caller", "RuntimeError 被抛给调用方"),
+                        got=describe(got))
 
 
 # -- lab01.3: a loop over the batch, rewritten with tensor operations ----------------------------
@@ -855,6 +887,8 @@ def _roundtrip(answer: Any) -> None:
     ]
     for tried, model, make in cases:
         modes = _modes(model)
+        flags = [p.requires_grad for p in model.parameters()]
+        grad_mode = torch.is_grad_enabled()
         example = make(2)
         handed = [(a.requires_grad, a.detach().clone()) for a in example]
         with quiet(stderr=False), _watching_load() as loads, _watching_save() as saved, _watching_script() as scripted:
@@ -887,6 +921,25 @@ def _roundtrip(answer: Any) -> None:
                                 tried=tried, got=one_line_error(exc)) from None
                 raise
         _require_modes(model, modes, "roundtrip", tried)
+        if torch.is_grad_enabled() != grad_mode:
+            torch.set_grad_enabled(grad_mode)  # put the process back as it was before saying so
+            raise Wrong("roundtrip switched gradient tracking off for the whole process (torch.set_grad_enabled(False) "
+                        "called as a function, not used as a `with` block) and left it off: every later computation "
+                        "of the caller loses its gradients. Tracing needs no change of grad mode; if you change it, "
+                        "limit it to a `with` block.",
+                        "roundtrip 把整个进程的梯度记录关掉了（把 torch.set_grad_enabled(False) 当函数调用，而不是放在 "
+                        "`with` 块里），而且没有恢复：调用方之后的所有计算都不再有梯度。追踪不需要改变梯度模式；"
+                        "如果要改，请限制在一个 `with` 块内。",
+                        tried=tried, expected=("gradient mode as it was (enabled)", "梯度模式保持原样（开启）"),
+                        got=("gradient mode left disabled", "梯度模式被关闭且未恢复"))
+        if [p.requires_grad for p in model.parameters()] != flags:
+            raise Wrong("roundtrip changed the requires_grad flag of the model's parameters (for example with "
+                        "model.requires_grad_(False)): the caller's model no longer learns. Trace the model as it "
+                        "is given; the loaded copy is separate anyway.",
+                        "roundtrip 改变了模型参数的 requires_grad 标志（例如调用了 model.requires_grad_(False)）："
+                        "调用方的模型因此无法再训练。请按原样追踪模型；加载得到的副本本来就是独立的。",
+                        tried=tried, expected=("every parameter's requires_grad unchanged", "每个参数的 requires_grad 保持不变"),
+                        got=("requires_grad changed on the model's parameters", "模型参数的 requires_grad 被改变了"))
         for i, (a, (grad, values)) in enumerate(zip(example, handed)):
             if a.requires_grad != grad or not torch.equal(a.detach(), values):
                 what = ("requires_grad", "requires_grad") if a.requires_grad != grad else ("values", "数值")

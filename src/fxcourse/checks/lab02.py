@@ -94,6 +94,13 @@ def _guarded(x: torch.Tensor) -> torch.Tensor:
     return x * 2
 
 
+def _message_like_a_node(x: torch.Tensor) -> torch.Tensor:
+    """A string constant whose text reads like a node: only the printed graph shows an aten::relu."""
+    if bool(x.sum() > 0):
+        raise ValueError("bad = aten::relu(x)")
+    return x
+
+
 def _straight(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.tanh(a) * b + a
 
@@ -172,6 +179,9 @@ def _kind_graphs() -> list[tuple[Bilingual, Any]]:
         (("torch.jit.script(lambda x: torch.cos(x) * torch.cos(x) + torch.arange(3.0) * 0.5).graph",
           "torch.jit.script(lambda x: torch.cos(x) * torch.cos(x) + torch.arange(3.0) * 0.5).graph"),
          _script(_cos_squared_plus_ramp).graph),
+        (("torch.jit.script(<an if that raises ValueError(\"bad = aten::relu(x)\"), a message that reads like a node>).graph",
+          "torch.jit.script(<一个抛出 ValueError(\"bad = aten::relu(x)\") 的 if，其消息读起来像一个节点>).graph"),
+         _script(_message_like_a_node).graph),
         (("parse_ir(<two equal prim::Constant[value=1], aten::cos(x) twice>)",
           "parse_ir(<两个相同的 prim::Constant[value=1]、两次 aten::cos(x)>)"), torch._C.parse_ir(_IR_REPEATS)),
     ]
@@ -197,6 +207,13 @@ _KIND_MISTAKES = [
     Mistake("not a dict", lambda got, want, p: not isinstance(got, dict),
             "return a dict from node kind (a string such as 'aten::add') to count.",
             "请返回从节点 kind（如 'aten::add' 这样的字符串）到数量的 dict。"),
+    Mistake("read from the printed graph", lambda got, want, p: isinstance(got, dict)
+            and any(k not in want and re.search(re.escape(k) + r"\b", _clean(str(p.args[0]))) for k in map(str, got)),
+            "a kind that no node has was counted: it appears only in the printed text of the graph (here inside a "
+            "string constant, the message of an exception). Counting from the text confuses such strings with "
+            "nodes; walk the node objects and ask each for its kind.",
+            "统计到了一个没有任何节点具有的 kind：它只出现在计算图的打印文本中（这里是在一个字符串常量、即异常消息里）。"
+            "从文本统计会把这样的字符串误当成节点；请遍历节点对象，逐个读取它的 kind。"),
     Mistake("top level only", lambda got, want, p: got == _top_level_kinds(p.args[0]),
             "graph.nodes() only yields the top-level block: the nodes inside prim::If and prim::Loop live in the "
             "blocks of those nodes. Visit every block of every node.",
@@ -286,7 +303,22 @@ def _pool_probes() -> list[Probe]:
         Probe(("model(x, mask), x and mask of shape (2, 3, 6)", "model(x, mask)，x 和 mask 的形状为 (2, 3, 6)"), (x3, mask3)),
         Probe(("model(x, mask) with a mask that is False everywhere", "model(x, mask)，mask 处处为 False"),
               (x, torch.zeros(5, 6, dtype=torch.bool))),
+        Probe((_NON_FINITE_LABEL[0], _NON_FINITE_LABEL[1]), _non_finite(x)),
     ]
+
+
+_NON_FINITE_LABEL = ("model(x, mask): x[0, 0] is inf and x[1, 2] is NaN, and mask is False on all of rows 0 and 1",
+                     "model(x, mask)：x[0, 0] 为 inf、x[1, 2] 为 NaN，且 mask 在第 0、1 行处处为 False")
+
+
+def _non_finite(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x with an inf and a NaN in rows that the mask hides entirely: MaskedPool gives 0 for those rows."""
+    x = x.clone()
+    x[0, 0], x[1, 2] = float("inf"), float("nan")
+    mask = torch.ones(x.shape, dtype=torch.bool)
+    mask[:2] = False
+    mask[3, 1] = False
+    return x, mask
 
 
 def _arg_types(scripted: Any) -> dict[str, str]:
@@ -326,6 +358,14 @@ def _pool_mistakes(reference: nn.Module) -> list[Mistake]:
                 "the mask is applied the other way round: MaskedPool zeroes the entries where mask is False and "
                 "keeps those where it is True.",
                 "mask 用反了：MaskedPool 把 mask 为 False 的位置置零，保留为 True 的位置。"),
+        Mistake("masked by multiplying", lambda got, want, p: p.label == _NON_FINITE_LABEL
+                and isinstance(got, torch.Tensor) and got.shape == want.shape
+                and bool((torch.isnan(got) & ~torch.isnan(want)).any()),
+                "a row whose entries are all masked holds an inf or a NaN, and your result is NaN there: multiplying "
+                "by the mask gives 0 · inf = NaN and 0 · NaN = NaN. MaskedPool replaces the masked entries with 0, "
+                "whatever they held.",
+                "有一行的元素全被 mask 遮住，但其中含 inf 或 NaN，而你的结果在这一行是 NaN：乘以 mask 会得到 "
+                "0 · inf = NaN 和 0 · NaN = NaN。MaskedPool 则是把被遮住的元素直接替换为 0，不管它们原来是什么。"),
         Mistake("mask ignored", lambda got, want, p: given(p, "mask") is not None and close(got, call(p, mask=None)),
                 "the mask made no difference: the entries where mask is False must be zeroed before the sum.",
                 "mask 没有起作用：求和之前，mask 为 False 的位置必须置零。"),
@@ -513,6 +553,36 @@ graph(%x : Float(3, strides=[1], requires_grad=0, device=cpu)):
 """
 
 
+#: Hand-written IR with an equal int constant in each branch of an if and an unused aten::exp: the three passes
+#: remove the exp and leave both constants (constant pooling would hoist them into one).
+_IR_CONSTANTS_IN_BRANCHES = """
+graph(%x : Tensor, %c : bool):
+  %r : Tensor = prim::If(%c)
+    block0():
+      %two : int = prim::Constant[value=2]()
+      %a : Tensor = aten::mul(%x, %two)
+      -> (%a)
+    block1():
+      %two2 : int = prim::Constant[value=2]()
+      %b : Tensor = aten::div(%x, %two2)
+      -> (%b)
+  %unused : Tensor = aten::exp(%x)
+  return (%r)
+"""
+
+#: Hand-written IR that packs two tensors into a tuple and unpacks them again, and an unused aten::exp: the three
+#: passes remove the exp and keep both tuple nodes (lowering tuples would remove them).
+_IR_TUPLE_ROUND_TRIP = """
+graph(%x : Tensor, %y : Tensor):
+  %t : (Tensor, Tensor) = prim::TupleConstruct(%x, %y)
+  %a : Tensor, %b : Tensor = prim::TupleUnpack(%t)
+  %one : int = prim::Constant[value=1]()
+  %z : Tensor = aten::add(%a, %b, %one)
+  %unused : Tensor = aten::exp(%z)
+  return (%z)
+"""
+
+
 def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator], tuple[Any, ...]]]]:
     """(label, graph, make_inputs): scripted functions and hand-written IR the learner has not seen."""
     return [
@@ -536,6 +606,13 @@ def _pass_cases() -> list[tuple[tuple[str, str], Any, Callable[[torch.Generator]
         (("parse_ir(<x * 1, x.dim() and an unused aten::exp on an input typed Float(3)>)",
           "parse_ir(<对类型为 Float(3) 的输入计算 x * 1、x.dim() 和一个无人使用的 aten::exp>)"),
          torch._C.parse_ir(_IR_PEEPHOLE), lambda g: (torch.randn(3, generator=g),)),
+        (("parse_ir(<a prim::If with an equal prim::Constant[value=2] in each branch, an unused aten::exp>)",
+          "parse_ir(<两个分支里各有一个相同的 prim::Constant[value=2] 的 prim::If、无人使用的 aten::exp>)"),
+         torch._C.parse_ir(_IR_CONSTANTS_IN_BRANCHES), lambda g: (torch.randn(3, generator=g), True)),
+        (("parse_ir(<two tensors packed with prim::TupleConstruct and unpacked with prim::TupleUnpack before an add, "
+          "an unused aten::exp>)",
+          "parse_ir(<两个张量先用 prim::TupleConstruct 打包、再用 prim::TupleUnpack 拆开，然后相加；无人使用的 aten::exp>)"),
+         torch._C.parse_ir(_IR_TUPLE_ROUND_TRIP), lambda g: (torch.randn(3, generator=g), torch.randn(3, generator=g))),
     ]
 
 
@@ -695,8 +772,8 @@ def _run_passes(answer: Any) -> None:
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
         if got < want and got < _fewest(original):
             raise Wrong("the returned graph has fewer nodes than CSE, constant propagation and DCE leave, in any "
-                        "order: another pass ran as well (such as peephole or constant pooling) and rewrote more. "
+                        "order: another pass ran as well (such as peephole, constant pooling or tuple lowering) and rewrote more. "
                         "The task is these three passes, and only them.",
                         "返回的计算图比 CSE、常量传播和 DCE（无论顺序如何）处理后的节点还少：还运行了别的 pass"
-                        "（例如 peephole 或常量池化），改写了更多内容。这道题只要求这三个 pass，不多不少。",
+                        "（例如 peephole、常量池化或拆除元组的 lower_all_tuples），改写了更多内容。这道题只要求这三个 pass，不多不少。",
                         tried=label, expected=nodes_of, got=(f"{got} nodes", f"{got} 个节点"))
