@@ -211,13 +211,16 @@ def test_lab06_3_a_tuple_is_not_a_list():
 
 # -- exercise 4 --------------------------------------------------------------------------
 
-def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=False, order=sorted, reset=True):
+def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=False, order=sorted, reset=True,
+          depth=None):
     if reset:
         torch._dynamo.reset()
     torch.compile(fn, backend="eager")(*args)
-    names, todo, seen = [], [fn.__code__], set()
+    names, todo, seen, level = [], [fn.__code__], set(), {fn.__code__: 0}
     while todo:
         code = todo.pop()
+        if depth is not None and level[code] >= depth:
+            continue
         for entry in _debug_get_cache_entry_list(code):
             for name in entry.code.co_names:
                 if name.startswith("__resume_at") and name not in seen:
@@ -227,6 +230,7 @@ def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=Fal
                     seen.add(name)
                     names.append(resume.__code__.co_name if code_names else name)
                     if recursive:
+                        level[resume.__code__] = level[code] + 1
                         todo.append(resume.__code__)
     if unique:
         names = list(set(names))
@@ -448,3 +452,40 @@ def test_lab06_4_a_breadth_first_search_passes():
                         queue.append(found[name])
         return sorted(code.co_name for code in found.values())
     expect_passed("lab06.4", breadth_first)
+
+
+# -- found by a second adversarial review -----------------------------------------------------------
+
+def test_lab06_4_following_the_chain_only_two_deep_is_named():
+    # fn's entries and its first resume function's: enough for two breaks, not for four
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, depth=2))
+    assert "however deep the chain goes" in result.en and "无论这条链有多深" in result.zh
+    assert "_four_breaks" in result.tried
+
+
+def test_lab06_4_following_the_chain_three_deep_is_named():
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, depth=3))
+    assert "several breaks" in result.en and "多次中断" in result.zh and "_four_breaks" in result.tried
+
+
+def test_lab06_4_a_recursive_walk_passes():
+    def recursive(fn, x):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(x)
+        found = {}
+
+        def visit(code):
+            for entry in _debug_get_cache_entry_list(code):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at") and name not in found:
+                        found[name] = fn.__globals__[name]
+                        visit(found[name].__code__)
+        visit(fn.__code__)
+        return sorted(f.__code__.co_name for f in found.values())
+    expect_passed("lab06.4", recursive)
+
+
+def test_lab06_1_numpy_integer_pairs_pass():
+    import numpy as np
+    right = solution("lab06", "predict")()
+    expect_passed("lab06.1", lambda: {name: (np.int64(g), np.int64(b)) for name, (g, b) in right.items()})

@@ -442,3 +442,100 @@ def test_lab07_2_compiling_the_first_call_only_is_named():
         return run
     result = expect_wrong("lab07.2", first_only)
     assert "the other batch sizes ran eagerly" in result.en and "以 eager 方式运行的" in result.zh
+
+
+# -- found by a second adversarial review -----------------------------------------------------------
+
+def test_lab07_1_deciding_on_the_sum_of_x_is_named():
+    def on_x(x):
+        y = torch.sin(x) * 2
+        return torch.where(x.sum() > 0, y / y.abs().max(), -y) + 1
+    result = expect_wrong("lab07.1", on_x)
+    assert "sign of the input's sum" in result.en and "输入之和的正负" in result.zh
+    assert "x.sum() > 0 but y.sum() < 0" in result.tried[0] and "x.sum() > 0，但 y.sum() < 0" in result.tried[1]
+
+
+def test_lab07_1_an_epsilon_on_the_scale_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.where(y.sum() > 0, y / s.clamp_min(1e-6), -y)))
+    assert "tiny magnitude" in result.en and "epsilon" in result.en and "极小" in result.zh
+    assert "1e-08" in result.tried[0]
+
+
+def test_lab07_1_a_float32_constant_tensor_is_named():
+    def ones_tensor(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.sum() > 0, y / y.abs().max(), -y) + torch.ones(1)
+    result = expect_wrong("lab07.1", ones_tensor)
+    assert "promotes a float16 result to float32" in result.en and "float32 的常量张量" in result.zh
+    assert "float16" in result.tried[0]
+
+
+def test_lab07_1_a_changed_shape_is_named():
+    def ones_in_dtype(x):  # the dtype is kept, but the constant has a dimension: a 0-d x gives shape (1,)
+        y = torch.sin(x) * 2
+        return torch.where(y.sum() > 0, y / y.abs().max(), -y) + torch.ones(1, dtype=x.dtype)
+    result = expect_wrong("lab07.1", ones_in_dtype)
+    assert "input's shape" in result.en and "0 维" in result.zh and "0-d" in result.tried[0]
+
+
+def test_lab07_1_replacing_nan_is_named():
+    reference = solution("lab07", "no_breaks")
+    result = expect_wrong("lab07.1", lambda x: torch.nan_to_num(reference(x)))
+    assert "NaN" in result.en and "replaced it" in result.en and "NaN 也不例外" in result.zh
+
+
+def test_lab07_1_right_answers_written_differently_pass():
+    def reciprocal_amax(x):
+        y = 2 * torch.sin(x)
+        return torch.where(y.sum() > 0, y * y.abs().amax().reciprocal(), y.neg()).add(1)
+
+    def cond_on_x(x):
+        def positive(t):
+            y = torch.sin(t) * 2
+            return y / torch.max(torch.abs(y)) + 1
+
+        def other(t):
+            return 1 - torch.sin(t) * 2
+        return torch.cond((torch.sin(x) * 2).sum() > 0, positive, other, (x,))
+    for answer in (reciprocal_amax, cond_on_x):
+        expect_passed("lab07.1", answer)
+
+
+def test_lab07_4_a_wrong_predicate_is_not_called_swapped_branches():
+    class OnSum(Router):
+        def forward(self, x):
+            return torch.cond(x.sum() > 2.0, lambda x: torch.relu(self.large(x)),
+                              lambda x: self.small(x) * 0.5, (x,))
+    result = expect_wrong("lab07.4", OnSum)
+    assert "predicate is not Router's" in result.en and "条件与 Router 的不同" in result.zh
+    assert "first function torch.cond gets" not in result.en and "第一个函数" not in result.zh
+
+
+def test_lab07_4_swapped_branches_are_named_on_every_input():
+    class Swapped(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0, lambda x: self.small(x) * 0.5,
+                              lambda x: torch.relu(self.large(x)), (x,))
+    result = expect_wrong("lab07.4", Swapped)
+    assert "on every input" in result.en and "first function torch.cond gets" in result.en
+    assert "每个输入上" in result.zh and "第一个函数" in result.zh
+
+
+def test_lab07_1_a_tiny_epsilon_added_to_the_scale_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.where(y.sum() > 0, y / (s + 1e-12), -y)))
+    assert "tiny magnitude" in result.en and "epsilon" in result.zh
+
+
+def test_lab07_1_another_decision_is_not_called_swapped_branches():
+    # a majority vote of the signs of y: the other branch on some inputs only
+    result = expect_wrong("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.where((y > 0).sum() * 2 > y.numel(), y / s, -y)))
+    assert "though not on every input" in result.en and "并非在每个输入上都如此" in result.zh
+    assert "on every input: y / scale" not in result.en
+
+
+def test_lab07_1_swapped_branches_are_named_on_every_input():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, -y, y / s)))
+    assert "other branch on every input" in result.en and "每个输入上都是" in result.zh

@@ -60,14 +60,21 @@ def _is_relu(node, spellings):
     return "method" in spellings and node.op == "call_method" and node.target == "relu"
 
 
+def _was_in_place(node):
+    """inplace as a keyword (nn.ReLU(inplace=True)) or by position (F.relu(h, True))."""
+    return node.kwargs.get("inplace", node.args[1] if len(node.args) > 1 else False)
+
+
 def make_swap(spellings=(torch.relu, torch.nn.functional.relu, "method"), recompile=True,
               copy_kwargs=False, erase=True, bounds=None, in_place="aware"):
-    """in_place: "aware" clamps in place where the relu was in place; "never" / "always" do not look."""
+    """in_place: "aware" clamps in place where the relu was in place; "keyword" reads only a keyword inplace;
+    "never" / "always" do not look."""
     def relu_to_clamp(gm, example_inputs):
         for node in list(gm.graph.nodes):
             if _is_relu(node, spellings):
-                was = node.kwargs.get("inplace", False)
-                clamp = torch.clamp_ if {"aware": was, "never": False, "always": True}[in_place] else torch.clamp
+                was = {"aware": _was_in_place(node), "keyword": node.kwargs.get("inplace", False),
+                       "never": False, "always": True}[in_place]
+                clamp = torch.clamp_ if was else torch.clamp
                 with gm.graph.inserting_after(node):
                     new = gm.graph.call_function(clamp, (node.args[0],),
                                                  {**node.kwargs, "min": 0} if copy_kwargs else bounds or {"min": 0})
@@ -324,7 +331,7 @@ def test_lab08_2_retargeting_the_relu_node_in_place_passes():
     def retarget(gm, example_inputs):
         for node in gm.graph.nodes:
             if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
-                in_place = node.kwargs.get("inplace", False)
+                in_place = _was_in_place(node)
                 node.op, node.target = "call_function", torch.clamp_ if in_place else torch.clamp
                 node.args, node.kwargs = (node.args[0],), {"min": 0}
         gm.recompile()
@@ -335,9 +342,17 @@ def test_lab08_2_retargeting_the_relu_node_in_place_passes():
 def test_lab08_2_an_out_of_place_clamp_for_an_in_place_relu_is_named():
     # the lab's earlier reference: right values everywhere except where the relu's input is read again
     result = expect_wrong("lab08.2", make_swap(in_place="never"))
-    assert "nn.ReLU(inplace=True) changes its input in place" in result.en
+    assert "a relu with inplace=True changes its input in place" in result.en
     assert "原地修改它的输入" in result.zh and "inplace=True" in result.zh
     assert "reads each relu's input again" in result.tried[0] and "再次读取" in result.tried[1]
+
+
+def test_lab08_2_reading_inplace_only_as_a_keyword_is_named():
+    # F.relu(h, True): Dynamo keeps inplace as the second positional argument, so kwargs has no "inplace"
+    result = expect_wrong("lab08.2", make_swap(in_place="keyword"))
+    assert "a relu with inplace=True changes its input in place" in result.en and "by position" in result.en
+    assert "位置参数" in result.zh and "原地修改它的输入" in result.zh
+    assert "F.relu(h, True)" in result.tried[0] and "F.relu(h, True)" in result.tried[1]
 
 
 def test_lab08_2_clamping_every_relu_in_place_is_named():
@@ -367,7 +382,7 @@ def test_lab08_2_in_place_aware_answers_written_differently_pass():
     def method_in_place(gm, example_inputs):
         for node in list(gm.graph.nodes):
             if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
-                name = "clamp_min_" if node.kwargs.get("inplace") else "clamp"
+                name = "clamp_min_" if _was_in_place(node) else "clamp"
                 with gm.graph.inserting_before(node):
                     new = gm.graph.call_method(name, (node.args[0],), {"min": 0} if name == "clamp" else {})
                     if name == "clamp_min_":
@@ -386,7 +401,7 @@ def test_lab08_2_in_place_aware_answers_written_differently_pass():
                 with gm.graph.inserting_after(node):
                     new = gm.graph.call_function(torch.clamp, (source,), {"min": 0})
                 node.replace_all_uses_with(new)
-                if node.kwargs.get("inplace"):
+                if _was_in_place(node):
                     for user in list(source.users):
                         if user is not new and order.get(user, len(order)) > order[node]:
                             user.replace_input_with(source, new)
@@ -575,3 +590,97 @@ def test_lab08_1_matching_names_by_prefix_is_named():
     result = expect_wrong("lab08.1", by_prefix)
     assert "only starts with 'h'" in result.en and "h_1" in result.en
     assert "完全相等的比较" in result.zh
+
+
+# -- found by a second adversarial review -----------------------------------------------------------
+
+def test_lab08_1_a_call_function_recorder_is_named_as_not_call_module():
+    def make(names):
+        store = {name: [] for name in names}
+
+        def rec(t, name):
+            store[name].append(t.detach().clone())
+            return t
+
+        def backend(gm, example_inputs):
+            for node in list(gm.graph.nodes):
+                if node.name in store:
+                    with gm.graph.inserting_after(node):
+                        new = gm.graph.call_function(rec, (node, node.name))
+                    node.replace_all_uses_with(new, delete_user_cb=lambda user: user is not new)
+            gm.recompile()
+            return gm.forward
+        return backend, store
+    result = expect_wrong("lab08.1", make)
+    assert "is a call_function node (rec), not a call_module node" in result.en
+    assert "call_function 节点（rec），而不是 call_module 节点" in result.zh
+    assert "recorder's output is unused" not in result.en
+
+
+def test_lab08_1_recording_through_an_interpreter_is_named_as_no_edit():
+    def make(names):
+        store = {name: [] for name in names}
+
+        def backend(gm, example_inputs):
+            class Recording(torch.fx.Interpreter):
+                def run_node(self, node):
+                    value = super().run_node(node)
+                    if node.name in store:
+                        store[node.name].append(value.detach().clone())
+                    return value
+            return lambda *args: Recording(gm).run(*args)
+        return backend, store
+    result = expect_wrong("lab08.1", make)
+    assert "no recorder node was inserted" in result.en and "没有插入任何记录节点" in result.zh
+    assert "Move every other user" not in result.en
+
+
+def test_lab08_3_counting_inside_the_cond_branches_is_named():
+    def with_branches(gm):
+        ops = _ops_of("call_function", "call_method", "call_module")
+        return ops(gm) + sum(ops(m) for m in gm.modules() if m is not gm and isinstance(m, torch.fx.GraphModule))
+    result = expect_wrong("lab08.3", _limited_by(with_branches))
+    assert "inside torch.cond's branches" in result.en and "分支内部的算子" in result.zh
+    assert "get_attr nodes as ops" not in result.en
+
+
+def test_lab08_3_counting_distinct_targets_is_named():
+    result = expect_wrong("lab08.3", _limited_by(
+        lambda gm: len({node.target for node in gm.graph.nodes if node.op.startswith("call_")})))
+    assert "each kind of op once" in result.en and "只算了一次" in result.zh
+    assert "call_method nodes too" not in result.en
+
+
+def test_lab08_3_a_count_kept_across_backends_is_named():
+    total = [0]
+
+    def make(n):
+        def backend(gm, example_inputs):
+            total[0] += sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if total[0] > n:
+                raise GraphTooLarge(f"graph has {total[0]} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", make)
+    assert "more than it has nodes at all" in result.en and "累加" in result.zh
+    assert "exactly" not in result.en
+
+
+def test_lab08_3_an_exception_from_the_backends_own_code_is_shown():
+    # find_nodes(op="call_function") needs a target: torch asserts, which is the backend's own failure
+    result = expect_wrong("lab08.3", _limited_by(
+        lambda gm: sum(len(gm.graph.find_nodes(op=op)) for op in ("call_function", "call_method", "call_module"))))
+    assert "your backend raised AssertionError" in result.en and "抛出了 AssertionError" in result.zh
+    assert "AssertionError" in result.got
+
+
+def test_lab08_3_another_exception_for_a_graph_over_the_limit_is_named():
+    def make(n):
+        def backend(gm, example_inputs):
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if ops > n:
+                raise ValueError(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", make)
+    assert "raised ValueError, not the GraphTooLarge exception" in result.en and "而不是本实验开头定义的 GraphTooLarge" in result.zh

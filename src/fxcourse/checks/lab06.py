@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import numbers
 import re
 from typing import Any, Callable, Iterator
 
@@ -211,9 +212,9 @@ def _pair(value: Any) -> tuple[int, int] | None:
     """A prediction as (graphs, breaks), or None when it is not a pair of two ints."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         return None
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):  # numpy ints too
         return None
-    return value[0], value[1]
+    return int(value[0]), int(value[1])
 
 
 def _direction(said: int, truth: int, what_en: str, what_zh: str) -> tuple[str, str] | None:
@@ -674,6 +675,18 @@ def _two_breaks(x):
     return b - 1
 
 
+def _four_breaks(x):
+    a = x + 1
+    torch._dynamo.graph_break()
+    b = a * 2
+    torch._dynamo.graph_break()
+    c = b - 3
+    torch._dynamo.graph_break()
+    d = c.sin()
+    torch._dynamo.graph_break()
+    return d * 4
+
+
 def _branchy(x):
     if x.mean() > 0:
         return x + 1
@@ -695,7 +708,7 @@ _FAR_BREAKS = _far_breaks_function()
 
 def _resume_cases() -> list[tuple[str, Callable[..., Any]]]:
     return [("_no_break", _no_break), ("_one_break", _one_break), ("_two_breaks", _two_breaks),
-            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS)]
+            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS), ("_four_breaks", _four_breaks)]
 
 
 _NAMES: dict[str, list[str]] = {}
@@ -743,10 +756,12 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
     (lambda got, want, label: sorted(got) == want,
      "the names are right but not sorted: return them sorted.",
      "名字都对，但没有排序：请排好序后返回。"),
-    (lambda got, want, label: label == "_two_breaks" and set(got) < set(want),
-     "a function with two breaks has a second resume function, called from the first resume function's "
-     "transformed code: look in the cache entries of every resume function you find, too.",
-     "有两次中断的函数还有第二个恢复函数，它由第一个恢复函数改写后的字节码调用：对找到的每个恢复函数，也要查看它的缓存条目。"),
+    (lambda got, want, label: label in ("_two_breaks", "_four_breaks") and set(got) < set(want),
+     "a function with several breaks has a resume function for each: the second is called from the first "
+     "resume function's transformed code, the third from the second's, and so on. Look in the cache entries of "
+     "every resume function you find, however deep the chain goes.",
+     "有多次中断的函数对每次中断都有一个恢复函数：第二个由第一个恢复函数改写后的字节码调用，第三个由第二个调用，依此类推。"
+     "对找到的每个恢复函数，也要查看它的缓存条目，无论这条链有多深。"),
 ]
 
 

@@ -90,17 +90,44 @@ def _messy_probes() -> list[Probe]:
                      (torch.tensor([0.3, 0.35, 0.4, 0.45, -1.3]),)))
     out.append(Probe(("x of shape (6,), float64", "形状为 (6,) 的 float64 x"),
                      (torch.randn(6, generator=gen, dtype=torch.float64),)))
+    # x.sum() and y.sum() = (2 sin x).sum() of opposite signs: the decision reads y, not x
+    out.append(Probe(("x = [4.0, 0.5] (x.sum() > 0 but y.sum() < 0)", "x = [4.0, 0.5]（x.sum() > 0，但 y.sum() < 0）"),
+                     (torch.tensor([4.0, 0.5]),)))
+    out.append(Probe(("x = [-4.0, -0.5] (x.sum() < 0 but y.sum() > 0)", "x = [-4.0, -0.5]（x.sum() < 0，但 y.sum() > 0）"),
+                     (torch.tensor([-4.0, -0.5]),)))
+    # far below any epsilon: y / scale still reaches 1 in size
+    out.append(Probe(("x = [1e-08, 3e-09, -2e-09] (tiny, y.sum() > 0)", "x = [1e-08, 3e-09, -2e-09]（极小，y.sum() > 0）"),
+                     (torch.tensor([1e-8, 3e-9, -2e-9]),)))
+    out.append(Probe(("x of shape (5,), float16", "形状为 (5,) 的 float16 x"),
+                     (torch.randn(5, generator=gen).half(),)))
+    out.append(Probe(("x = tensor(0.5), a 0-d tensor", "x = tensor(0.5)，0 维张量"), (torch.tensor(0.5),)))
+    out.append(Probe(("x = [nan, 1.0] (y.sum() is NaN, so y.sum() > 0 is False)",
+                      "x = [nan, 1.0]（y.sum() 是 NaN，所以 y.sum() > 0 为 False）"),
+                     (torch.tensor([float("nan"), 1.0]),)))
     return out
+
+
+#: Indices into _messy_probes(): what compiled code could get wrong (both branches, the exact-zero sum,
+#: zeros, float64 and every input added after it), and where a plain compile's breaks are counted.
+_COMPILED = (0, 1, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16)
+_COUNTED = (0, 1, 8)
+
+
+def _compare(got: Any, want: Any) -> str | None:
+    """:func:`differs`, with a float16 result compared at float16's precision."""
+    if isinstance(want, torch.Tensor) and want.dtype in (torch.float16, torch.bfloat16):
+        return differs(got, want, rtol=2e-3, atol=2e-3)
+    return differs(got, want)
 
 
 def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = False, swapped: bool = False,
                    per: str = "") -> torch.Tensor:
     """What messy would return with one known slip: ``>=`` for ``>``, ``y.max()`` for ``y.abs().max()``,
-    the two branches swapped, or the decision taken per element or per row instead of once."""
+    the two branches swapped, or the decision taken per element, per row or from x instead of once from y."""
     (x,) = probe.args
     y = torch.sin(x) * 2
     scale = y.max() if plain_max else y.abs().max()
-    total = y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else y.sum()
+    total = y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else x.sum() if per == "x" else y.sum()
     take = total >= 0 if at_least else total > 0
     if swapped:
         take = ~take
@@ -121,6 +148,15 @@ def _nan_where_number(got: Any, want: Any, probe: Probe) -> bool:
     return bool(torch.isnan(got).any()) and not bool(torch.isnan(want).any())
 
 
+def _nan_replaced(got: Any, want: Any, probe: Probe) -> bool:
+    return bool(torch.isnan(want).any()) and int(torch.isnan(got).sum()) < int(torch.isnan(want).sum())
+
+
+def _scale_bounded(got: Any, want: Any, probe: Probe) -> bool:
+    """On the tiny input messy's largest |y / scale| is 1; a clamped or padded scale leaves it well below."""
+    return "tiny" in _label(probe)[0] and float((got.double() - 1).abs().max()) < 1 - 1e-5
+
+
 _MESSY_MISTAKES = [
     Mistake("NaN from the branch not taken", _nan_where_number,
             "your result has NaN where messy's is a number: on an input of zeros y / scale is 0 / 0. Mixing "
@@ -131,9 +167,13 @@ _MESSY_MISTAKES = [
     Mistake("if y.sum() >= 0", lambda got, want, probe: _same(got, _messy_variant(probe, at_least=True)),
             "messy takes the else branch when y.sum() is exactly 0: its test is a strict y.sum() > 0.",
             "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
-    Mistake("branches swapped", lambda got, want, probe: _same(got, _messy_variant(probe, swapped=True)),
-            "your result is messy's other branch: y / scale belongs to the case y.sum() > 0, and -y to the rest.",
-            "你的结果是 messy 另一个分支的结果：y / scale 对应 y.sum() > 0 的情况，-y 对应其余情况。"),
+    # before the swap: on an input where x.sum() and y.sum() differ in sign, both give the other branch
+    Mistake("decided on x.sum()", lambda got, want, probe: "x.sum()" in _label(probe)[0]
+            and _same(got, _messy_variant(probe, per="x")),
+            "your result takes its branch from the sign of the input's sum; messy decides from y.sum(), and y is "
+            "2 * sin(x): sin can give a sum of the other sign (here x.sum() and y.sum() have opposite signs).",
+            "你的结果依据输入之和的正负选择分支；messy 依据的是 y.sum()，而 y 是 2 * sin(x)：经过 sin 之后，和的正负可能相反"
+            "（这个输入的 x.sum() 与 y.sum() 符号相反）。"),
     Mistake("decided per element", lambda got, want, probe: _same(got, _messy_variant(probe, per="element")),
             "your result decides element by element whether y is positive; messy makes one decision for the whole "
             "tensor, from the sum of all of y.",
@@ -148,9 +188,61 @@ _MESSY_MISTAKES = [
             "scale 是 y 的绝对值的最大值；当 y 中最负的元素绝对值最大时，最大值与绝对值的最大值并不相同。"),
     Mistake("dtype changed", lambda got, want, probe: got.dtype != want.dtype,
             "messy keeps the input's dtype; keep every intermediate in it too (no conversion to float32 or to a "
-            "Python number).",
-            "messy 保持输入的 dtype；请让所有中间量也保持这个 dtype（不要转换成 float32 或 Python 数）。"),
+            "Python number, and no float32 constant tensor mixed in, which promotes a float16 result to float32).",
+            "messy 保持输入的 dtype；请让所有中间量也保持这个 dtype（不要转换成 float32 或 Python 数，也不要混入 float32 的常量张量，"
+            "它会把 float16 的结果提升为 float32）。"),
+    Mistake("shape changed", lambda got, want, probe: tuple(got.shape) != tuple(want.shape),
+            "messy's result has the input's shape (a 0-d x gives a 0-d result); yours has another one. A reshape "
+            "changes it, and so does a constant tensor with a dimension of its own mixed into the result (it "
+            "broadcasts the result to its shape).",
+            "messy 的结果与输入形状相同（0 维的 x 得到 0 维的结果）；你的结果形状不同。改变形状的操作会改变它，"
+            "混入结果的、自带维度的常量张量也会（它把结果广播成自己的形状）。"),
+    Mistake("NaN replaced", _nan_replaced,
+            "messy's result keeps the NaN that a NaN in the input gives; yours replaced it with a number. Return what "
+            "messy returns for every input, NaN included.",
+            "对于含 NaN 的输入，messy 的结果保留了由此产生的 NaN；你的结果把它换成了数值。请对每个输入都返回与 messy 相同的结果，"
+            "NaN 也不例外。"),
+    Mistake("scale bounded below", _scale_bounded,
+            "on an input of tiny magnitude your y / scale stays far below 1 in size: messy divides y by exactly "
+            "the largest |y|, however small it is, so the largest |y / scale| is 1. A lower bound or an epsilon on "
+            "the scale changes that (only an input of zeros gives 0 / 0, and there messy takes the other branch).",
+            "在数值极小的输入上，你的 y / scale 的绝对值远小于 1：messy 恰好用 |y| 的最大值去除 y，无论它多小，"
+            "所以 |y / scale| 的最大值是 1。给 scale 加下限或 epsilon 会改变这一点（只有全零的输入才会出现 0 / 0，"
+            "而那时 messy 走的是另一个分支）。"),
 ]
+
+
+def _messy_mistakes(answer: Callable[..., Any]) -> list[Mistake]:
+    """:data:`_MESSY_MISTAKES`, with the swap told apart from another decision: swapped branches give the other
+    branch's result on every input of both signs, a decision on another quantity only on some."""
+    memo: list[bool] = []
+
+    def swapped_everywhere() -> bool:
+        if not memo:
+            probes = _messy_probes()[:6]  # three shapes, each with y.sum() > 0 and < 0
+            try:
+                with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
+                    memo.append(all(_same(answer(*p.args), _messy_variant(p, swapped=True)) for p in probes))
+            except Exception:  # an answer that cannot run a probe is not read as swapped
+                memo.append(False)
+        return memo[0]
+
+    other = lambda got, want, probe: _same(got, _messy_variant(probe, swapped=True))  # noqa: E731
+    known = list(_MESSY_MISTAKES)
+    at = next(i for i, m in enumerate(known) if m.name == "decided per element")
+    known[at:at] = [
+        Mistake("branches swapped", lambda got, want, probe: other(got, want, probe) and swapped_everywhere(),
+                "your result is messy's other branch on every input: y / scale belongs to the case y.sum() > 0, and "
+                "-y to the rest.",
+                "你的结果在每个输入上都是 messy 另一个分支的结果：y / scale 对应 y.sum() > 0 的情况，-y 对应其余情况。"),
+    ]
+    # after every named way of deciding: the branch results are right, the decision is not messy's
+    known.append(Mistake("decided on another quantity", other,
+                         "your result takes the other branch on this input, though not on every input: the decision "
+                         "is not messy's. messy decides once for the whole tensor, from whether y.sum() > 0.",
+                         "你的结果在这个输入上走了另一个分支（但并非在每个输入上都如此）：判断方式与 messy 不同。"
+                         "messy 对整个张量只判断一次，依据是 y.sum() > 0 是否成立。"))
+    return known
 
 
 def _break_hint(line: str, reason: str) -> tuple[str, str]:
@@ -187,13 +279,13 @@ def _no_breaks(answer: Any) -> None:
     need_callable(answer, "no_breaks")
     probes = _messy_probes()
     with _fresh_dynamo():
-        run_probes(answer, _messy_quietly, probes, mistakes=_MESSY_MISTAKES, what="no_breaks",
+        run_probes(answer, _messy_quietly, probes, mistakes=_messy_mistakes(answer), what="no_breaks", compare=_compare,
                    generic=("run eagerly, no_breaks gives a different result from messy.",
                             "在 eager 模式下，no_breaks 的结果与 messy 不同。"))
         with torch._dynamo.config.patch(capture_scalar_outputs=False):
             compiled = torch.compile(answer, backend="eager", fullgraph=True)
             # both branches, the exact-zero sum, zeros and float64: what compiled code could get wrong
-            for probe in (probes[0], probes[1], *probes[-5:-2], probes[-1]):
+            for probe in (probes[i] for i in _COMPILED):
                 try:
                     got = compiled(*probe.args)
                 except Exception as exc:
@@ -205,14 +297,14 @@ def _no_breaks(answer: Any) -> None:
                                 tried=(f"fullgraph=True on {label_en}", f"fullgraph=True，输入：{label_zh}"),
                                 expected=("one graph", "一张计算图"),
                                 got=f"{type(exc).__name__}: {first_line(reason)}") from None
-                diff = differs(got, _messy_quietly(*probe.args))
+                diff = _compare(got, _messy_quietly(*probe.args))
                 if diff:
                     label_en, label_zh = _label(probe)
                     raise Wrong("compiled with fullgraph=True, no_breaks gives a different result from messy.",
                                 "用 fullgraph=True 编译后，no_breaks 的结果与 messy 不同。",
                                 tried=(f"compiled no_breaks({label_en})", f"编译后的 no_breaks，输入：{label_zh}"),
                                 expected="messy(x)", got=diff)
-            for probe in (probes[0], probes[1], probes[-3]):
+            for probe in (probes[i] for i in _COUNTED):
                 torch._dynamo.reset()
                 backend = _CountingBackend()
                 with dynamo_log("graph_breaks") as messages:
@@ -581,8 +673,27 @@ def _other_branch(reference: Router) -> Callable[[Any, Any, Probe], bool]:
     return matches
 
 
-def _router_mistakes(reference: Router) -> list[Mistake]:
+def _swapped_everywhere(model: Callable[..., Any], reference: Router) -> Callable[[], bool]:
+    """Whether ``model`` returns the other branch's result on every norm-5 and norm-0.5 probe (computed once):
+    swapped branches do that, a wrong predicate does not."""
     other_branch = _other_branch(reference)
+    memo: list[bool] = []
+
+    def swapped() -> bool:
+        if not memo:
+            probes = [p for p in _router_probes() if "direction" in _label(p)[0]]
+            try:
+                with torch.no_grad():
+                    memo.append(all(other_branch(model(*p.args), None, p) for p in probes))
+            except Exception:  # an answer that cannot run a probe is not read as swapped
+                memo.append(False)
+        return memo[0]
+    return swapped
+
+
+def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mistake]:
+    other_branch = _other_branch(reference)
+    swapped = _swapped_everywhere(model, reference)
     return [
         Mistake("another measure of size", lambda got, want, probe: "evenly" in _label(probe)[0]
                 and other_branch(got, want, probe),
@@ -594,10 +705,15 @@ def _router_mistakes(reference: Router) -> list[Mistake]:
                 and other_branch(got, want, probe),
                 "on an input of norm exactly 2.0 Router takes the small branch: its test is a strict x.norm() > 2.0.",
                 "对于范数恰好为 2.0 的输入，Router 走的是 small 分支：它的条件是严格的 x.norm() > 2.0。"),
-        Mistake("branches swapped", other_branch,
-                "your model returns the other branch's result: the first function torch.cond gets runs when the "
-                "predicate is True.",
-                "你的模型返回的是另一个分支的结果：torch.cond 的第一个函数在条件为 True 时运行。"),
+        Mistake("branches swapped", lambda got, want, probe: other_branch(got, want, probe) and swapped(),
+                "your model returns the other branch's result on every input: the first function torch.cond gets "
+                "runs when the predicate is True.",
+                "你的模型在每个输入上返回的都是另一个分支的结果：torch.cond 的第一个函数在条件为 True 时运行。"),
+        Mistake("another predicate", other_branch,
+                "your model takes the other branch on this input, though not on every input: its predicate is not "
+                "Router's. Router compares x.norm(), the Euclidean norm of all of x, with 2.0.",
+                "你的模型在这个输入上走了另一个分支（但并非在每个输入上都如此）：它的条件与 Router 的不同。"
+                "Router 用 x.norm()，即整个 x 的欧几里得范数，与 2.0 比较。"),
     ]
 
 
@@ -632,8 +748,7 @@ def _cond_router(answer: Any) -> None:
                     got=first_line(str(exc))) from None
     model.eval()
     probes = _router_probes()
-    mistakes = _router_mistakes(reference)
-    run_probes(model, reference, probes, mistakes=mistakes, what="CondRouter",
+    run_probes(model, reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",
                generic=("run eagerly, CondRouter gives a different result from Router.",
                         "在 eager 模式下，CondRouter 的结果与 Router 不同。"))
     with _fresh_dynamo(), contextlib.redirect_stderr(io.StringIO()):
@@ -655,6 +770,7 @@ def _cond_router(answer: Any) -> None:
                         expected=("a torch.ops.higher_order.cond node", "一个 torch.ops.higher_order.cond 节点"),
                         got=("no cond node", "没有 cond 节点"))
         runnable = exported.module()
-        run_probes(runnable, reference, probes, mistakes=mistakes, what="the exported program",
+        run_probes(runnable, reference, probes, mistakes=_router_mistakes(reference, runnable),
+                   what="the exported program",
                    generic=("the exported program gives a different result from Router.",
                             "导出的程序与 Router 结果不同。"))

@@ -179,9 +179,11 @@ def _recording(answer: Any) -> None:
         backend, store = made
         wants = [refs(model, x) for x in xs]
         edited: list[fx.GraphModule] = []
+        original: dict[int, set[str]] = {}  # id(gm) -> the node names Dynamo gave it, before the backend ran
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
             edited.append(gm)
+            original[id(gm)] = {n.name for n in gm.graph.nodes}
             returned = _code_first(backend)(gm, example_inputs)
             loop = next((n for n in gm.graph.nodes if n in n.all_input_nodes), None)
             if loop is not None:
@@ -206,15 +208,37 @@ def _recording(answer: Any) -> None:
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
                             else describe(got_out))
         _check_store(label, store, names, wants, edited)
-        _check_rerouted(label, names, edited)
+        _check_rerouted(label, names, edited, original)
 
 
-def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.GraphModule]) -> None:
-    """Every user of a named node, except its recorder, reads from the recorder."""
+def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.GraphModule],
+                    original: dict[int, set[str]]) -> None:
+    """A call_module recorder follows every named node, and every other user reads from the recorder."""
     for gm in edited:
         for node in gm.graph.nodes:
             if node.name not in names:
                 continue
+            if not any(user.op == "call_module" for user in node.users):
+                added = [user for user in node.users if user.name not in original.get(id(gm), set())]
+                expected = (f"a call_module node reading {node.name!r}", f"一个读取 {node.name!r} 的 call_module 节点")
+                if added:
+                    raise Wrong(f"the recorder after {node.name!r} is a {added[0].op} node ({added[0].name}), not a "
+                                "call_module node: the task asks for a recording module, added with gm.add_submodule "
+                                "and called from a call_module node.",
+                                f"{node.name!r} 之后的记录器是一个 {added[0].op} 节点（{added[0].name}），而不是 call_module 节点："
+                                "本题要求用 gm.add_submodule 添加一个记录模块，并由 call_module 节点调用它。",
+                                tried=label, expected=expected,
+                                got=(f"{added[0].op} node {added[0].name}", f"{added[0].op} 节点 {added[0].name}"))
+                raise Wrong(f"no recorder node was inserted after {node.name!r}: its users are the ones Dynamo made, "
+                            "so the graph itself was not edited (recording by other means, such as an fx.Interpreter, "
+                            "leaves it as it was). The task asks for a call_module node calling a recording module "
+                            "after each named node.",
+                            f"{node.name!r} 之后没有插入任何记录节点：它的使用者都是 Dynamo 生成的，也就是说计算图本身没有被修改"
+                            "（用其他办法记录，例如 fx.Interpreter，不会改动计算图）。本题要求在每个指定节点之后插入一个调用记录模块的"
+                            " call_module 节点。",
+                            tried=label, expected=expected,
+                            got=(f"{node.name!r} read by {', '.join(sorted(u.name for u in node.users))}",
+                                 f"{node.name!r} 被 {', '.join(sorted(u.name for u in node.users))} 读取"))
             direct = sorted(user.name for user in node.users if user.op != "call_module")
             if direct:
                 raise Wrong(f"node(s) {', '.join(direct)} still read {node.name!r} itself, not the recorder: the recorder's "
@@ -424,6 +448,15 @@ class _ReLUReused(nn.Module):
         return a + self.plain(a)  # out of place (F.relu with inplace=False): a keeps its negative entries
 
 
+class _PositionalInplace(nn.Module):
+    """F.relu(h, True): inplace given by position, which Dynamo's graph keeps as a positional argument."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * 1.0
+        r = torch.nn.functional.relu(h, True)  # changes h in place: h + r is 2 * relu(x)
+        return h + r
+
+
 def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
     """The GraphModule whose forward the backend returned (or the GraphModule itself)."""
     if isinstance(returned, fx.GraphModule):
@@ -462,7 +495,10 @@ def _swap(answer: Any) -> None:
                "act = nn.ReLU(inplace=True); a = out - 1; return a + plain(a) with plain = nn.ReLU()",
                "在每个 relu 之后再次读取其输入的模型：h = fc(x); out = h + act(h)，其中 act = nn.ReLU(inplace=True)；"
                "a = out - 1; return a + plain(a)，其中 plain = nn.ReLU()"),
-              seeded(_ReLUReused(), 89), _inputs(890, (6, 4))[0])]
+              seeded(_ReLUReused(), 89), _inputs(890, (6, 4))[0]),
+             (("a function whose relu gets inplace by position: h = x * 1.0; r = F.relu(h, True); return h + r",
+               "relu 的 inplace 以位置参数给出的函数：h = x * 1.0; r = F.relu(h, True); return h + r"),
+              _PositionalInplace(), _inputs(891, (3, 4))[0])]
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
         in_place: list[tuple[str, bool]] = []  # (the relu input's name, whether the relu was in place)
@@ -510,13 +546,15 @@ def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, boo
                 clamps.setdefault(node.args[0].name, []).append(_in_place(node))
     got_line = _max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got)
     if any(was and not any(clamps.get(name, [])) for name, was in in_place):
-        raise Wrong("the nn.ReLU(inplace=True) changes its input in place, and the model reads that input again "
-                    "after the ReLU; your clamp leaves its input as it was, so that later read sees the values from "
-                    "before the ReLU. Where a relu is in place (inplace=True), the clamp must change its input in "
-                    "place too; where it is not, it must not.",
-                    "nn.ReLU(inplace=True) 会原地修改它的输入，而模型在 ReLU 之后还会再次读取这个输入；你的 clamp 没有改动它的输入，"
-                    "于是之后的读取看到的是 ReLU 之前的值。relu 是原地运算（inplace=True）时，clamp 也必须原地修改它的输入；"
-                    "relu 不是原地运算时，clamp 也不能是。",
+        raise Wrong("a relu with inplace=True changes its input in place, and the model reads that input again "
+                    "after the relu; your clamp leaves its input as it was, so that later read sees the values from "
+                    "before the relu. Where a relu is in place, the clamp must change its input in place too; where it "
+                    "is not, it must not. inplace can come as a keyword (nn.ReLU(inplace=True) gives "
+                    "F.relu(h, inplace=True)) or by position (F.relu(h, True)): the graph keeps it the way it was given.",
+                    "inplace=True 的 relu 会原地修改它的输入，而模型在 relu 之后还会再次读取这个输入；你的 clamp 没有改动它的输入，"
+                    "于是之后的读取看到的是 relu 之前的值。relu 是原地运算时，clamp 也必须原地修改它的输入；relu 不是原地运算时，"
+                    "clamp 也不能是。inplace 既可能是关键字参数（nn.ReLU(inplace=True) 变成 F.relu(h, inplace=True)），"
+                    "也可能是位置参数（F.relu(h, True)）：计算图按它被传入的方式保留它。",
                     tried=label, expected=_EAGER_OUTPUT, got=got_line)
     if any(not was and any(clamps.get(name, [])) for name, was in in_place):
         raise Wrong("a relu that was not in place became a clamp that changes its input in place, and the model "
@@ -637,6 +675,24 @@ def _chosen_wave(x: torch.Tensor) -> torch.Tensor:
     return torch.cond(x.sum() > 0, _sine_branch, _cosine_branch, (x,)) * 2
 
 
+def _sine_pair(t: torch.Tensor) -> torch.Tensor:
+    return t.sin().neg()
+
+
+def _cosine_pair(t: torch.Tensor) -> torch.Tensor:
+    return t.cos().abs()
+
+
+def _chosen_pair(x: torch.Tensor) -> torch.Tensor:
+    # 5 ops and 2 get_attr nodes, as _chosen_wave, but each branch holds 2 ops: 4 inside the branches
+    return torch.cond(x.sum() > 0, _sine_pair, _cosine_pair, (x,)) * 2
+
+
+def _ops_with_branches(gm: fx.GraphModule) -> int:
+    """The ops of the graph plus those inside the GraphModules it holds (torch.cond's branches)."""
+    return _ops(gm) + sum(_ops(m) for m in gm.modules() if m is not gm and isinstance(m, fx.GraphModule))
+
+
 def _ops(gm: fx.GraphModule) -> int:
     return sum(1 for n in gm.graph.nodes if n.op in _OPS)
 
@@ -707,6 +763,17 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "the call_function, call_method and call_module nodes themselves.",
      "你减去的是固定数目的非算子节点，但每个输入都对应一个 placeholder（这里有两个）：请直接统计 call_function、"
      "call_method 和 call_module 节点。"),
+    ("ops inside the branches counted", _ops_with_branches, False,
+     "you count the ops inside torch.cond's branches too: the branches are subgraphs the graph holds as "
+     "submodules (it fetches them with get_attr nodes), not nodes of the graph you were given. Count only the "
+     "call_function, call_method and call_module nodes of that graph; the cond node itself is one of them.",
+     "你把 torch.cond 分支内部的算子也算进去了：分支是计算图作为子模块持有的子图（由 get_attr 节点取出），而不是你收到的那张计算图的节点。"
+     "请只统计那张计算图中的 call_function、call_method 和 call_module 节点；cond 节点本身就是其中之一。"),
+    ("distinct targets", lambda gm: len({n.target for n in gm.graph.nodes if n.op in _OPS}), False,
+     "you count each kind of op once: two nodes with the same target are two ops (a chain that calls sin three "
+     "times has three sin ops). Count the nodes themselves, not their distinct targets.",
+     "你把每一种算子只算了一次：target 相同的两个节点是两个算子（调用三次 sin 的链有三个 sin 算子）。"
+     "请统计节点本身，而不是不同 target 的种数。"),
     ("get_attr counted", lambda gm: _ops(gm) + sum(1 for n in gm.graph.nodes if n.op == "get_attr"), False,
      "you count get_attr nodes as ops: a get_attr node only fetches an attribute of the module (here the two "
      "branches torch.cond chooses between); it computes nothing. Count only call_function, call_method and "
@@ -767,7 +834,10 @@ def _limited(answer: Any) -> None:
              (4, _scaled_wave, two_tensors),
              (3, _scaled_wave, two_tensors),
              (5, _chosen_wave, ("a function with torch.cond (5 ops; the two branches are get_attr nodes)",
-                                "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点）"))]
+                                "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点）")),
+             (8, _chosen_pair, ("a function with torch.cond (5 ops; the two branches are get_attr nodes, each "
+                                "branch holds 2 ops of its own)",
+                                "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点，每个分支内部各有 2 个算子）"))]
     runs = []
     for limit, fn, what in cases:
         args = (x, y) if fn is _scaled_wave else (x,)
@@ -838,8 +908,13 @@ def _limited(answer: Any) -> None:
         if not too_big:
             _refused_small(label, limit, sizes, graphs, inner)
         if type(inner).__name__ != "GraphTooLarge":
-            raise Wrong("raise the GraphTooLarge exception defined at the top of the lab.",
-                        "请抛出本实验开头定义的 GraphTooLarge 异常。", tried=label,
+            raise Wrong(f"your backend raised {type(inner).__name__}, not the GraphTooLarge exception defined at the "
+                        "top of the lab: refuse a graph over the limit with GraphTooLarge. If you did not raise "
+                        f"{type(inner).__name__} yourself, it comes from the code your backend runs (read its message "
+                        "below).",
+                        f"你的后端抛出的是 {type(inner).__name__}，而不是本实验开头定义的 GraphTooLarge 异常：请用 GraphTooLarge "
+                        f"拒绝超过上限的计算图。如果 {type(inner).__name__} 不是你主动抛出的，那就来自你的后端所运行的代码"
+                        "（请阅读下面的信息）。", tried=label,
                         expected="GraphTooLarge", got=f"{type(inner).__name__}: {str(inner)[:120]}")
         if not isinstance(exc, BackendCompilerFailed):
             raise Wrong("torch.compile should surface your exception as BackendCompilerFailed.",
@@ -936,11 +1011,24 @@ def _refused_small(label: tuple[str, str], limit: int, sizes: list[int], graphs:
                     "未超过上限时要返回 gm.forward（一个可调用对象）：返回 None 会让 Dynamo 报错。",
                     tried=label, expected=("a callable", "一个可调用对象"), got=f"{type(inner).__name__}: {text[:120]}")
     if type(inner).__name__ != "GraphTooLarge":
-        raise Wrong("a graph under the limit should compile and run.", "未超过上限的计算图应当正常编译并运行。",
+        name = type(inner).__name__
+        raise Wrong(f"your backend raised {name} on a graph under the limit, so the compile failed: a graph under "
+                    f"the limit should compile and run. The {name} and its message are shown below; if you did not "
+                    "raise it yourself, it comes from the code your backend runs (read the message).",
+                    f"你的后端在一张未超过上限的计算图上抛出了 {name}，导致编译失败：未超过上限的计算图应当正常编译并运行。"
+                    f"下面给出了这个 {name} 及其信息；如果它不是你主动抛出的，那就来自你的后端所运行的代码（请阅读这条信息）。",
                     tried=label, expected=(f"graphs of {sizes} ops compiled", f"算子数为 {sizes} 的计算图编译通过"),
-                    got=f"{type(inner).__name__}: {text[:120]}")
+                    got=f"{name}: {text[:160]}")
     nodes = max(len(gm.graph.nodes) for gm in graphs)
     allowed = (f"{max(sizes)} ops, allowed", f"{max(sizes)} 个算子，应当接受")
+    said = [int(n) for n in re.findall(r"(\d+)\s*(?:ops?\b|operators?\b|nodes?\b|个算子|个节点)", text)]
+    if said and said[0] > nodes:
+        raise Wrong(f"your backend says this graph has {said[0]} ops, more than it has nodes at all ({nodes}): the count "
+                    "goes on from graphs the backend was given before. Count the ops of each graph on its own; keep "
+                    "no count from one call of the backend to the next.",
+                    f"你的后端说这张计算图有 {said[0]} 个算子，比它全部的节点数（{nodes}）还多：这个计数是接着之前收到的计算图继续累加的。"
+                    "请对每张计算图单独计数；不要在后端的多次调用之间保留计数。",
+                    tried=label, expected=allowed, got=text[:120])
     if max(sizes) < limit and nodes > limit:
         raise Wrong("count only the ops (call_function, call_method and call_module nodes); "
                     "placeholders and the output node are not ops.",
