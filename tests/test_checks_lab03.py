@@ -680,3 +680,75 @@ def test_lab03_3_a_recorder_that_starts_each_run_afresh_passes():
                 self.shapes[n.name] = tuple(value.shape)
             return value
     expect_passed("lab03.3", Recorder)
+
+
+# ------------------------------------------------------------------ third attack pass
+
+
+def test_lab03_1_float_counts_are_named_as_such_not_as_missing_nodes():
+    def float_counts(gm):
+        counts = {}
+        for n in gm.graph.nodes:
+            key = (n.op, n.target if isinstance(n.target, str) else f"{n.target.__module__}.{n.target.__name__}")
+            counts[key] = counts.get(key, 0) + 1.0
+        return counts
+    result = expect_wrong("lab03.1", float_counts)
+    assert "not ints" in result.en and "不是 int" in result.zh
+    assert "missing" not in result.en and "少了" not in result.zh
+
+
+def test_lab03_1_a_dotted_target_cut_to_its_first_part_is_named():
+    def first_part(gm):
+        return Counter((n.op, (n.target.split(".")[0] if n.op == "get_attr" else n.target) if isinstance(n.target, str)
+                        else f"{n.target.__module__}.{n.target.__name__}") for n in gm.graph.nodes)
+    result = expect_wrong("lab03.1", first_part)
+    assert "block.scale" in text(result.tried)
+    assert "dotted target was cut" in result.en and "带点的 target 被截成" in result.zh
+
+
+def test_lab03_2_a_method_named_like_a_submodule_is_named():
+    def every_opcode(gm, module_type):
+        found = []
+        for n in gm.graph.nodes:
+            if not isinstance(n.target, str):
+                continue
+            try:
+                m = gm.get_submodule(n.target)
+            except AttributeError:
+                continue
+            if isinstance(m, module_type):
+                found.append(n.target)
+        return found
+    result = expect_wrong("lab03.2", every_opcode)
+    assert ".relu()" in text(result.tried)
+    assert "not a call_module node" in result.en and "call_method" in result.en
+    assert "不是 call_module 的节点" in result.zh
+
+
+def test_lab03_3_skipping_parameters_says_a_parameter_is_a_tensor():
+    class ExactTensors(fx.Interpreter):
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.shapes = {}
+
+        def run_node(self, n):
+            value = super().run_node(n)
+            if type(value) is torch.Tensor:
+                self.shapes[n.name] = tuple(value.shape)
+            return value
+    result = expect_wrong("lab03.3", ExactTensors)
+    assert "nn.Parameter" in result.en and "subclass" in result.en
+    assert "Parameter 是 torch.Tensor" in result.zh
+
+
+def test_lab03_4_placeholders_with_other_names_are_named():
+    def build_graph(root):
+        graph = fx.Graph()
+        a = graph.placeholder("a")
+        b = graph.placeholder("b")
+        h = graph.call_module("proj", (graph.call_function(operator.sub, (a, b)),))
+        graph.output(graph.call_function(operator.mul, (h, graph.get_attr("scale"))))
+        return fx.GraphModule(root, graph)
+    result = expect_wrong("lab03.4", build_graph)
+    assert "not named x and y" in result.en and "不是 x 和 y" in result.zh
+    assert "['a', 'b']" in text(result.got)

@@ -24,20 +24,23 @@ def _stub(*args):
 # ------------------------------------------------------------------ lab04.1 answers
 
 
-def _fold(conv, bn, use_conv_bias=True):
+def _fold(conv, bn, use_conv_bias=True, affine_defaults=True):
     fused = copy.deepcopy(conv)
     with torch.no_grad():
-        scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+        gamma = bn.weight if (bn.weight is not None or not affine_defaults) else torch.ones_like(bn.running_var)
+        beta = bn.bias if (bn.bias is not None or not affine_defaults) else torch.zeros_like(bn.running_var)
+        scale = gamma / torch.sqrt(bn.running_var + bn.eps)
         bias = conv.bias if (conv.bias is not None and use_conv_bias) else torch.zeros_like(bn.running_mean)
         fused.weight = nn.Parameter(conv.weight * scale.reshape(-1, 1, 1, 1))
-        fused.bias = nn.Parameter((bias - bn.running_mean) * scale + bn.bias)
+        fused.bias = nn.Parameter((bias - bn.running_mean) * scale + beta)
     return fused
 
 
 def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_setattr=False,
                recompile=True, skip_training="bn", set_eval=False, shared="both", delete_bn=False, lint=True,
-               fold=None):
-    """shared: which modules must be called by one node only ("both", "conv" or None)."""
+               fold=None, keyword="read", check_stats=True, eval_fused=False):
+    """shared: which modules must be called by one node only ("both", "conv" or None); keyword: what to do with
+    a BN whose input is passed as input= ("read" it, "skip" the BN, or "crash" on args[0])."""
     def fuse_conv_bn(gm):
         if copy_first:
             gm = copy.deepcopy(gm)
@@ -48,9 +51,16 @@ def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_
         for bn_node in list(gm.graph.nodes):
             if bn_node.op != "call_module" or not isinstance(modules[bn_node.target], nn.BatchNorm2d):
                 continue
-            conv_node = bn_node.args[0]
+            if bn_node.args or keyword == "crash":
+                conv_node = bn_node.args[0]
+            elif keyword == "read":
+                conv_node = bn_node.kwargs["input"]
+            else:
+                continue
             if not (isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
                     and isinstance(modules[conv_node.target], nn.Conv2d)):
+                continue
+            if check_stats and modules[bn_node.target].running_var is None:
                 continue
             if check_users and len(conv_node.users) != 1:
                 continue
@@ -63,6 +73,8 @@ def _make_fuse(*, copy_first=True, check_users=True, use_conv_bias=True, dotted_
             if shared == "both" and called.count(bn_node.target) != 1:
                 continue
             fused = (fold or (lambda c, b: _fold(c, b, use_conv_bias)))(modules[conv_node.target], modules[bn_node.target])
+            if eval_fused:
+                fused.eval()
             if dotted_setattr:
                 setattr(gm, conv_node.target, fused)
             else:
@@ -109,7 +121,7 @@ def silu_rewrite_returns_matches(gm):
 # ------------------------------------------------------------------ lab04.3 answers
 
 
-def _make_probes(*, clone=True, copy_first=True, keep_probe=True, every_call=True):
+def _make_probes(*, clone=True, copy_first=True, keep_probe=True, every_call=True, prefix="probe_", as_float=False):
     def insert_probes(gm, names):
         class Probe(nn.Module):
             def __init__(self, records, name):
@@ -118,7 +130,8 @@ def _make_probes(*, clone=True, copy_first=True, keep_probe=True, every_call=Tru
 
             def forward(self, x):
                 if every_call or self.name not in self.records:
-                    self.records[self.name] = x.detach().clone() if clone else x
+                    kept = x.detach().clone() if clone else x
+                    self.records[self.name] = kept.float() if as_float else kept
                 return x
 
         probed = copy.deepcopy(gm) if copy_first else gm
@@ -126,9 +139,9 @@ def _make_probes(*, clone=True, copy_first=True, keep_probe=True, every_call=Tru
         nodes = {n.name: n for n in probed.graph.nodes}
         for name in names:
             node = nodes[name]
-            probed.add_submodule(f"probe_{name}", Probe(records, name))
+            probed.add_submodule(f"{prefix}{name}", Probe(records, name))
             with probed.graph.inserting_after(node):
-                probe = probed.graph.call_module(f"probe_{name}", (node,))
+                probe = probed.graph.call_module(f"{prefix}{name}", (node,))
             if keep_probe:
                 node.replace_all_uses_with(probe, delete_user_cb=lambda user, probe=probe: user is not probe)
             else:
@@ -171,14 +184,16 @@ def test_lab04_1_accepts_the_test_answers_own_pass_and_torchs_folding_helper():
         gm = copy.deepcopy(gm)
         modules = dict(gm.named_modules())
         for bn_node in list(gm.graph.nodes):
-            conv_node = bn_node.args[0] if bn_node.args else None
+            conv_node = bn_node.all_input_nodes[0] if bn_node.all_input_nodes else None
             if not (bn_node.op == "call_module" and isinstance(modules[bn_node.target], nn.BatchNorm2d)
                     and isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
                     and isinstance(modules[conv_node.target], nn.Conv2d) and len(conv_node.users) == 1
-                    and not modules[bn_node.target].training and not modules[conv_node.target].training
+                    and not modules[bn_node.target].training and modules[bn_node.target].track_running_stats
                     and sum(n.target == conv_node.target for n in gm.graph.nodes if n.op == "call_module") == 1):
                 continue
-            gm.set_submodule(conv_node.target, fuse_conv_bn_eval(modules[conv_node.target], modules[bn_node.target]))
+            conv = modules[conv_node.target]
+            fused = fuse_conv_bn_eval(copy.deepcopy(conv).eval(), modules[bn_node.target]).train(conv.training)
+            gm.set_submodule(conv_node.target, fused)
             bn_node.replace_all_uses_with(conv_node)
             gm.graph.erase_node(bn_node)
         gm.recompile()
@@ -536,12 +551,13 @@ def test_lab04_1_a_graph_module_over_a_copied_graph_with_its_own_fused_convs_pas
         for bn_node in list(graph.nodes):
             if bn_node.op != "call_module" or type(new.get_submodule(bn_node.target)) is not nn.BatchNorm2d:
                 continue
-            src = bn_node.args[0]
+            src = bn_node.all_input_nodes[0]
+            bn = new.get_submodule(bn_node.target)
             if (isinstance(src, fx.Node) and src.op == "call_module" and type(new.get_submodule(src.target)) is nn.Conv2d
-                    and len(src.users) == 1 and not new.get_submodule(bn_node.target).training
+                    and len(src.users) == 1 and not bn.training and bn.track_running_stats
                     and [n.target for n in graph.nodes].count(src.target) == 1):
-                new.set_submodule(src.target, fuse_conv_bn_eval(new.get_submodule(src.target),
-                                                                new.get_submodule(bn_node.target)))
+                conv = new.get_submodule(src.target)  # fuse_conv_bn_eval wants eval mode: fold an eval copy
+                new.set_submodule(src.target, fuse_conv_bn_eval(copy.deepcopy(conv).eval(), bn).train(conv.training))
                 bn_node.replace_all_uses_with(src)
                 graph.erase_node(bn_node)
         new.recompile()
@@ -644,10 +660,10 @@ def test_lab04_1_right_answers_for_modules_called_twice_pass():
         for bn_node in list(gm.graph.nodes):
             if bn_node.op != "call_module" or type(modules[bn_node.target]) is not nn.BatchNorm2d:
                 continue
-            conv_node = bn_node.args[0]
+            conv_node = bn_node.args[0] if bn_node.args else bn_node.kwargs["input"]
             if not (isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
                     and type(modules[conv_node.target]) is nn.Conv2d and len(conv_node.users) == 1
-                    and not modules[bn_node.target].training):
+                    and not modules[bn_node.target].training and modules[bn_node.target].running_var is not None):
                 continue
             name = f"fused_{conv_node.name}"
             gm.add_submodule(name, _fold(modules[conv_node.target], modules[bn_node.target]))
@@ -744,3 +760,117 @@ def test_lab04_3_users_moved_one_by_one_pass():
         probed.recompile()
         return probed, records
     expect_passed("lab04.3", insert_probes)
+
+
+# ------------------------------------------------------------------ lab04.1: BNs without weights or statistics,
+# a BN's input by keyword, convs in training mode before eval-mode BNs (third attack pass)
+
+
+def test_lab04_1_names_a_bn_without_affine_weights():
+    result = expect_wrong("lab04.1", _make_fuse(fold=lambda c, b: _fold(c, b, affine_defaults=False)))
+    assert "affine=False" in text(result.tried) and "TypeError" in text(result.got)
+    assert "γ = 1" in result.en and "bn.weight and bn.bias are None" in result.en
+    assert "γ = 1" in result.zh and "照样要折叠" in result.zh
+
+
+def test_lab04_1_names_a_bn_input_passed_by_keyword():
+    crash = expect_wrong("lab04.1", _make_fuse(keyword="crash"))
+    assert "input=" in text(crash.tried) and "IndexError" in text(crash.got)
+    assert "kwargs" in crash.en and "按关键字传入" in crash.zh
+    skip = expect_wrong("lab04.1", _make_fuse(keyword="skip"))
+    assert "can be folded" in skip.en and "kwargs" in skip.en and "可以折叠" in skip.zh and "kwargs" in skip.zh
+
+
+def test_lab04_1_names_folding_a_bn_without_running_statistics():
+    result = expect_wrong("lab04.1", _make_fuse(check_stats=False))
+    assert "track_running_stats=False" in text(result.tried)
+    assert "no running statistics" in result.en and "没有 running 统计量" in result.zh
+
+    def fold_with_batch_free_stats(conv, bn):  # pretends the missing statistics are 0 and 1
+        bn = copy.deepcopy(bn)
+        if bn.running_var is None:
+            bn.running_mean, bn.running_var = torch.zeros(bn.num_features), torch.ones(bn.num_features)
+        return _fold(conv, bn)
+    folded = expect_wrong("lab04.1", _make_fuse(check_stats=False, fold=fold_with_batch_free_stats))
+    assert "was folded" in folded.en and "track_running_stats=False" in folded.en and "保持不融合" in folded.zh
+
+
+def test_lab04_1_names_switching_a_fused_conv_to_eval_mode():
+    result = expect_wrong("lab04.1", _make_fuse(eval_fused=True))
+    assert "stem[1] and bn, switched to eval" in text(result.tried)
+    assert "switched the train/eval mode of 'conv'" in result.en and "'conv' 的 train/eval 模式" in result.zh
+
+
+def test_lab04_1_names_skipping_or_asserting_on_a_conv_in_training_mode():
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    asserting = expect_wrong("lab04.1", _make_fuse(fold=fuse_conv_bn_eval))
+    assert "AssertionError" in text(asserting.got) and "still folded" in asserting.en and "照样要折叠" in asserting.zh
+
+    def fold_only_eval_convs(gm):
+        gm = copy.deepcopy(gm)
+        modules = dict(gm.named_modules())
+        for bn_node in list(gm.graph.nodes):
+            conv_node = bn_node.args[0] if bn_node.args else bn_node.kwargs.get("input")
+            if not (bn_node.op == "call_module" and isinstance(modules[bn_node.target], nn.BatchNorm2d)
+                    and isinstance(conv_node, fx.Node) and conv_node.op == "call_module"
+                    and isinstance(modules[conv_node.target], nn.Conv2d) and len(conv_node.users) == 1
+                    and not modules[bn_node.target].training and not modules[conv_node.target].training
+                    and modules[bn_node.target].running_var is not None
+                    and sum(n.target == conv_node.target for n in gm.graph.nodes if n.op == "call_module") == 1
+                    and sum(n.target == bn_node.target for n in gm.graph.nodes if n.op == "call_module") == 1):
+                continue
+            gm.set_submodule(conv_node.target, _fold(modules[conv_node.target], modules[bn_node.target]))
+            bn_node.replace_all_uses_with(conv_node)
+            gm.graph.erase_node(bn_node)
+        gm.recompile()
+        return gm
+    skipped = expect_wrong("lab04.1", fold_only_eval_convs)
+    assert "stem[1] and bn, switched to eval" in text(skipped.tried)
+    assert "can be folded" in skipped.en and "still folded" in skipped.en and "照样要折叠" in skipped.zh
+
+
+def test_lab04_1_the_reference_folds_bns_without_affine_weights_and_keyword_inputs():
+    fuse = solution("lab04", "fuse_conv_bn")
+    for bn_options, keyword in (({"affine": False}, False), ({}, True)):
+        class Pair(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, **bn_options)
+
+            def forward(self, x):
+                return self.bn(input=self.conv(x)) if keyword else self.bn(self.conv(x))
+        model = Pair().eval()
+        with torch.no_grad():
+            model.bn.running_var.uniform_(0.5, 2.0, generator=torch.Generator().manual_seed(0))
+        fused = fuse(fx.symbolic_trace(model))
+        x = torch.randn(2, 3, 6, 6, generator=torch.Generator().manual_seed(1))
+        assert not any(isinstance(m, nn.BatchNorm2d) for m in fused.modules())
+        torch.testing.assert_close(fused(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_lab04_3_a_record_converted_to_float32_is_named():
+    result = expect_wrong("lab04.3", _make_probes(as_float=True))
+    assert "float64" in text(result.tried)
+    assert "dtype torch.float32" in result.en and "torch.float64" in result.en and "dtype" in result.zh
+
+
+def test_lab04_3_a_probe_named_after_an_existing_submodule_is_named():
+    result = expect_wrong("lab04.3", _make_probes(prefix=""))
+    assert "'head'" in result.en and "already uses" in result.en and "已经在用的名字" in result.zh
+
+
+def test_lab04_2_an_in_place_silu_replacement_is_named():
+    def in_place(gm):
+        return sum(len(subgraph_rewriter.replace_pattern(gm, p, lambda x: F.silu(x, inplace=True)))
+                   for p in (_plain, _swapped))
+    result = expect_wrong("lab04.2", in_place)
+    assert "inplace=True" in result.en and "overwrites its input" in result.en and "覆盖输入" in result.zh
+
+
+def test_lab04_2_a_torch_mul_pattern_next_to_a_star_pattern_is_named_as_torch_mul():
+    def mul_and_star(gm):
+        patterns = (lambda x: torch.mul(x, torch.sigmoid(x)), _swapped)
+        return sum(len(subgraph_rewriter.replace_pattern(gm, p, _silu)) for p in patterns)
+    result = expect_wrong("lab04.2", mul_and_star)
+    assert "torch.mul" in result.en and "operator.mul" in result.en and "operand order" not in result.en
+    assert "torch.mul" in result.zh and "operator.mul" in result.zh

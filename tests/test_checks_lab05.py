@@ -536,3 +536,34 @@ def test_lab05_4_a_table_of_1024_positions_is_named():
     result = expect_wrong("lab05.4", table)
     assert "width" in result.en and "fixed in the code" in result.en and "写死" in result.zh
     assert "2000" in text(result.tried)
+
+
+def test_lab05_1_mode_found_by_position_is_named():
+    import inspect
+
+    def second_parameter(model, mode):
+        name = list(inspect.signature(model.forward).parameters)[1]
+        return fx.symbolic_trace(model, concrete_args={name: mode})
+    result = expect_wrong("lab05.1", second_parameter)
+    assert "_LateMode" in text(result.tried) and "TraceError" in text(result.got)
+    assert "not its second parameter" in result.en and "temp=1.0" in result.en
+    assert "不是它的第二个参数" in result.zh and "按名字找它" in result.zh
+
+
+def test_lab05_1_mode_found_by_name_in_the_signature_passes():
+    import inspect
+
+    def by_name(model, mode):
+        names = [p for p in inspect.signature(model.forward).parameters if p == "mode"]
+        return fx.symbolic_trace(model, concrete_args={names[0]: mode})
+    expect_passed("lab05.1", by_name)
+
+
+def test_lab05_4_a_width_rounded_by_bfloat16_is_named():
+    def through_bfloat16(lengths):
+        pos = torch.arange(lengths.max().to(torch.bfloat16)).long()
+        return torch.where(pos < lengths[:, None], pos, -1)
+    result = expect_wrong("lab05.4", through_bfloat16)
+    assert "70000" in text(result.tried)
+    assert "rounded by a low-precision float" in result.en and "70144" in result.en
+    assert "低精度浮点数舍入" in result.zh

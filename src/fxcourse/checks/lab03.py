@@ -127,6 +127,38 @@ class _Capitals(nn.Module):
         return F.gelu(self.Head(X))
 
 
+class _Scaled(nn.Module):
+    """A submodule that holds a parameter: the graph reads it through the dotted get_attr target ``block.scale``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.ones(4))
+
+
+class _Nested(nn.Module):
+    """A dotted get_attr target (``block.scale``) and a dotted call_module target (``block.fc``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = _Scaled()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block.fc(x) * self.block.scale
+
+
+class _MethodNamesake(nn.Module):
+    """A submodule ``relu`` and a method call ``.relu()``: the call_method node's target is ``'relu'`` too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.relu = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.relu(self.fc(x)).relu() + self.fc(x).relu()
+
+
 def _clash_gm() -> fx.GraphModule:
     return fx.symbolic_trace(built(_Clash, 3))
 
@@ -211,6 +243,9 @@ def _histogram_probes() -> list[Probe]:
         Probe("symbolic_trace(torchvision resnet18)", (_resnet_gm(),)),
         Probe(("symbolic_trace(a model with an input X and a submodule Head)",
                "symbolic_trace(输入名为 X、子模块名为 Head 的模型)"), (fx.symbolic_trace(built(_Capitals, 3)),)),
+        Probe(("symbolic_trace(a model that reads self.block.scale and calls self.block.fc)",
+               "symbolic_trace(读取 self.block.scale 并调用 self.block.fc 的模型)"),
+              (fx.symbolic_trace(built(_Nested, 3)),)),
     ]
 
 
@@ -237,6 +272,13 @@ def _uses_node_names(got: Any, gm: fx.GraphModule) -> bool:
     return any(k[1] in names - _short_names(gm) - targets for k in _unknown_keys(got, gm))
 
 
+def _cut_dotted(got: Any, gm: fx.GraphModule) -> bool:
+    """An unknown key whose target is a dotted target cut to one of its parts (``'block'`` for ``'block.scale'``)."""
+    parts = {(n.op, part) for n in gm.graph.nodes if isinstance(n.target, str) and "." in n.target
+             for part in n.target.split(".")}
+    return any(isinstance(k[1], str) and (k[0], k[1]) in parts for k in _unknown_keys(got, gm))
+
+
 def _case_changed(got: Any, gm: fx.GraphModule) -> bool:
     """An unknown key whose target is a real target spelled in other letter case."""
     alias = _aliases(list(gm.graph.nodes))
@@ -245,6 +287,11 @@ def _case_changed(got: Any, gm: fx.GraphModule) -> bool:
 
 
 _HISTOGRAM_MISTAKES = [
+    Mistake("dotted target cut", lambda got, want, p: _cut_dotted(got, p.args[0]),
+            "a dotted target was cut to one of its parts (this model reads 'block.scale' and calls 'block.fc'): "
+            "keep the whole target string as node.target spells it, dots included.",
+            "有带点的 target 被截成了其中一段（这个模型读取 'block.scale'、调用 'block.fc'）：请保留 node.target "
+            "的完整字符串，连同其中的点。"),
     Mistake("letter case changed", lambda got, want, p: _case_changed(got, p.args[0]),
             "a target string changed its letter case (this model has an input 'X' and a submodule 'Head'): "
             "names in a graph are case-sensitive, so keep each target exactly as node.target spells it.",
@@ -280,29 +327,45 @@ _HISTOGRAM_MISTAKES = [
 ]
 
 
-def _without(want: dict[tuple[str, str], int], gm: fx.GraphModule, leave_out: Callable[[fx.Node], bool]) -> dict:
-    """``want`` as an answer that skips the nodes ``leave_out`` picks would count it."""
+def _without(want: dict[tuple[str, str], int], gm: fx.GraphModule,
+             leave_out: Callable[[fx.Node], bool]) -> dict | None:
+    """``want`` as an answer that skips the nodes ``leave_out`` picks would count it; None when this graph has no
+    such node (then leaving them out is not what went wrong)."""
+    if not any(leave_out(n) for n in gm.graph.nodes):
+        return None
     return dict(Counter(_canonical(n) for n in gm.graph.nodes if not leave_out(n)))
+
+
+def _int_counts(counts: dict) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values())
 
 
 #: Known mistakes read on the answer's counts with every key spelled as the reference spells it.
 _COUNT_MISTAKES = [
-    Mistake("output left out", lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "output"),
+    Mistake("counts that are not ints", lambda got, want, p: not _int_counts(got) and set(got) == set(want)
+            and all(got[k] == want[k] for k in want),
+            "the counts have the right values but are not ints (e.g. 1.0 or True): each count is the number of "
+            "nodes under that key, an int.",
+            "计数的数值对了，但不是 int（例如 1.0 或 True）：每个计数是该键下的节点个数，应为 int。"),
+    Mistake("output left out", lambda got, want, p: _int_counts(got)
+            and got == _without(want, p.args[0], lambda n: n.op == "output"),
             "the output node is missing from your counts: it is a node of the graph like any other, with "
             "opcode 'output' (and target 'output'), so it adds 1 too.",
             "你的计数里少了 output 节点：它和其他节点一样是计算图中的节点，opcode 为 'output'（target 也是 "
             "'output'），同样要计 1。"),
     Mistake("placeholder left out",
-            lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "placeholder"),
+            lambda got, want, p: _int_counts(got) and got == _without(want, p.args[0], lambda n: n.op == "placeholder"),
             "the placeholder nodes (the graph's inputs) are missing from your counts: every node counts, "
             "inputs included.",
             "你的计数里少了 placeholder 节点（计算图的输入）：每个节点都要统计，输入也不例外。"),
-    Mistake("get_attr left out", lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op == "get_attr"),
+    Mistake("get_attr left out", lambda got, want, p: _int_counts(got)
+            and got == _without(want, p.args[0], lambda n: n.op == "get_attr"),
             "the get_attr nodes (parameters the graph reads) are missing from your counts: they are nodes "
             "too and count under ('get_attr', attribute name).",
             "你的计数里少了 get_attr 节点（计算图读取的参数）：它们也是节点，要计在 ('get_attr', 属性名) 下。"),
     Mistake("dead nodes left out",
-            lambda got, want, p: got == _without(want, p.args[0], lambda n: n.op != "output" and not n.users),
+            lambda got, want, p: _int_counts(got)
+            and got == _without(want, p.args[0], lambda n: n.op != "output" and not n.users),
             "a node whose result nothing uses (here a conv call whose output is thrown away) is missing from "
             "your counts: the histogram counts the nodes the graph holds, used or not; do not run dead-code "
             "elimination or skip nodes without users.",
@@ -414,11 +477,30 @@ def _by_last_part(gm: fx.GraphModule, kind: type) -> list[list[str]]:
     return found
 
 
+def _any_opcode(gm: fx.GraphModule, kind: type) -> list[str]:
+    """What an answer finds that looks every node's string target up as a module, whatever its opcode."""
+    found = []
+    for n in gm.graph.nodes:
+        try:
+            m = gm.get_submodule(n.target) if isinstance(n.target, str) else None
+        except AttributeError:
+            m = None
+        if isinstance(m, kind):
+            found.append(str(n.target))
+    return found
+
+
 def _find_mistakes(gm: fx.GraphModule, kind: type) -> list[Mistake]:
     node_names = {n.name for n in gm.graph.nodes}
     live = [str(n.target) for n in gm.graph.nodes if n.op == "call_module" and n.users
             and isinstance(gm.get_submodule(str(n.target)), kind)]
     return [
+        Mistake("not only call_module nodes", lambda got, want, p: list(got) == _any_opcode(gm, kind) != want,
+                "your list has an entry for a node that is not a call_module node: here x.relu() is a call_method "
+                "node whose target 'relu' is also the name of the submodule relu. Keep only call_module nodes; a "
+                "method or attribute with a module's name is not a call of that module.",
+                "你的列表里有一项来自不是 call_module 的节点：这里 x.relu() 是一个 call_method 节点，它的 target 'relu' "
+                "恰好也是子模块 relu 的名字。请只保留 call_module 节点；与模块同名的方法或属性并不是对该模块的调用。"),
         Mistake("node names", lambda got, want, p: bool(got) and all(s in node_names for s in got)
                 and bool(set(got) - set(want)),
                 "those are node names (like 'layer1_0_conv1'); return node.target, the module's dotted "
@@ -476,8 +558,12 @@ def _find_modules(answer: Any) -> None:
               "symbolic_trace(既有顶层 `conv`（nn.Conv1d）又有嵌套 `block.conv`（nn.Conv2d）的模型)"), _clash_gm)
     dead = (("symbolic_trace(a model whose conv `aux` is called but its output never used)",
              "symbolic_trace(卷积 `aux` 被调用、但输出从未被使用的模型)"), _dead_stem_gm)
+    namesake = (("symbolic_trace(a model with a submodule relu that also calls the method .relu())",
+                 "symbolic_trace(有子模块 relu、又调用了 .relu() 方法的模型)"),
+                lambda: fx.symbolic_trace(built(_MethodNamesake, 3)))
     cases = [(resnet, nn.Conv2d), (stem, nn.Conv2d), (stem, nn.BatchNorm2d), (resnet, nn.Linear),
-             (stem, nn.Module), (stem, nn.Linear), (clash, nn.Conv2d), (clash, nn.Conv1d), (dead, nn.Conv2d)]
+             (stem, nn.Module), (stem, nn.Linear), (clash, nn.Conv2d), (clash, nn.Conv1d), (dead, nn.Conv2d),
+             (namesake, nn.ReLU)]
     for (label, build), kind in cases:
         gm = build()
         want = _calls_of(gm, kind)
@@ -539,6 +625,13 @@ def _shape_probes() -> list[Probe]:
     ]
 
 
+def _attr(gm: fx.GraphModule, target: str) -> Any:
+    value: Any = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
 def _missing_ops(got: Any, want: dict, gm: fx.GraphModule) -> set[str]:
     by_op = {n.name: n.op for n in gm.graph.nodes}
     return {by_op[name] for name in set(want) - set(got)}
@@ -567,6 +660,14 @@ def _shape_mistakes(gm: fx.GraphModule) -> list[Mistake]:
         Mistake("lists", lambda got, want, p: any(isinstance(v, list) for v in got.values()),
                 "record each shape as a tuple (a torch.Size is fine too), not a list.",
                 "请把每个形状记录为 tuple（torch.Size 也可以），而不是 list。"),
+        Mistake("Parameters skipped", lambda got, want, p: _missing_ops(got, want, gm) == {"get_attr"}
+                and all(isinstance(_attr(gm, n.target), nn.Parameter)
+                        for n in gm.graph.nodes if n.op == "get_attr" and n.name not in got),
+                "the get_attr nodes have no shape: their value is an nn.Parameter, and a Parameter is a torch.Tensor "
+                "(a subclass), though its type is not exactly torch.Tensor. Record every value that is an instance "
+                "of torch.Tensor.",
+                "get_attr 节点没有形状：它们的值是 nn.Parameter，而 Parameter 是 torch.Tensor（的子类），只是它的类型"
+                "不恰好是 torch.Tensor。请记录所有是 torch.Tensor 实例的值。"),
         Mistake("call nodes only", lambda got, want, p: bool(_missing_ops(got, want, gm)
                                                               & {"placeholder", "get_attr", "output"}),
                 "the placeholder, get_attr or output nodes have no shape: record every node whose value is "
@@ -837,6 +938,13 @@ def _build_graph(answer: Any) -> None:
                         "scale 的 get_attr 节点（参数是读出来的，而不是复制进计算图），以及两个 call_function 节点："
                         "减法和乘法（不是 call_method 节点）。",
                         tried=label, expected=repr(want_shape), got=diff)
+        names = _opcodes(gm, "placeholder")
+        if names != ["x", "y"] and sorted(names) != ["x", "y"]:
+            raise Wrong("the placeholders are not named x and y: forward's arguments take the placeholders' names, "
+                        "and the exercise asks for forward(x, y), so gm(x=..., y=...) must work too.",
+                        "placeholder 的名字不是 x 和 y：forward 的参数名就取自 placeholder 的名字，而练习要求的是 "
+                        "forward(x, y)，所以 gm(x=..., y=...) 也必须能用。",
+                        tried=label, expected="placeholders ['x', 'y']", got=f"placeholders {names}")
         run_probes(gm, _computes(root), _inputs(features, seed), mistakes=_graph_mistakes(root, gm),
                    what="build_graph(root)",
                    generic=("gm(x, y) differs from root.proj(x - y) * root.scale: check each call_function node's "

@@ -165,6 +165,42 @@ class _BNCalledTwice(nn.Module):
         return self.bn(self.conv(y)) + self.bn(torch.relu(y))
 
 
+class _Pair(nn.Module):
+    """Conv2d(3, 4, 3) → BatchNorm2d(4, **bn_options) → ReLU."""
+
+    def __init__(self, **bn_options: Any) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4, **bn_options)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class _KeywordPair(_Pair):
+    """The BN's input passed by keyword: the conv node is in the BN node's kwargs, not its args."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(input=self.conv(x)))
+
+
+def _stats(model: nn.Module, seed: int) -> nn.Module:
+    """Trained-looking statistics and affine weights for every BN, leaving out what a BN does not have
+    (``affine=False``: no weight or bias; ``track_running_stats=False``: no running statistics)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                c = m.num_features
+                for name, make in (("running_mean", lambda: 0.5 * torch.randn(c, generator=gen)),
+                                   ("running_var", lambda: 0.5 + torch.rand(c, generator=gen)),
+                                   ("weight", lambda: 0.5 + torch.rand(c, generator=gen)),
+                                   ("bias", lambda: 0.5 * torch.randn(c, generator=gen))):
+                    if getattr(m, name) is not None:
+                        getattr(m, name).copy_(make())
+    return model
+
+
 def _trained(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
     """Seeded weights and trained-looking BN statistics, without moving the learner's RNG."""
     return zoo.pretend_trained(built(factory, seed, eval=False), seed)
@@ -177,6 +213,7 @@ class _FusionCase:
     inputs: tuple[torch.Tensor, ...]
     keep: dict[str, str]  # BN node that must stay -> why: "relu", "shared", "train", "train_in_eval"
     optional: frozenset[str] = frozenset()  # BN nodes that may be folded or kept (a module called twice)
+    note: tuple[str, str] | None = None  # what this model has that the others lack: said when the pass crashes
 
 
 def _fusion_cases() -> list[_FusionCase]:
@@ -219,6 +256,48 @@ def _fusion_cases() -> list[_FusionCase]:
                               "bn(conv(y)) + bn(relu(y))，eval 模式"),
                              _trained(_BNCalledTwice, 9).eval(), (image(2, 3, 6, 6),), {"bn_1": "relu"},
                              optional=frozenset({"bn"})))
+    trains = _trained(lambda: _Stack(True), 10).train()
+    trains.stem[1].eval()
+    trains.bn.eval()
+    cases.append(_FusionCase(("the conv/BN stack with Conv2d(bias=True) in training mode (model.train()) except the "
+                              "two BNs after convs, stem[1] and bn, switched to eval mode (their convs stay in training "
+                              "mode)",
+                              "同一组 conv/BN，Conv2d(bias=True)，训练模式（model.train()），只有卷积后面的两个 BN（stem[1] "
+                              "和 bn）切换到了 eval 模式（它们前面的卷积仍处于训练模式）"),
+                             trains, (image(3, 3, 9, 9),), {"post_bn": "relu"},
+                             note=("Here the BNs stem[1] and bn are in eval mode while the convs before them are in "
+                                   "training mode: a conv computes the same in either mode, so these pairs are still "
+                                   "folded, and each fused conv keeps its conv's mode (training). A helper that accepts "
+                                   "only eval-mode modules needs a conv in eval mode; the mode you give back must be "
+                                   "the conv's own.",
+                                   "这里 stem[1] 和 bn 这两个 BN 处于 eval 模式，而它们前面的卷积处于训练模式：卷积在两种模式下"
+                                   "计算相同，所以这两对照样要折叠，融合后的卷积保持原卷积的模式（训练模式）。只接受 eval 模式"
+                                   "模块的折叠函数需要一个 eval 模式的卷积；最后交还的模式必须是原卷积自己的模式。")))
+    cases.append(_FusionCase(("conv → BatchNorm2d(4, affine=False) → relu, eval mode",
+                              "conv → BatchNorm2d(4, affine=False) → relu，eval 模式"),
+                             _stats(built(lambda: _Pair(affine=False), 11), 11), (image(2, 3, 7, 7),), {},
+                             note=("This BN was built with affine=False: bn.weight and bn.bias are None, so γ = 1 and "
+                                   "β = 0 in the formulas, and it is still folded.",
+                                   "这个 BN 是用 affine=False 创建的：bn.weight 和 bn.bias 都是 None，所以公式里 γ = 1、"
+                                   "β = 0，它照样要折叠。")))
+    cases.append(_FusionCase(("conv → BN → relu with the BN's input passed by keyword, self.bn(input=self.conv(x)), "
+                              "eval mode",
+                              "conv → BN → relu，BN 的输入按关键字传入：self.bn(input=self.conv(x))，eval 模式"),
+                             _stats(built(_KeywordPair, 12), 12), (image(2, 3, 7, 7),), {},
+                             note=("This BN receives its input by keyword: the conv node is in the BN node's kwargs "
+                                   "(under 'input'), and its args are empty.",
+                                   "这个 BN 的输入是按关键字传入的：卷积节点在 BN 节点的 kwargs 里（键为 'input'），"
+                                   "它的 args 是空的。")))
+    cases.append(_FusionCase(("conv → BatchNorm2d(4, track_running_stats=False) → relu, eval mode",
+                              "conv → BatchNorm2d(4, track_running_stats=False) → relu，eval 模式"),
+                             _stats(built(lambda: _Pair(track_running_stats=False), 13), 13), (image(2, 3, 7, 7),),
+                             {"bn": "batch_stats"},
+                             note=("This BN was built with track_running_stats=False: it has no running statistics "
+                                   "(bn.running_var is None) and normalises with each batch's mean and variance even "
+                                   "in eval mode, so it cannot be folded: leave it unfused.",
+                                   "这个 BN 是用 track_running_stats=False 创建的：它没有 running 统计量（bn.running_var "
+                                   "is None），即使在 eval 模式下也用每个 batch 自己的均值和方差归一化，所以不能折叠："
+                                   "保持不融合。")))
     resnet, _ = zoo.example("resnet18", seed=4)
     cases.append(_FusionCase(("torchvision resnet18, eval mode", "torchvision resnet18，eval 模式"),
                              zoo.pretend_trained(resnet, 4),
@@ -248,6 +327,11 @@ _MUST_STAY = {
               "BN 节点 {name!r} 处于训练模式，却被折叠了。训练模式下 BatchNorm 用每个 batch 自己的统计量归一化，"
               "而不是 running 统计量，所以它不是固定的逐通道仿射变换，折叠会改变模型：训练模式的 BN 请保持原样"
               "（第 04 讲第 6 节）。"),
+    "batch_stats": ("BN node {name!r} was built with track_running_stats=False and was folded. Such a BN has no "
+                    "running statistics and normalises with each batch's mean and variance even in eval mode, so it "
+                    "is not a fixed per-channel map: leave it unfused.",
+                    "BN 节点 {name!r} 是用 track_running_stats=False 创建的，却被折叠了。这种 BN 没有 running 统计量，"
+                    "即使在 eval 模式下也用每个 batch 自己的均值和方差归一化，所以不是固定的逐通道仿射变换：请保持不融合。"),
     "train_in_eval": ("BN node {name!r} is in training mode although the model around it is in eval mode, "
                       "and it was folded: decide by each BatchNorm's own mode, not by the mode of the "
                       "GraphModule (modules can be switched one by one).",
@@ -417,10 +501,20 @@ def _fuse_conv_bn(answer: Any) -> None:
         except AssertionError as exc:
             if "eval" not in str(exc):
                 raise
+            if case.note is not None:
+                raise Wrong(f"your pass raised AssertionError on this model. {case.note[0]}",
+                            f"你的 pass 在这个模型上抛出了 AssertionError。{case.note[1]}",
+                            tried=label, got=one_line_error(exc)) from None
             raise Wrong("the folding helper you call accepts only modules in eval mode, and this model has "
                         "a BatchNorm in training mode: skip such a BN instead of folding it.",
                         "你调用的折叠函数只接受 eval 模式的模块，而这个模型里有处于训练模式的 BatchNorm："
                         "遇到这种 BN 请跳过，不要折叠。", tried=label, got=one_line_error(exc)) from None
+        except (TypeError, AttributeError, IndexError, KeyError) as exc:
+            if case.note is None:
+                raise
+            raise Wrong(f"your pass raised {type(exc).__name__} on this model. {case.note[0]}",
+                        f"你的 pass 在这个模型上抛出了 {type(exc).__name__}。{case.note[1]}",
+                        tried=label, got=one_line_error(exc)) from None
         if not isinstance(result, fx.GraphModule):
             raise Wrong("return the fused fx.GraphModule.", "请返回融合后的 fx.GraphModule。",
                         tried=label, got=describe(result))
@@ -469,7 +563,7 @@ def _fuse_conv_bn(answer: Any) -> None:
                         expected=(f"BatchNorm nodes {sorted(case.keep)} kept", f"保留 BatchNorm 节点 {sorted(case.keep)}"),
                         got=(f"BatchNorm nodes {remaining}; {diff_en}", f"BatchNorm 节点 {remaining}；{diff_zh}"))
         extra = [name for name in remaining if name not in case.keep and name not in case.optional]
-        producer = next((n.args[0] for n in gm.graph.nodes if extra and n.name == extra[0]), None)
+        producer = next(((n.all_input_nodes or [None])[0] for n in gm.graph.nodes if extra and n.name == extra[0]), None)
         other = _namesake(gm, str(producer.target)) if isinstance(producer, fx.Node) else None
         if extra and other is not None:
             en, zh = _last_part_wrong(
@@ -481,11 +575,12 @@ def _fuse_conv_bn(answer: Any) -> None:
                         expected=(f"BatchNorm nodes {sorted(case.keep)}", f"BatchNorm 节点 {sorted(case.keep)}"),
                         got=repr(remaining))
         if extra:
+            note_en, note_zh = (" " + case.note[0], case.note[1]) if case.note else ("", "")
             raise Wrong(f"BN node {extra[0]!r} is in eval mode and follows a conv that feeds only it, so it "
                         "can be folded; look for call_module BatchNorm2d nodes whose input is a call_module "
-                        "Conv2d node (targets can be dotted, e.g. 'stem.1').",
+                        f"Conv2d node (targets can be dotted, e.g. 'stem.1').{note_en}",
                         f"BN 节点 {extra[0]!r} 处于 eval 模式，前面的卷积只连着它，可以折叠；请查找输入是 call_module "
-                        "Conv2d 节点的 call_module BatchNorm2d 节点（target 可能带点，例如 'stem.1'）。",
+                        f"Conv2d 节点的 call_module BatchNorm2d 节点（target 可能带点，例如 'stem.1'）。{note_zh}",
                         tried=label, expected=(f"BatchNorm nodes {sorted(case.keep)}", f"BatchNorm 节点 {sorted(case.keep)}"),
                         got=repr(remaining))
         lost = _lost_setting(gm, result)
@@ -619,6 +714,33 @@ def _only_silu(x: torch.Tensor) -> torch.Tensor:
     return F.silu(x) + 1
 
 
+def _mul_spelled(x: torch.Tensor) -> torch.Tensor:
+    return torch.mul(x, torch.sigmoid(x)) + 1
+
+
+def _mul_spelled_swapped(x: torch.Tensor) -> torch.Tensor:
+    return torch.mul(torch.sigmoid(x), x) + 1
+
+
+def _rewrites(answer: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> bool:
+    """Whether ``answer`` puts an F.silu call into the traced ``fn`` (its pattern is spelled the way ``fn`` is)."""
+    gm = fx.symbolic_trace(fn)
+    try:
+        answer(gm)
+    except Exception:  # an answer that cannot handle this graph tells nothing here
+        return False
+    return any(n.target is F.silu for n in gm.graph.nodes)
+
+
+_TORCH_MUL = ("{shown} was left alone, and your pattern for it is spelled with torch.mul: on a graph that computes "
+              "torch.mul({args}) your rewrite does put in F.silu. The model multiplies with `*`, which the graph "
+              "records as operator.mul, another target than torch.mul, so that pattern never matches it: write the "
+              "pattern's product with `*`.",
+              "{shown} 没有被替换，而你为它写的模式用的是 torch.mul：在计算 torch.mul({args}) 的计算图上，你的改写确实"
+              "换上了 F.silu。模型用 `*` 做乘法，计算图把它记录为 operator.mul，与 torch.mul 是不同的 target，所以那个"
+              "模式永远匹配不到它：请在模式里用 `*` 写乘法。")
+
+
 def _pattern_and_replacement_swapped(answer: Any) -> bool:
     """Whether ``answer`` rewrites an F.silu call into something else (it searched for the replacement)."""
     gm = fx.symbolic_trace(_only_silu)
@@ -666,6 +788,12 @@ def _silu_rewrite(answer: Any) -> None:
                         "模式也会匹配这样的乘积；SiLU 的模式只有一个输入，乘积两边用的都是它。",
                         tried=label, expected=(f"{decoys} such product(s) kept", f"保留 {decoys} 个这样的乘积"),
                         got=(f"{_decoys(gm)} left", f"只剩 {_decoys(gm)} 个"))
+        if swapped and not plain and silus and _rewrites(answer, _mul_spelled_swapped):
+            en, zh = (t.format(shown="sigmoid(x) * x", args="torch.sigmoid(x), x") for t in _TORCH_MUL)
+            raise Wrong(en, zh, tried=label, expected=replaced, got=(f"{silus} replaced", f"替换了 {silus} 处"))
+        if plain and not swapped and silus and _rewrites(answer, _mul_spelled):
+            en, zh = (t.format(shown="x * sigmoid(x)", args="x, torch.sigmoid(x)") for t in _TORCH_MUL)
+            raise Wrong(en, zh, tried=label, expected=replaced, got=(f"{silus} replaced", f"替换了 {silus} 处"))
         if swapped and not plain and silus:
             raise Wrong("sigmoid(x) * x was left alone: to the matcher it is a different graph from "
                         "x * sigmoid(x) (the operands of mul are swapped); call replace_pattern a "
@@ -738,6 +866,15 @@ def _silu_rewrite(answer: Any) -> None:
         _require_recompiled(gm, label)
         got = _run(gm, inputs, label)
         diff = differs(got, want, rtol=1e-5, atol=1e-6)
+        in_place = any(n.target is F.silu and (n.kwargs.get("inplace") is True or n.args[1:2] == (True,))
+                       for n in gm.graph.nodes)
+        if diff is not None and in_place:
+            raise Wrong("the rewritten graph computes something else: your replacement calls F.silu with "
+                        "inplace=True, which overwrites its input with the result, and other nodes still read that "
+                        "input. The replacement must leave its input unchanged.",
+                        "改写后的计算图结果变了：你的替换以 inplace=True 调用 F.silu，它会用结果覆盖输入，而别的节点仍在"
+                        "读取这个输入。替换不能改动它的输入。",
+                        tried=label, expected=("the original output", "原来的输出"), got=diff)
         if diff is not None:
             raise Wrong("the rewritten graph computes something else: the replacement must apply SiLU to "
                         "the same value the pattern multiplied.",
@@ -775,6 +912,17 @@ class _Branchy(nn.Module):
         return self.head(h) + h.sum(dim=-1, keepdim=True)
 
 
+class _Double(nn.Module):
+    """Run in float64: a record converted to float32 on the way is not the node's value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu() * 2
+
+
 def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[torch.Tensor]]]:
     branchy = built(_Branchy, 6, eval=False)  # training mode: a pass must not switch it
     resnet, _ = zoo.example("resnet18", seed=7)
@@ -793,6 +941,9 @@ def _probe_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], list[tor
           "torchvision resnet18，names ['layer1_0_bn1', 'add_3', 'layer4_1_relu_1', 'fc']"), resnet,
          ["layer1_0_bn1", "add_3", "layer4_1_relu_1", "fc"],
          [randn(1, 3, 32, 32), randn(1, 3, 32, 32)]),
+        (("a float64 model, Linear(4, 4).double() then relu, names ['lin', 'relu']",
+          "一个 float64 模型：Linear(4, 4).double() 再接 relu，names ['lin', 'relu']"),
+         built(_Double, 8).double(), ["lin", "relu"], [randn(3, 4).double(), randn(2, 4).double()]),
     ]
 
 
@@ -889,6 +1040,16 @@ def _insert_probes(answer: Any) -> None:
         if loop is not None:
             raise Wrong(*_SELF_LOOP, tried=label, got=(f"node {loop!r} reads its own output", f"节点 {loop!r} 读取了它自己的输出"))
         _require_recompiled(probed, label)
+        taken = _retyped(gm, probed)
+        if taken is not None:
+            path, was, now = taken
+            raise Wrong(f"the model's submodule {path!r}, a {was}, is now a {now}: a probe module was added under a name "
+                        "that the model already uses (a node and a submodule often share a name), and adding a module "
+                        "under a taken name replaces the one there. Give each probe a name no module has yet.",
+                        f"模型的子模块 {path!r} 原来是 {was}，现在却是 {now}：探针模块是用模型已经在用的名字添加的（节点和"
+                        "子模块常常同名），用已被占用的名字添加模块会替换掉原来的模块。请给每个探针起一个还没有模块用过的名字。",
+                        tried=label, expected=(f"{path!r}: a {was}", f"{path!r}：{was}"),
+                        got=(f"{path!r}: a {now}", f"{path!r}：{now}"))
         lacking = _without_probe_node(gm, probed, names)
         unprobed = lacking[0] if lacking else None
         inputs_of_gm = {n.name for n in gm.graph.nodes if n.op == "placeholder"}
@@ -974,6 +1135,12 @@ def _insert_probes(answer: Any) -> None:
                                 "请保存数值的副本，而不是对这个张量的引用。",
                                 tried=at_node, expected=("values with negatives", "含负数的值"),
                                 got=("the values after ReLU", "经过 ReLU 之后的值"))
+                if isinstance(got, torch.Tensor) and got.dtype != want.dtype:
+                    raise Wrong(f"records[{name!r}] has dtype {got.dtype}, but node {name!r} computed {want.dtype}: "
+                                "record a copy of the value as it is, in its own dtype.",
+                                f"records[{name!r}] 的 dtype 是 {got.dtype}，而节点 {name!r} 算出的是 {want.dtype}："
+                                "请原样记录值的副本，保持它自己的 dtype。",
+                                tried=at_node, expected=describe(want), got=describe(got))
                 raise Wrong(f"records[{name!r}] is not the output of node {name!r} in this call.",
                             f"records[{name!r}] 不是节点 {name!r} 在这次调用中的输出。",
                             tried=at_call, expected=describe(want), got=diff)

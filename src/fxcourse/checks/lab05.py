@@ -8,6 +8,7 @@ per helper call).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from typing import Any, Callable
@@ -163,6 +164,29 @@ class _Tempered(nn.Module):
         return y
 
 
+class _LateMode(nn.Module):
+    """`mode` is the third parameter, after a float `temp`: a mode found by position is the wrong one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor, temp: float = 1.0, mode: str = "a") -> torch.Tensor:
+        y = self.lin(x) * temp
+        if mode == "soft":
+            return y.softmax(-1)
+        if mode == "log":
+            return y.log_softmax(-1)
+        return y
+
+
+def _signature(model: nn.Module) -> str:
+    """forward's parameters as written, e.g. ``(x, mode='plain', temp=2.0)``."""
+    params = inspect.signature(model.forward).parameters.values()
+    return "(" + ", ".join(p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+                           for p in params) + ")"
+
+
 def _other_guards(gm: fx.GraphModule) -> list[str]:
     """Parameters other than `mode` that FX's concrete_args guards specialise."""
     found = []
@@ -196,13 +220,14 @@ def _guard_value(gm: fx.GraphModule) -> str | None:
 ])
 def _concrete_mode(answer: Any) -> None:
     need_callable(answer, "trace_for_mode")
-    cases: list[tuple[nn.Module, list[str], Callable[[int], torch.Tensor]]] = [
-        (_Pool(), ["mean", "max", "sum"], lambda b: torch.randn(b, 7, 5, generator=gen)),
-        (_Calibrated(), ["logits", "log_probs", "probs"], lambda b: torch.randn(b, 3, generator=gen)),
-        (_Tempered(), ["soft", "plain"], lambda b: torch.randn(b, 4, generator=gen)),
+    cases: list[tuple[nn.Module, list[str], Callable[[int], torch.Tensor], tuple[Any, ...]]] = [
+        (built(_Pool, 2), ["mean", "max", "sum"], lambda b: torch.randn(b, 7, 5, generator=gen), ()),
+        (built(_Calibrated, 3), ["logits", "log_probs", "probs"], lambda b: torch.randn(b, 3, generator=gen), ()),
+        (built(_Tempered, 4), ["soft", "plain"], lambda b: torch.randn(b, 4, generator=gen), ()),
+        (built(_LateMode, 5), ["soft", "log"], lambda b: torch.randn(b, 4, generator=gen), (1.5,)),
     ]
     gen = torch.Generator().manual_seed(5)
-    for model, modes, make_input in cases:
+    for model, modes, make_input, between in cases:
         model.train(model is cases[0][0])  # the first model in training mode: the answer must leave it so
         for mode in modes:
             tried = f"trace_for_mode({type(model).__name__}(), {mode!r})"
@@ -212,11 +237,16 @@ def _concrete_mode(answer: Any) -> None:
                     warnings.simplefilter("ignore")
                     got = answer(model, mode)
             except fx.proxy.TraceError as exc:
+                late = ((f" This model's forward is {_signature(model)}: mode is not its second parameter, so find it "
+                         "by its name, not by its position.",
+                         f"这个模型的 forward 是 {_signature(model)}：mode 不是它的第二个参数，所以要按名字找它，"
+                         "而不是按位置。") if between else
+                        (f" This model's forward is {_signature(model)}.", f"这个模型的 forward 是 {_signature(model)}。"))
                 raise Wrong("symbolic_trace still met `if mode == ...` with a Proxy, so mode was not fixed: "
                             "a concrete_args key must be spelled exactly like forward's parameter, or FX "
-                            "silently ignores it.",
+                            "silently ignores it." + late[0],
                             "symbolic_trace 仍然拿着 Proxy 去判断 `if mode == ...`，说明 mode 没有被固定："
-                            "concrete_args 的键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。",
+                            "concrete_args 的键必须与 forward 的参数名完全一致，否则 FX 会悄悄忽略它。" + late[1],
                             tried=tried, got=one_line_error(exc)) from None
             gm = _need_graph_module(got, model, tried)
             _require_modes_kept(before, model, tried, "trace_for_mode")
@@ -225,10 +255,9 @@ def _concrete_mode(answer: Any) -> None:
             if others:
                 raise Wrong(f"besides `mode`, the parameter {others[0]!r} was fixed through concrete_args too: only mode "
                             "is to be specialised; every other parameter of forward stays an input of the graph, with "
-                            "its default (this model's forward is (x, mode='plain', temp=2.0)).",
+                            f"its default (this model's forward is {_signature(model)}).",
                             f"除了 `mode`，参数 {others[0]!r} 也通过 concrete_args 被固定了：只应特化 mode；forward 的其他"
-                            "参数都要保持为计算图的输入，并保留各自的默认值（这个模型的 forward 是 "
-                            "(x, mode='plain', temp=2.0)）。",
+                            f"参数都要保持为计算图的输入，并保留各自的默认值（这个模型的 forward 是 {_signature(model)}）。",
                             tried=tried, expected=("only mode specialised", "只特化 mode"),
                             got=(f"{others[0]} specialised too", f"{others[0]} 也被特化了"))
             fixed = _guard_value(gm)
@@ -254,11 +283,14 @@ def _concrete_mode(answer: Any) -> None:
                             tried=tried, expected=(f"specialised to {mode!r}", f"特化为 {mode!r}"),
                             got=(f"specialised to {fixed!r}", f"特化为 {fixed!r}"))
             inputs = [make_input(batch) for batch in (2, 5)]
+            shown = "".join(f", {v!r}" for v in between)
+            call = "gm(x, temp, mode)" if between else "gm(x, mode)"
             _matches_eager(
-                gm, model, [((f"{tried}(x of shape {tuple(x.shape)}, {mode!r})",
-                              f"{tried}(形状为 {tuple(x.shape)} 的 x, {mode!r})"), (x, mode)) for x in inputs],
-                fails=("the traced module fails when called as gm(x, mode).",
-                       "以 gm(x, mode) 调用追踪得到的模块时失败。"),
+                gm, model, [((f"{tried}(x of shape {tuple(x.shape)}{shown}, {mode!r})",
+                              f"{tried}(形状为 {tuple(x.shape)} 的 x{shown}, {mode!r})"), (x, *between, mode))
+                            for x in inputs],
+                fails=(f"the traced module fails when called as {call}.",
+                       f"以 {call} 调用追踪得到的模块时失败。"),
                 differs=("on a new input the result differs from the eager model: fix only `mode`, "
                          "leave x a placeholder.",
                          "在新输入上结果与 eager 模型不一致：只固定 `mode`，x 要保持为 placeholder。"))
@@ -696,6 +728,14 @@ _POSITION_MISTAKES = [
             "the result has one column too many: the width is the largest length itself, since a row of "
             "length n holds positions 0 to n - 1.",
             "结果多了一列：宽度就是最大的那个长度本身，因为长度为 n 的行包含位置 0 到 n - 1。"),
+    Mistake("width rounded", lambda got, want, p: got.ndim == 2 and want.shape[1] > 256
+            and 0 < abs(got.shape[1] - want.shape[1]) <= want.shape[1] // 128,
+            "the width is close to this input's largest length but not equal to it: the length was rounded by a "
+            "low-precision float on the way (bfloat16 holds every integer only up to 256, float16 up to 2048; "
+            "bfloat16 turns 70000 into 70144). Keep the lengths integers, or a dtype that holds them exactly.",
+            "宽度接近当前输入的最大长度，但并不相等：长度在计算过程中被低精度浮点数舍入了（bfloat16 只能精确表示"
+            "不超过 256 的所有整数，float16 不超过 2048；bfloat16 会把 70000 变成 70144）。请让 lengths 保持为整数，"
+            "或者使用能精确表示它们的 dtype。"),
     Mistake("width", lambda got, want, p: got.shape[1] != want.shape[1],
             "the width is not this input's largest length. It must come from the lengths of each call: a width "
             "fixed in the code, or one computed once while tracing, is baked into the graph and stays wrong for "
