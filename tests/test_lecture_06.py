@@ -197,36 +197,63 @@ def test_torch_logs_string_maps_to_the_set_logs_switches():
     assert _parse_log_settings("dynamo").log_qname_to_level["torch._dynamo"] == logging.INFO
 
 
-def test_graph_code_logs_the_captured_graph_with_fake_tensor_types_and_source_lines():
-    with logs(graph_code=True) as records:
-        torch.compile(scaled_sin, backend="eager")(torch.ones(3))
-    (record,) = records
-    assert record.name == "torch._dynamo.output_graph.__graph_code"
-    message = record.getMessage()
+_LOG_SCRIPT = """
+import json, logging, sys
+import torch
+from fxcourse import torch_logs
+
+
+def scaled_sin(x):
+    return torch.sin(x) * 2
+
+
+logging.disable(logging.NOTSET)
+with torch_logs(**json.loads(sys.argv[1])) as records:
+    torch.compile(scaled_sin, backend="eager")(torch.ones(3))
+print("RECORDS " + json.dumps([(r.name, r.levelno, r.getMessage()) for r in records]))
+"""
+
+
+def fresh_records(tmp_path, **switches) -> list[tuple[str, int, str]]:
+    """(logger name, level, message) of every record torch_logs(**switches) collected while a
+    fresh interpreter compiled scaled_sin once: no log state left by other tests."""
+    import json
+
+    script = tmp_path / "log_probe.py"  # a file, so Dynamo can quote the source line
+    script.write_text(_LOG_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), json.dumps(switches)], capture_output=True, text=True,
+                          timeout=300, env={k: v for k, v in os.environ.items()
+                                            if k not in ("TORCH_LOGS", "TORCHDYNAMO_VERBOSE", "TORCH_TRACE")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RECORDS "))
+    return [tuple(r) for r in json.loads(line[len("RECORDS "):])]
+
+
+def test_graph_code_logs_the_captured_graph_with_fake_tensor_types_and_source_lines(tmp_path):
+    ((name, _, message),) = fresh_records(tmp_path, graph_code=True)
+    assert name == "torch._dynamo.output_graph.__graph_code"
     assert message.startswith("TRACED GRAPH") and "__compiled_fn_" in message
     assert 'L_x_: "f32[3][1]cpu"' in message
     assert "torch.sin(l_x_)" in message and "sin * 2" in message
     assert "in scaled_sin, code: return torch.sin(x) * 2" in message
 
 
-def test_dynamo_at_info_logs_the_steps_of_a_compile():
-    with logs(dynamo=logging.INFO) as records:
-        torch.compile(scaled_sin, backend="eager")(torch.ones(3))
-    messages = [r.getMessage() for r in records]
-    assert all(r.levelno >= logging.INFO for r in records)
+def test_dynamo_at_info_logs_the_steps_of_a_compile(tmp_path):
+    records = fresh_records(tmp_path, dynamo=logging.INFO)
+    messages = [m for _, _, m in records]
+    assert all(level >= logging.INFO for _, level, _ in records)
     assert any(m.startswith("Step 1: torchdynamo start tracing scaled_sin") for m in messages)
     assert "Step 1: torchdynamo done tracing scaled_sin (RETURN_VALUE)" in messages
     assert "Step 2: calling compiler function eager" in messages
-    assert not any(r.name.split(".")[-1].startswith("__") for r in records)  # no artifacts
+    assert not any(name.split(".")[-1].startswith("__") for name, _, _ in records)  # no artifacts
 
 
-def test_plus_dynamo_adds_the_artifacts_under_dynamo_and_traces_each_instruction():
-    with logs(dynamo=logging.DEBUG) as records:
-        torch.compile(scaled_sin, backend="eager")(torch.ones(3))
-    artifacts = {r.name.split(".__")[1] for r in records if ".__" in r.name}
+def test_plus_dynamo_adds_the_artifacts_under_dynamo_and_traces_each_instruction(tmp_path):
+    records = fresh_records(tmp_path, dynamo=logging.DEBUG)
+    artifacts = {name.split(".__")[1] for name, _, _ in records if ".__" in name}
     assert {"graph_code", "guards", "trace_bytecode", "trace_call", "trace_source"} <= artifacts
     assert "output_code" not in artifacts  # off by default: it must be named
-    steps = [r.getMessage() for r in records if r.name.endswith("__trace_bytecode")]
+    steps = [m for name, _, m in records if name.endswith("__trace_bytecode")]
     assert steps[1] == "TRACE LOAD_GLOBAL torch []"
     assert any(s.startswith("TRACE LOAD_FAST x ") for s in steps)
     assert steps[-1] == "TRACE RETURN_VALUE None [TensorVariable()]"
