@@ -7,7 +7,6 @@ pass is not a copy of a notebook output.
 """
 import contextlib
 import io
-import logging
 
 import pytest
 import torch
@@ -17,27 +16,7 @@ from torch._dynamo.utils import counters
 
 from fxcourse import torch_logs
 
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    logging.disable(logging.WARNING)
-    yield
-    logging.disable(logging.NOTSET)
-    torch._dynamo.reset()
-
-
-class Graphs(list):
-    """A backend that keeps every graph it is given and runs it as captured."""
-
-    def __call__(self, gm, example_inputs):
-        self.append(gm)
-        return gm.forward
-
-    def ops(self) -> list[list[str]]:
-        return [[getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes
-                 if n.op in ("call_function", "call_method")] for gm in self]
+from lecture_claims import Graphs, fresh_dynamo  # noqa: F401 (fresh_dynamo is an autouse fixture)
 
 
 def _raising(exc):

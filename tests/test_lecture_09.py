@@ -34,17 +34,9 @@ from torch._functorch.partitioners import default_partition
 
 from fxcourse import aot_graphs, inductor_code
 
+from lecture_claims import fresh_dynamo  # noqa: F401 (fresh_dynamo is an autouse fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    logging.disable(logging.WARNING)
-    yield
-    logging.disable(logging.NOTSET)
-    torch._dynamo.reset()
 
 
 def keep(gm, example_inputs):
