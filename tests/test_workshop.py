@@ -179,6 +179,15 @@ def _cell_source(path: Path, index: int) -> str:
     return nbformat.read(path, as_version=4).cells[index].source
 
 
+def _saved_cell_source(path: Path, index: int) -> str | None:
+    """The cell's source, or None while the server is still writing the file (it can be
+    caught empty or half-written between two polls)."""
+    try:
+        return _cell_source(path, index)
+    except (nbformat.reader.NotJSONError, ValueError, OSError):
+        return None
+
+
 def _memory(hub_proc: subprocess.Popen) -> dict:
     """Resident (RSS) and proportional (PSS, shared pages split) memory in MiB: the hub, the
     proxy, and for each learner their single-user server and kernels."""
@@ -267,7 +276,7 @@ def test_learners_run_checks_in_their_own_copies(hub):
             page.keyboard.press("Escape")
             page.keyboard.press("Control+S")
             deadline = time.monotonic() + 30
-            while _cell_source(mine["learner01"], 5) != SOLUTION:
+            while _saved_cell_source(mine["learner01"], 5) != SOLUTION:
                 assert time.monotonic() < deadline, "learner01's edit never reached their file"
                 time.sleep(0.5)
             page.locator(".fxcourse-check-passed").first.scroll_into_view_if_needed()
