@@ -251,15 +251,18 @@ def test_hooks_on_a_compiled_sequential_are_traced_and_late_ones_ignored():
     assert not bool((compiled(x) == 0).all())     # ignored by the compiled module
 
 
+class Own(nn.Module):
+    """A top-level module of the user's own class (not a torch.nn container)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 def test_a_late_hook_on_a_user_module_is_honoured():
-    class Own(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(2, 2)
-
-        def forward(self, x):
-            return self.fc(x)
-
     own = Own()
     compiled = torch.compile(own, backend="eager")
     x = torch.randn(4, 2)
@@ -618,14 +621,6 @@ def test_which_backend_exceptions_are_wrapped():
 
 
 def test_a_hook_on_a_top_level_user_module_runs_outside_the_compiled_forward():
-    class Own(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(2, 2)
-
-        def forward(self, x):
-            return self.fc(x)
-
     own = Own()
     own.register_forward_hook(lambda m, args, out: out + 100)
     graphs = Graphs()
