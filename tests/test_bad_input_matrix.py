@@ -533,6 +533,17 @@ for _k, _v in {"'fr'": "fr", "''": "", "3": 3, "True": True, "['en']": ["en"], "
     refused("language", _k, lambda L, t, v=_v: LG(v))
 refused("language", "two languages", lambda L, t: LG("en", "zh"))
 
+# pick ------------------------------------------------------------------------------------------
+PK = fxcourse.pick
+ok("pick", "two sentences", lambda L, t: PK("3 graphs", "3 个图"), lambda r: r == "3 graphs / 3 个图")
+ok("pick", "sep=' | '", lambda L, t: PK("a", "甲", sep=" | "), lambda r: r == "a | 甲")
+for _k, _v in {"None": None, "int": 3, "a pair": ("a", "甲"), "bytes": b"a"}.items():
+    refused("pick", f"en {_k}", lambda L, t, v=_v: PK(v, "甲"))
+    refused("pick", f"zh {_k}", lambda L, t, v=_v: PK("a", v))
+refused("pick", "sep=None", lambda L, t: PK("a", "甲", sep=None))
+refused("pick", "one sentence only", lambda L, t: PK("a"))
+refused("pick", "misspelt spe=", lambda L, t: PK("a", "甲", spe="|"), mention="spe")
+
 # progress / Progress -------------------------------------------------------------------------------
 
 

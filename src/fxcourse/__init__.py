@@ -46,6 +46,7 @@ _LAZY = {
     "CheckResult": "checks",
     "hint": "checks",
     "language": "_toggle",
+    "pick": "_toggle",
     "progress": "tooling.progress",
     "Progress": "tooling.progress",
     "torch_logs": "_text",

@@ -6,7 +6,8 @@ reader's language): one direction, no circle.
 """
 from __future__ import annotations
 
-from ._lang import current, normalise, pick, set_language
+from ._lang import current, normalise, set_language
+from ._lang import pick as _pick
 from .errors import FxCourseError
 
 __all__ = ["HIDE_CSS", "LanguageChoice", "language"]
@@ -32,7 +33,7 @@ class LanguageChoice:
     def to_text(self) -> str:
         names = {"en": ("English only", "只显示英文"), "zh": ("中文 only", "只显示中文"),
                  "both": ("English and 中文", "中英文对照")}[self.lang]
-        return pick(f"fxcourse language: {names[0]}", f"fxcourse 语言：{names[1]}")
+        return _pick(f"fxcourse language: {names[0]}", f"fxcourse 语言：{names[1]}")
 
     def __str__(self) -> str:
         return self.to_text()
@@ -91,3 +92,28 @@ def language(choice: str | None = None) -> LanguageChoice:
                                 zh=f"language：不支持 {choice!r}；可选 'en'、'zh' 或 'both'，例如 fxcourse.language(\"zh\")。")
         set_language(lang)
     return LanguageChoice(current())
+
+
+def pick(en: str, zh: str, sep: str = " / ") -> str:
+    """One sentence in the reader's language, for a lecture's own ``print``, plot title or label.
+
+    English under ``fxcourse.language("en")``, 中文 under ``"zh"``, and in ``"both"`` English,
+    ``sep``, then 中文: the same switch every tool of the course follows.
+
+    >>> import fxcourse
+    >>> _ = fxcourse.language("zh"); fxcourse.pick("3 graphs", "3 个图")
+    '3 个图'
+    >>> _ = fxcourse.language("both"); fxcourse.pick("3 graphs", "3 个图", sep=" | ")
+    '3 graphs | 3 个图'
+    >>> from fxcourse._lang import set_language; set_language(None)  # back to FXCOURSE_LANG
+    """
+    for name, value in (("en", en), ("zh", zh), ("sep", sep)):
+        if not isinstance(value, str):
+            raise FxCourseError(
+                got=f"{name}={value!r}", accepted="three strings: the English sentence, its 中文 twin, "
+                "and optionally sep",
+                fix='call fxcourse.pick("3 graphs", "3 个图"); format numbers into both strings first',
+                where="pick",
+                zh=f"pick：{name}={value!r} 不是字符串；请传入英文句子和对应的中文句子（sep 可选），"
+                   "例如 fxcourse.pick(\"3 graphs\", \"3 个图\")；数字请先格式化进两个字符串。")
+    return _pick(en, zh, sep)
