@@ -333,6 +333,12 @@ refused("compare_capture", "second_args='x'", lambda L, t: M(L.model, L.x, secon
 refused("compare_capture", "a model raising on its input", lambda L, t: M(_raises, L.x), mention="learner's own bug")
 refused("compare_capture", "a wrong shape", lambda L, t: M(L.model, L.x35))
 refused("compare_capture", "misspelt second_arg=", lambda L, t: M(L.model, L.x, second_arg=(L.x,)), mention="second_arg")
+for _k, _v in {"'jit'": "jit", "an empty list": [], "a repeated name": ["torch.jit.script"] * 2,
+               "a number": 3, "a name and a typo": ["torch.jit.script", "torch.jit.scirpt"]}.items():
+    refused("compare_capture", f"paths={_k}", lambda L, t, v=_v: M(L.model, L.x, paths=v))
+for _k, _v in {"latency='yes'": {"latency": "yes"}, "threads=0": {"threads": 0},
+               "threads=1.5": {"threads": 1.5}, "rounds=0": {"rounds": 0}, "rounds=True": {"rounds": True}}.items():
+    refused("compare_capture", _k, lambda L, t, v=_v: M(L.model, L.x, **v))
 ok("compare_capture", "a function that writes into its input (the input kept)", lambda L, t: M(_in_place, L.x),
    lambda r: len(r.rows) == 6)
 refused("compare_capture", "second_args of another shape the model rejects",

@@ -24,8 +24,8 @@ from .errors import FxCourseError, describe, refuses_bad_calls
 
 __all__ = [
     "MLP", "Gate", "ConvBNReLU", "ClampLinear", "ItemBreak", "WrappedSplit", "SharedConv", "GraphParts",
-    "MaskedPool",
-    "example", "names", "pretend_trained", "resnet18",
+    "MaskedPool", "CharGPT",
+    "example", "mobilenet", "names", "pretend_trained", "resnet18",
 ]
 
 
@@ -169,6 +169,53 @@ class MaskedPool(nn.Module):
         return h.sum(-1) * scale
 
 
+class _Block(nn.Module):
+    """One pre-norm transformer block: causal self-attention, then an MLP, each residual."""
+
+    def __init__(self, d: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
+
+
+class CharGPT(nn.Module):
+    """A character-level GPT: token and position embeddings, ``layers`` transformer blocks
+    (causal ``scaled_dot_product_attention``), a final LayerNorm and a linear head. Random
+    weights, nothing downloaded. Input: token ids of shape (batch, length ≤ ``block``);
+    output: logits of shape (batch, length, ``vocab``). Introduced in the capstone lecture.
+
+    >>> model, (idx,) = example("char_gpt")
+    >>> tuple(idx.shape), tuple(model(idx).shape)
+    ((2, 32), (2, 32, 65))
+    """
+
+    def __init__(self, vocab: int = 65, block: int = 32, d: int = 64, heads: int = 4,
+                 layers: int = 2) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d)
+        self.positions = nn.Embedding(block, d)
+        self.blocks = nn.Sequential(*(_Block(d, heads) for _ in range(layers)))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.tokens(idx) + self.positions(pos)
+        return self.head(self.ln(self.blocks(x)))
+
+
 def pretend_trained(model: nn.Module, seed: int = 0) -> nn.Module:
     """Give every ``BatchNorm2d`` running statistics and affine weights like a trained
     model's (a fresh BN is an identity in eval mode, which would hide fusion bugs).
@@ -203,6 +250,14 @@ def resnet18() -> nn.Module:
     return torchvision.models.resnet18(weights=None)
 
 
+def mobilenet() -> nn.Module:
+    """torchvision's mobilenet_v3_small (depthwise convolutions, squeeze-and-excitation,
+    hardswish) with random weights (nothing is downloaded)."""
+    import torchvision
+
+    return torchvision.models.mobilenet_v3_small(weights=None)
+
+
 _ENTRIES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tensor, ...]]]] = {
     "mlp": (MLP, lambda: (torch.randn(2, 4),)),
     "gate": (Gate, lambda: (torch.randn(2, 4),)),
@@ -212,6 +267,8 @@ _ENTRIES: dict[str, tuple[Callable[[], nn.Module], Callable[[], tuple[torch.Tens
     "item_break": (ItemBreak, lambda: (torch.randn(2, 4),)),
     "wrapped_split": (WrappedSplit, lambda: (torch.tensor([[1.0]]),)),
     "resnet18": (resnet18, lambda: (torch.randn(1, 3, 64, 64),)),
+    "mobilenet": (mobilenet, lambda: (torch.randn(1, 3, 64, 64),)),
+    "char_gpt": (CharGPT, lambda: (torch.randint(0, 65, (2, 32)),)),
 }
 
 
@@ -254,5 +311,6 @@ def example(name: str, seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ..
 # A misspelt keyword or a missing argument: a FxCourseError, not Python's TypeError.
 pretend_trained = refuses_bad_calls(pretend_trained, "zoo.pretend_trained")
 resnet18 = refuses_bad_calls(resnet18, "zoo.resnet18")
+mobilenet = refuses_bad_calls(mobilenet, "zoo.mobilenet")
 names = refuses_bad_calls(names, "zoo.names")
 example = refuses_bad_calls(example, "zoo.example")

@@ -14,6 +14,12 @@ caller's grad mode, on copies of the inputs, and a module's buffers and attribut
 interpreter on code it does not expect; its two rows are tried in a child process first,
 and a crash there is that row's failure.
 
+``paths=`` adds the ways a model is compiled and deployed after capture (the capstone's
+matrix): ``torch.compile inductor``, ``export + AOTInductor`` (compiled ahead of time into a
+package, loaded back) and ``export + IREE`` (lowered to MLIR's linalg-on-tensors with
+torch-mlir, compiled for the CPU with IREE). ``latency=True`` also times every path that
+matches eager, and eager itself, in balanced orders (``_latency.fair_latency``).
+
 Warnings (TorchScript's deprecation warning, the ``TracerWarning`` that gives away a
 baked-in branch) and log lines are recorded on the row instead of being printed.
 
@@ -35,25 +41,32 @@ from .capture import _capture, _Recorder, _unwrap_compiled
 from .._caller_state import fresh, process_kept, untouched
 from ._compare_check import difference, flip
 from ._contained import crash_of
+from ._latency import Latency, fair_latency
 from .._lang import only
 from .._render import Table, Viewable, esc, table_style
 from .._text import first_line, is_torchscript_deprecation, one_line_error, quiet
-from ..errors import FxCourseError, describe
+from ..errors import FxCourseError, describe, need_flag
 
 __all__ = ["Attempt", "Comparison", "compare_capture"]
 
 METHODS = ("torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace",
            "dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export")
+#: compiled and deployed paths, after capture (``paths=``)
+COMPILED = ("torch.compile inductor", "export + AOTInductor", "export + IREE")
+PATHS = METHODS + COMPILED
 _OPS_NOTE = ("ops: operation nodes in each system's own graph "
              "(fx call_* nodes, TorchScript aten:: nodes, ATen calls for export)",
              "算子数：各系统自己计算图中的运算节点（fx 的 call_* 节点、TorchScript 的 aten:: 节点、"
              "export 的 ATen 调用）")
+_IREE_OPS = ("; MLIR operations of the linalg-on-tensors module for IREE",
+             "；IREE 一行是 linalg-on-tensors 模块中的 MLIR 操作")
 _STYLE = table_style("fxcourse-compare-table", {"failed": "color:#b71c1c"})
 _LIMITATION = ("a Dynamo limitation: the model runs eagerly, Dynamo fails on it",
                "Dynamo 的局限：模型在 eager 下能运行，Dynamo 却失败")
 # column headers, English then 中文
 _COLUMNS = (("capture", "捕获方式"), ("works", "成功"), ("graphs", "计算图"), ("breaks", "图中断"),
             ("ops", "算子数"), ("matches eager", "与 eager 一致"), ("seconds", "秒"))
+_LATENCY_COLUMNS = (("ms per call", "每次调用（毫秒）"), ("speed-up", "加速比"))
 _BRANCH = ("Data-dependent branching", "数据相关的分支")  # how a data-dependent branch is named
 _SECOND = ("on the second input", "第二个输入")  # how a mismatch on the second input is said
 # HTML marks status with a sign as well as a colour: untrusted notebooks lose the styles
@@ -74,35 +87,52 @@ class Attempt:
     note: str = ""  # a short hint drawn from warnings or the error
     warnings: list[str] = field(default_factory=list)  # everything recorded, one line each
     breaks: int | None = None  # graph breaks (Dynamo rows only)
+    latency: Latency | None = None  # steady-state time per call (latency=True, rows that match)
 
 
 class Comparison(Viewable):
     """The rows of :func:`compare_capture`, as data, text or HTML."""
 
-    def __init__(self, name: str, inputs: str, second: str, rows: list[Attempt]) -> None:
+    def __init__(self, name: str, inputs: str, second: str, rows: list[Attempt],
+                 eager: Latency | None = None) -> None:
         self.name = name
         self.inputs = inputs
         self.second = second
         self.rows = rows
+        self.eager = eager  # eager's own latency when latency=True
+
+    def speedup(self, method: str) -> float | None:
+        """Eager's median time over this path's (above 1: faster than eager); None untimed."""
+        row = self[method]
+        if self.eager is None or row.latency is None:
+            return None
+        return self.eager.median / row.latency.median
 
     def __getitem__(self, method: str) -> Attempt:
         for row in self.rows:
             if row.method == method:
                 return row
-        raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(METHODS)}",
+        raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                             fix="index the comparison by a method name", where="Comparison[...]",
                             zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
-                               f"{'、'.join(METHODS)}。")
+                               f"{'、'.join(r.method for r in self.rows)}。")
 
     def _table(self, timings: bool, marks: bool = False) -> Table:
         """The table; with ``marks``, yes/no cells carry ✓ / ✗ (for HTML without styles)."""
-        cols = [c for c, _ in _COLUMNS[:6]] + (["seconds"] if timings else [])
-        labels = [only(en, zh) for en, zh in _COLUMNS[:len(cols)]]
+        heads = list(_COLUMNS[:6]) + ([_COLUMNS[6]] if timings else [])
+        timed = timings and self.eager is not None
+        heads += list(_LATENCY_COLUMNS) if timed else []
+        cols = [en for en, _ in heads]
+        labels = [only(en, zh) for en, zh in heads]
         rows = []
         for r in self.rows:
             cells = [r.method, _yes(r.worked, marks), _num(r.graphs), _num(r.breaks), _num(r.ops),
                      _yes(r.matches, marks)]
-            rows.append(cells + ([f"{r.seconds:.3f}"] if timings else []))
+            cells += [f"{r.seconds:.3f}"] if timings else []
+            if timed:
+                ratio = self.speedup(r.method)
+                cells += [r.latency.ms() if r.latency else "-", f"{ratio:.2f}×" if ratio else "-"]
+            rows.append(cells)
         return Table(cols, rows, row_classes=["ok" if r.worked else "failed" for r in self.rows],
                      css_class="fxcourse-compare-table", labels=labels)
 
@@ -110,10 +140,29 @@ class Comparison(Viewable):
         return only(f"compare_capture: {self.name} on {self.inputs}; second input: {self.second}",
                     f"compare_capture：{self.name}，输入 {self.inputs}；第二个输入：{self.second}")
 
+    def _ops_note(self) -> str:
+        en, zh = _OPS_NOTE
+        if any(r.method == "export + IREE" for r in self.rows):
+            en, zh = en + _IREE_OPS[0], zh + _IREE_OPS[1]
+        return only(en, zh)
+
+    def _timing_line(self) -> str:
+        """How the latency columns were measured (shown with timings=True)."""
+        e = self.eager
+        if e is None:
+            return ""
+        return only(f"latency: median ± half the IQR over {e.rounds} rounds, each in another order "
+                    f"(every path runs right after every other equally often), {_plural(e.threads, 'thread')}, "
+                    f"no grad; eager: {e.ms()} ms",
+                    f"延迟：共 {e.rounds} 轮，每轮顺序不同（每条路径紧跟在其他每条路径之后的次数相同），"
+                    f"取中位数 ± 四分位距的一半；{e.threads} 个线程，不记录梯度；eager：{e.ms()} 毫秒")
+
     def to_text(self, timings: bool = False, width: int = 100) -> str:
         """Table, then one reason line (and a note) per row. Timings only when asked."""
-        out = [self._headline(), "", self._table(timings).to_text(width=width), only(*_OPS_NOTE), "",
-               only("why:", "原因：")]
+        out = [self._headline(), "", self._table(timings).to_text(width=width), self._ops_note()]
+        if timings and self.eager is not None:
+            out.append(self._timing_line())
+        out += ["", only("why:", "原因：")]
         note = only("note: ", "提示：")
         for r in self.rows:
             out.append(f"  {r.method}: {r.reason}")
@@ -130,13 +179,21 @@ class Comparison(Viewable):
                         for r in self.rows)
         return (f'<div class="fxcourse-compare"><p><b>{esc(self._headline())}</b></p>'
                 f"{self._table(timings, marks=True).to_html(style=_STYLE)}"
-                f"<p><small>{esc(only(*_OPS_NOTE))}</small></p>"
+                f"<p><small>{esc(self._ops_note())}"
+                + (f"<br>{esc(self._timing_line())}" if timings and self.eager is not None else "")
+                + "</small></p>"
                 f"<ul>{items}</ul></div>")
 
 
 def compare_capture(model: Callable[..., Any], *args: Any,
-                    second_args: tuple[Any, ...] | None = None) -> Comparison:
+                    second_args: tuple[Any, ...] | None = None, paths: Any = None,
+                    latency: bool = False, threads: int = 1, rounds: int | None = None) -> Comparison:
     """Try six capture systems on ``model(*args)``; one :class:`Attempt` per system.
+
+    ``paths`` picks the rows: None is the six capture systems, ``"all"`` adds the compiled
+    paths (``COMPILED``), or a list of names from ``PATHS``. With ``latency=True`` every row
+    that matches eager is timed, and eager with it, on ``threads`` threads, in rounds whose
+    orders come from a balanced design (``rounds``: default one full design); ``to_text(timings=True)`` shows milliseconds and speed-up over eager.
 
     Introduced in course/00_overview.ipynb. ``second_args`` defaults to ``args`` with every
     floating-point tensor sign-flipped, inside lists, tuples and dicts too: same shapes,
@@ -157,6 +214,15 @@ def compare_capture(model: Callable[..., Any], *args: Any,
                             zh=f"compare_capture：收到 {describe(model)}，它不能调用；需要 nn.Module 或以张量为"
                                f"参数的函数。修复：传入模型本身，例如 compare_capture(model, x)。")
     model = _unwrap_compiled(model)
+    chosen = _paths(paths)
+    need_flag(latency, "latency", "compare_capture", "pass latency=True or leave it out",
+              "传 latency=True，或者不传")
+    for name, value, low in (("threads", threads, 1), ("rounds", 1 if rounds is None else rounds, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise FxCourseError(got=f"{name}={describe(value)}", accepted="a whole number ≥ 1",
+                                fix=f"pass e.g. {name}=1" if name == "threads" else f"pass e.g. {name}=7",
+                                where="compare_capture",
+                                zh=f"compare_capture：{name}={describe(value)} 不可用；需要 ≥ 1 的整数。")
     if second_args is None:
         second, flipped = flip(args)
         second_label = (only(f"example input with {_plural(flipped, 'floating-point tensor')} sign-flipped",
@@ -185,22 +251,60 @@ def compare_capture(model: Callable[..., Any], *args: Any,
                                 zh=f"compare_capture：{_name(model)} 在 eager 下就报错：{one_line_error(exc)}；"
                                    f"模型必须能在两个输入上直接运行。修复：比较之前先确认 model(*args) 和 "
                                    f"model(*second_args) 都能运行。") from exc
-        attempts = [_attempt(m, model, args, second, expected) for m in METHODS]
+        attempts = [_attempt(m, model, args, second, expected) for m in chosen]
+        eager = None
+        if latency:
+            with untouched(model), quiet(stderr=True):
+                eager = _time(model, args, attempts, threads, rounds)
     torch._dynamo.reset()
-    branch = any(_says_branch(row.reason) for row, _ in attempts)
+    branch = any(_says_branch(row.reason) for row, _, _ in attempts)
     rows = []
-    for row, error in attempts:
+    for row, error, _ in attempts:
         row.note = _note(row, error, branch)
         rows.append(row)
-    return Comparison(_name(model), _shapes(args), second_label, rows)
+    return Comparison(_name(model), _shapes(args), second_label, rows, eager)
+
+
+def _paths(paths: Any) -> tuple[str, ...]:
+    """The rows asked for: None (the six capture systems), "all", or names from PATHS."""
+    if paths is None:
+        return METHODS
+    if paths == "all":
+        return PATHS
+    names = [paths] if isinstance(paths, str) else paths
+    if (isinstance(names, (list, tuple)) and names and all(isinstance(n, str) for n in names)
+            and set(names) <= set(PATHS) and len(set(names)) == len(names)):
+        return tuple(names)
+    raise FxCourseError(got=f"paths={describe(paths)}",
+                        accepted=f"None, \"all\", or a list of distinct names from: {', '.join(PATHS)}",
+                        fix='pass e.g. paths=["torch.jit.script", "torch.compile inductor"]',
+                        where="compare_capture",
+                        zh=f"compare_capture：paths={describe(paths)} 不可用；需要 None、\"all\"，"
+                           f"或由下列名字组成、互不重复的列表：{'、'.join(PATHS)}。")
+
+
+def _time(model: Any, args: tuple[Any, ...], attempts: list[Any], threads: int,
+          rounds: int | None) -> Latency:
+    """Time eager and every row that matched eager, in balanced orders; fills row.latency."""
+    inputs = fresh(args)
+    runners: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
+    for row, _, runner in attempts:
+        if row.matches and runner is not None:
+            runners[row.method] = (lambda r=runner: r(*inputs))
+    measured = fair_latency(runners, rounds=rounds, threads=threads)
+    for row, _, _ in attempts:
+        row.latency = measured.get(row.method)
+    return measured["eager"]
 
 
 def _attempt(method: str, model: Any, args: tuple[Any, ...], second: tuple[Any, ...],
-             expected: tuple[Any, Any]) -> tuple[Attempt, BaseException | None]:
-    """Run one capture system in isolation; never lets an exception out."""
+             expected: tuple[Any, Any]) -> tuple[Attempt, BaseException | None, Any]:
+    """Run one capture system in isolation; never lets an exception out. Returns the row,
+    the error (if capture failed) and the runner (None if it failed)."""
     torch._dynamo.reset()
     error: BaseException | None = None
     row: Attempt | None = None
+    runner: Any = None
     start = time.perf_counter()
     with untouched(model), quiet(stderr=True) as notes:  # export prints partial graphs to stderr
         crash = crash_of(lambda: _CAPTURE[method](model, args)[0](*fresh(args))) if method in _FRAGILE else ""
@@ -229,7 +333,7 @@ def _attempt(method: str, model: Any, args: tuple[Any, ...], second: tuple[Any, 
     row.warnings = list(dict.fromkeys(notes))
     if method == "torch.jit.trace" and row.matches is False and any(s in row.reason for s in _SECOND):
         row.reason = f"{_baked(row.warnings)}{only(': ', '：')}{row.reason}"
-    return row, error
+    return row, error, (runner if row.worked else None)
 
 
 def _check(method: str, runner: Callable[..., Any], graphs: int, breaks: int | None, ops: int,
@@ -353,10 +457,71 @@ def _export(model: Any, args: tuple[Any, ...]) -> Captured:
     return program.module(), 1, None, ops, only("one graph of ATen ops", "一个由 ATen 算子组成的计算图")
 
 
+def _inductor(model: Any, args: tuple[Any, ...]) -> Captured:
+    from .capture import _lookup
+
+    backend, name = _lookup("inductor")
+    cap = _capture(model, args, {}, backend, name)
+    first = [g for g in cap.graphs if g.call == 1]
+    return (cap._compiled, cap.graph_count, cap.break_count, sum(_fx_ops(g.gm) for g in first),
+            _summary(cap.graph_count, cap.breaks, cap.skip_reason))
+
+
+def _aoti(model: Any, args: tuple[Any, ...]) -> Captured:
+    """Export, compile ahead of time into a package in a temporary folder, load it back."""
+    import tempfile
+    from pathlib import Path
+
+    from torch._inductor import aoti_compile_and_package, aoti_load_package
+
+    module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
+    program = torch.export.export(module, fresh(args))
+    ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
+    with tempfile.TemporaryDirectory() as folder:  # the loaded library stays mapped after removal
+        path = aoti_compile_and_package(program, package_path=str(Path(folder) / "model.pt2"))
+        loaded = aoti_load_package(path)
+    return loaded, 1, None, ops, only("one exported graph, compiled ahead of time into a .pt2 package "
+                                      "and loaded back", "一个导出的计算图，提前编译成 .pt2 包后再加载回来")
+
+
+def _iree(model: Any, args: tuple[Any, ...]) -> Captured:
+    """Lower to linalg-on-tensors with torch-mlir (the lowering viewer), compile it for the
+    CPU with IREE, and run it through IREE's runtime on the calling thread (local-sync;
+    tensors go through NumPy)."""
+    import iree.compiler as ireec
+    import iree.runtime as ireert
+
+    from .lowering import lowering
+
+    module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
+    program = torch.export.export(module, fresh(args))  # its failure is the row's reason, as is
+    stage = lowering(program, stages=("torch", "linalg-on-tensors")).stage("linalg-on-tensors")
+    vmfb = ireec.compile_str(stage.text, target_backends=["llvm-cpu"],
+                             extra_args=["--iree-llvmcpu-target-cpu=host"])
+    compiled = ireert.load_vm_flatbuffer(vmfb, driver="local-sync")  # runs on the calling thread
+
+    def run(*inputs: Any) -> Any:
+        out = compiled.main(*[a.numpy() if isinstance(a, torch.Tensor) else a for a in inputs])
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        result = tuple(torch.from_numpy(_host(o)) for o in outs)
+        return result[0] if len(result) == 1 else result
+
+    return run, 1, None, sum(stage.ops.values()), only(
+        "lowered to linalg-on-tensors by torch-mlir, compiled for this CPU by IREE",
+        "由 torch-mlir 降级到 linalg-on-tensors，再由 IREE 编译到本机 CPU")
+
+
+def _host(value: Any) -> Any:
+    import numpy as np
+
+    return np.array(value.to_host() if hasattr(value, "to_host") else value)
+
+
 _CAPTURE: dict[str, Callable[[Any, tuple[Any, ...]], Captured]] = {
     "torch.jit.trace": _trace, "torch.jit.script": _script, "torch.fx.symbolic_trace": _symbolic,
     "dynamo fullgraph=True": _fullgraph, "dynamo fullgraph=False": _dynamo,
-    "torch.export.export": _export,
+    "torch.export.export": _export, "torch.compile inductor": _inductor,
+    "export + AOTInductor": _aoti, "export + IREE": _iree,
 }
 _FRAGILE = ("torch.jit.trace", "torch.jit.script")  # tried in a child process first
 
