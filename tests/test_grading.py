@@ -25,7 +25,11 @@ LAB = "lab03"  # four tasks, FX only: quick to execute
 
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader calls alembic
+    # as an instructor types it: nbgrader by its full path, the environment's bin folder not on PATH
+    # (nbgrader runs `alembic` by name; the config `fxcourse grading` writes makes it findable)
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != BIN.resolve()]
+    env = {**os.environ, "PATH": os.pathsep.join(path)}
+    assert shutil.which("alembic", path=env["PATH"]) is None
     run = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
                          timeout=900)
     assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-3000:]

@@ -46,6 +46,11 @@ _CHECK = re.compile(r'^\s*check\(\s*"(lab\d+\.\d+)"\s*,\s*([A-Za-z_][A-Za-z0-9_.
 
 CONFIG = '''# nbgrader settings for the fxcourse labs (written by `fxcourse grading`).
 c = get_config()  # noqa: F821
+# nbgrader runs `alembic` by name: find it beside the Python running nbgrader, even when that
+# environment's bin folder is not on PATH (nbgrader called by its full path).
+_os, _sys = __import__("os"), __import__("sys")
+if _os.path.dirname(_sys.executable) not in _os.environ.get("PATH", "").split(_os.pathsep):
+    _os.environ["PATH"] = _os.path.dirname(_sys.executable) + _os.pathsep + _os.environ.get("PATH", "")
 c.CourseDirectory.root = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
 c.CourseDirectory.db_url = "sqlite:///" + c.CourseDirectory.root + "/gradebook.db"
 # The stub our own labs use, so a generated assignment reads like labs/.
