@@ -212,7 +212,7 @@ def test_lab06_3_a_tuple_is_not_a_list():
 # -- exercise 4 --------------------------------------------------------------------------
 
 def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=False, order=sorted, reset=True,
-          depth=None):
+          depth=None, entries=slice(None)):
     if reset:
         torch._dynamo.reset()
     torch.compile(fn, backend="eager")(*args)
@@ -221,7 +221,7 @@ def _walk(fn, *args, recursive=True, code_names=True, ran_only=False, unique=Fal
         code = todo.pop()
         if depth is not None and level[code] >= depth:
             continue
-        for entry in _debug_get_cache_entry_list(code):
+        for entry in _debug_get_cache_entry_list(code)[entries]:
             for name in entry.code.co_names:
                 if name.startswith("__resume_at") and name not in seen:
                     resume = fn.__globals__[name]
@@ -423,7 +423,7 @@ def test_lab06_3_counting_argument_signatures_is_named():
             sizes.append(len(seen))
         return sizes
     result = expect_wrong("lab06.3", by_signature)
-    assert "distinct argument shapes and dtypes" in result.en and "不同参数形状和 dtype 的个数" in result.zh
+    assert "distinct argument shapes and dtypes" in result.en and "不同参数形状与 dtype 组合的个数" in result.zh
 
 
 def test_lab06_4_forgetting_the_reset_is_named():
@@ -489,3 +489,152 @@ def test_lab06_1_numpy_integer_pairs_pass():
     import numpy as np
     right = solution("lab06", "predict")()
     expect_passed("lab06.1", lambda: {name: (np.int64(g), np.int64(b)) for name, (g, b) in right.items()})
+
+
+# -- issue 30, third attack: deeper chains, several cache entries on one code object, feedback that names ----
+
+@pytest.mark.parametrize("depth", [5, 6])
+def test_lab06_4_a_walk_of_fixed_depth_beyond_four_is_named(depth):
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, depth=depth))
+    assert "however deep the chain goes" in result.en and "无论这条链有多深" in result.zh
+    assert "_seven_breaks" in result.tried
+
+
+@pytest.mark.parametrize("entries", [slice(0, 1), slice(-1, None)], ids=["first", "last"])
+def test_lab06_4_one_cache_entry_per_code_object_is_named(entries):
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, entries=entries))
+    assert "Look in every cache entry of each code object" in result.en
+    assert "都要查看它的所有缓存条目" in result.zh and "三个缓存条目" in result.zh
+    assert "_calls_itself" in result.tried
+
+
+def _guards_with(**changes):
+    right = solution("lab06", "guard_inputs")()
+    return lambda: {**right, **changes}
+
+
+def test_lab06_2_a_list_as_x_in_passes_recompiles_with_no_graph_and_is_named():
+    # scale on a list traces no tensor op: the recompile adds no graph, and the checker still sees it
+    result = expect_wrong("lab06.2", _guards_with(passes=([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], 3, "double")))
+    assert "passes made the call recompile" in result.en and "yours is of type list" in result.en
+    assert "也检查类型" in result.zh and "list 类型的值" in result.zh and "TENSOR_MATCH" not in result.en
+
+
+def test_lab06_2_a_factor_equal_to_3_of_another_type_is_named():
+    result = expect_wrong("lab06.2", _guards_with(passes=(torch.randn(2, 3), 3.0, "double")))
+    assert "equal to 3, but of another type" in result.en and "与 3 相等，但类型不同" in result.zh
+    assert "specialized" not in result.en
+
+
+def test_lab06_2_arguments_in_another_order_are_named():
+    result = expect_wrong("lab06.2", _guards_with(fails_on_factor=(4, torch.ones(2, 3), "double")))
+    assert "(x, factor, mode)" in result.en and "顺序" in result.zh and "fails_on_factor" in result.en
+
+
+def test_lab06_2_an_int_x_in_another_tuple_is_named_by_its_type():
+    result = expect_wrong("lab06.2", _guards_with(fails_on_mode=(2, 3, "triple")))
+    assert "fails the guard on x as well" in result.en and "yours is of type int" in result.en
+    assert "int 类型的值" in result.zh
+
+
+def test_lab06_2_more_right_answers_pass():
+    expect_passed("lab06.2", lambda: {
+        "fails_on_x": (torch.ones(3, 2).t(), 3, "double"),                     # same size, other stride
+        "fails_on_factor": (torch.ones(2, 3), -3, "double"),
+        "fails_on_mode": (torch.ones(2, 3), 3, None),
+        "passes": (torch.arange(6.0).reshape(2, 3), 1 + 2, "".join(["dou", "ble"])),
+    })
+
+
+def _counts_of_signatures(dtypes):
+    def answer(fn, calls):
+        seen, sizes = set(), []
+        for args in calls:
+            seen.add(tuple((tuple(a.shape), a.dtype) if dtypes else tuple(a.shape) for a in args
+                           if isinstance(a, torch.Tensor)))
+            sizes.append(len(seen))
+        return sizes
+    return answer
+
+
+def test_lab06_3_counting_shapes_only_is_named():
+    result = expect_wrong("lab06.3", _counts_of_signatures(dtypes=False))
+    assert "distinct argument shapes among the calls" in result.en and "不同参数形状的个数" in result.zh
+
+
+def test_lab06_3_counting_tensor_signatures_without_the_int_is_named():
+    result = expect_wrong("lab06.3", _counts_of_signatures(dtypes=True))
+    assert "distinct argument shapes and dtypes" in result.en and "不同参数形状与 dtype 组合的个数" in result.zh
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_lab06_3_other_settings_and_no_reset_name_both_mistakes(dynamic):
+    def no_reset(fn, calls):
+        compiled = torch.compile(fn, backend="eager", dynamic=dynamic)
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", no_reset)
+    assert f"as with dynamic={dynamic}" in result.en and f"就像 dynamic={dynamic}" in result.zh
+    assert "earlier compile of fn" in result.en and "之前编译 fn 留下的条目" in result.zh
+
+
+def test_lab06_3_the_final_count_for_every_call_is_named():
+    def at_the_end(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        for args in calls:
+            compiled(*args)
+        return [len(_debug_get_cache_entry_list(fn.__code__))] * len(calls)
+    result = expect_wrong("lab06.3", at_the_end)
+    assert "after the last call" in result.en and "最后一次调用之后" in result.zh
+    assert "earlier compile" not in result.en
+
+
+def test_lab06_3_calling_fn_itself_is_named():
+    def uncompiled(fn, calls):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")
+        sizes = []
+        for args in calls:
+            fn(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", uncompiled)
+    assert "compiled nothing" in result.en and "没有为 fn 编译任何东西" in result.zh
+    assert "wrapper" not in result.en
+
+
+def test_lab06_3_more_right_answers_pass():
+    def reset_the_code(fn, calls):
+        torch._dynamo.reset_code(fn.__code__)  # empties this code object's cache only
+        compiled = torch.compile(fn, backend="aot_eager")
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(compiled._torchdynamo_orig_callable.__code__)))
+        return sizes
+    expect_passed("lab06.3", reset_the_code)
+
+
+def test_lab06_4_resume_globals_picked_by_name_after_a_reset_are_named():
+    def by_prefix(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        return sorted(v.__code__.co_name for k, v in fn.__globals__.items() if k.startswith("__resume_at")
+                      and v.__code__.co_name.startswith(f"torch_dynamo_resume_in_{fn.__name__}_at"))
+    result = expect_wrong("lab06.4", by_prefix)
+    assert "though the cache was reset" in result.en and "尽管缓存已经重置过" in result.zh
+    assert "Reset Dynamo before" not in result.en
+
+
+def test_lab06_4_reading_fns_original_code_is_named():
+    def original_code(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        return sorted(fn.__globals__[n].__code__.co_name for n in fn.__code__.co_names if n.startswith("__resume"))
+    result = expect_wrong("lab06.4", original_code)
+    assert "no resume function found" in result.en and "没有找到任何恢复函数" in result.zh
+    assert "_one_break" in result.tried

@@ -11,6 +11,7 @@ read the same way, from a counting backend and the ``recompiles`` artifact.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
 import numbers
@@ -60,7 +61,7 @@ def dynamo_log(artifact: str) -> Iterator[list[str]]:
     1
     >>> torch._dynamo.reset()
     """
-    import torch._dynamo  # noqa: F401 - registers Dynamo's artifact loggers
+    importlib.import_module("torch._dynamo")  # registers Dynamo's artifact loggers
     from torch._logging import _internal
 
     state = _internal._get_log_state()
@@ -333,7 +334,9 @@ def _recompiles(key: str, args: tuple[Any, ...]) -> tuple[bool, list[str]]:
                                 tried=f"{key}: scale{_show(args)}", got=first_line(str(exc))) from None
     finally:
         torch._dynamo.reset()
-    return len(graphs) > before, [r for m in messages for r in _guard_failures(m)]
+    # A recompile that traces no tensor operation (x a list or an int) adds no graph: the log still says it.
+    recompiled = len(graphs) > before or any(m.startswith("Recompiling") for m in messages)
+    return recompiled, [r for m in messages for r in _guard_failures(m)]
 
 
 def _show(args: tuple[Any, ...]) -> str:
@@ -371,6 +374,31 @@ _ALSO_FAILS = {
     "mode": ("a string argument is compared by value: any other mode fails its guard.",
              "字符串参数按值比较：任何其他 mode 都会让它的守卫失败。"),
 }
+
+
+def _also_fails(other: str, value: Any) -> tuple[str, str]:
+    """Why ``value``, given for argument ``other``, fails that argument's guard: its type first, then the
+    property the guard compares."""
+    first = scale_args()[_ARGS.index(other)]
+    kind = type(value).__name__
+    if type(value) is not type(first):
+        was = {"x": ("a tensor", "张量"), "factor": ("the int 3", "整数 3"), "mode": ("the str 'double'", "字符串 'double'")}
+        en, zh = was[other]
+        same = other != "x" and _equal(value, first)
+        return ((f"{other} was compiled as {en}, and yours is of type {kind}"
+                 + (f" (equal to {first!r}, but of another type)" if same else "")
+                 + f": the guard on {other} checks the type as well, so it fails.",
+                 f"{other} 编译时是{zh}，而你给的是 {kind} 类型的值"
+                 + (f"（与 {first!r} 相等，但类型不同）" if same else "")
+                 + f"：{other} 的守卫也检查类型，所以失败了。"))
+    return _ALSO_FAILS[other]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def _shared_in_place(inputs: dict[str, Any], key: str) -> bool:
@@ -411,6 +439,13 @@ def _guards(answer: Any) -> None:
             raise Wrong(f"{key} should be a tuple of scale's three arguments (x, factor, mode).",
                         f"{key} 应是 scale 的三个参数组成的 tuple：(x, factor, mode)。",
                         tried=key, got=describe(args))
+    for key, args in inputs.items():
+        if not isinstance(args[0], torch.Tensor) and any(isinstance(a, torch.Tensor) for a in args[1:]):
+            raise Wrong(f"{key} has its tensor in another place than the first: each tuple holds scale's arguments "
+                        "in the order (x, factor, mode).",
+                        f"{key} 的张量不在第一个位置：每组参数都应按 (x, factor, mode) 的顺序给出 scale 的参数。",
+                        tried=key, expected=("(x, factor, mode), x a tensor", "(x, factor, mode)，其中 x 是张量"),
+                        got=_show(args))
     for key, name in _KEYS.items():
         args = inputs[key]
         for other in _ARGS:  # change one argument at a time: only `name` may fail its guard
@@ -429,7 +464,7 @@ def _guards(answer: Any) -> None:
                               "tuple, so it fails x's guard here too.",
                               "它的 x 是一个被 requires_grad_() 原地修改、并与另一组参数共用的张量，所以在这里也让 x 的守卫失败了。")
                 else:
-                    en, zh = _ALSO_FAILS[other]
+                    en, zh = _also_fails(other, args[_ARGS.index(other)])
                 raise Wrong(f"{key} fails the guard on {other} as well, not only the one on {name}: {en} "
                             f"Keep {other} exactly as in the first call.",
                             f"{key} 不只让 {name} 的守卫失败，也让 {other} 的守卫失败了：{zh}"
@@ -440,7 +475,8 @@ def _guards(answer: Any) -> None:
     for other in _ARGS:
         recompiled, reasons = _recompiles("passes", _alone(passes, other))
         if recompiled:
-            en, zh = (_ALSO_FAILS[other] if not (other == "x" and _shared_in_place(inputs, "passes"))
+            en, zh = (_also_fails(other, passes[_ARGS.index(other)])
+                      if not (other == "x" and _shared_in_place(inputs, "passes"))
                       else ("its x was changed in place with requires_grad_() through another tuple.",
                             "它的 x 通过另一组参数被 requires_grad_() 原地修改了。"))
             raise Wrong(f"passes made the call recompile: it fails the guard on {other}. {en}",
@@ -541,6 +577,10 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]
     (lambda got, want, graphs, with_resume: got == [0] + want[:-1],
      "each count is one call late: record the count after each call, not before it.",
      "每个计数都晚了一次调用：请在每次调用之后记录计数，而不是之前。"),
+    (lambda got, want, graphs, with_resume: got == [want[-1]] * len(want) and len(set(want)) > 1,
+     "every count is the number of entries after the last call: record the count right after each call, while "
+     "the calls go on, not once at the end.",
+     "每个计数都是最后一次调用之后的条目数：请在每次调用之后立即记录计数（边调用边记录），而不是最后统一记录一次。"),
     (lambda got, want, graphs, with_resume: all(g == 1 for g in got) and max(want) > 1,
      "every count is 1: the cache was emptied before each call, so entries never add up. Empty it once, "
      "before the first call, then make every call on the same cache (lecture 06, section 5).",
@@ -561,11 +601,16 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]
 ]
 
 
-def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], dynamic: bool) -> list[int]:
-    """Cache entries on fn.__code__ after each call when compiled with ``dynamic``; computed once."""
-    key = f"{label} dynamic={dynamic}"
+def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], dynamic: bool,
+                stale: bool = False) -> list[int]:
+    """Cache entries on fn.__code__ after each call when compiled with ``dynamic`` (after the checker's
+    stale entry, left in place, when ``stale``); computed once."""
+    key = f"{label} dynamic={dynamic} stale={stale}"
     if key not in _SIZES:
         torch._dynamo.reset()
+        if stale:
+            with quiet():
+                _leave_stale_entry(fn, calls)
         compiled = torch.compile(fn, backend="eager", dynamic=dynamic)
         sizes = []
         with quiet():
@@ -577,43 +622,80 @@ def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]]
     return _SIZES[key][0]
 
 
-def _signatures(calls: list[tuple[Any, ...]]) -> list[int]:
-    """Distinct argument signatures (shape and dtype of each tensor, other values as they are) so far."""
+def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> None:
+    """Compile ``fn`` once with other inputs, as an earlier experiment in a notebook would."""
+    torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
+
+
+def _signatures(calls: list[tuple[Any, ...]], dtypes: bool = True, others: bool = True) -> list[int]:
+    """Distinct argument signatures so far: each tensor's shape (and dtype with ``dtypes``), and the
+    other arguments as they are (left out without ``others``)."""
     seen: set[Any] = set()
     out = []
     for args in calls:
-        seen.add(tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else repr(a) for a in args))
+        seen.add(tuple(((tuple(a.shape), a.dtype) if dtypes else tuple(a.shape)) if isinstance(a, torch.Tensor)
+                       else repr(a) for a in args if others or isinstance(a, torch.Tensor)))
         out.append(len(seen))
     return out
+
+
+#: What a count of distinct signatures counted, by (dtypes, others): the words depend on dtypes only.
+_SIGNATURE_WORDS = {
+    (True, True): ("argument shapes and dtypes", "参数形状与 dtype 组合"),
+    (True, False): ("argument shapes and dtypes", "参数形状与 dtype 组合"),
+    (False, True): ("argument shapes", "参数形状"),
+    (False, False): ("argument shapes", "参数形状"),
+}
 
 
 def _name_other_settings(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], got: list[int],
                          want: list[int], left: int, tried: str) -> None:
     """Name counts read from a cache compiled with other settings, and counts that never read the cache."""
     read_cache = bool(got) and got[-1] == left
-    if read_cache and got == _sizes_with(label, fn, calls, dynamic=False):
+    stale_en, stale_zh = "", ""
+    if got and want and got[0] > want[0] and got != _sizes_with(label, fn, calls, dynamic=False) \
+            and got != _sizes_with(label, fn, calls, dynamic=True):
+        if got == _sizes_with(label, fn, calls, dynamic=False, stale=True):
+            dynamic = False
+        elif got == _sizes_with(label, fn, calls, dynamic=True, stale=True):
+            dynamic = True
+        else:
+            dynamic = None
+        if dynamic is not None:  # two mistakes at once: name both
+            stale_en = (" The counts also include an entry left by an earlier compile of fn: start from an empty "
+                        "cache (lecture 06, section 5).")
+            stale_zh = "此外，这些计数还包括之前编译 fn 留下的条目：请从空缓存开始（第 06 讲第 5 节）。"
+            got_settings = _sizes_with(label, fn, calls, dynamic=dynamic)
+        else:
+            got_settings = got
+    else:
+        got_settings = got
+    if (read_cache or stale_en) and got_settings == _sizes_with(label, fn, calls, dynamic=False):
         raise Wrong("every new size got a cache entry of its own, as with dynamic=False (or automatic dynamic turned "
                     "off): no entry ever serves a second size. Compile with torch.compile's default settings, as "
                     "the task says: once a size has changed, Dynamo compiles an entry with that size dynamic, and "
-                    "later sizes reuse it.",
+                    "later sizes reuse it." + stale_en,
                     "每个新尺寸都得到了一个自己的缓存条目，就像 dynamic=False（或关闭了自动动态）时那样：没有哪个条目能服务第二个尺寸。"
                     "请按任务要求使用 torch.compile 的默认设置：某个尺寸变化过一次之后，Dynamo 会编译一个让该尺寸成为动态的条目，"
-                    "之后的尺寸都复用它。",
+                    "之后的尺寸都复用它。" + stale_zh,
                     tried=tried, expected=repr(want), got=repr(got))
-    if read_cache and got == _sizes_with(label, fn, calls, dynamic=True):
+    if (read_cache or stale_en) and got_settings == _sizes_with(label, fn, calls, dynamic=True):
         raise Wrong("the first cache entry already served every size, as with dynamic=True, which makes sizes "
                     "symbolic from the first call. Compile with torch.compile's default settings, as the task says: "
-                    "the first call is compiled for its exact sizes.",
+                    "the first call is compiled for its exact sizes." + stale_en,
                     "第一个缓存条目就服务了所有尺寸，就像 dynamic=True 时那样：它从第一次调用起就把尺寸变成符号。"
-                    "请按任务要求使用 torch.compile 的默认设置：第一次调用按其确切的尺寸编译。",
+                    "请按任务要求使用 torch.compile 的默认设置：第一次调用按其确切的尺寸编译。" + stale_zh,
                     tried=tried, expected=repr(want), got=repr(got))
-    if not read_cache and got == _signatures(calls):
-        raise Wrong("those are counts of distinct argument shapes and dtypes, not of cache entries: Dynamo does not "
-                    "add an entry for every new signature (after a size has changed once, one dynamic entry serves "
-                    "the later sizes). Read the entries on fn's code object after each call.",
-                    "这些是不同参数形状和 dtype 的个数，而不是缓存条目数：Dynamo 并不会为每种新的参数签名都新增一个条目"
-                    "（某个尺寸变化过一次之后，一个动态的条目就能服务之后的尺寸）。请在每次调用之后读取 fn 的代码对象上的条目。",
-                    tried=tried, expected=repr(want), got=repr(got))
+    for (dtypes, others), (what_en, what_zh) in _SIGNATURE_WORDS.items():
+        if got == _signatures(calls, dtypes=dtypes, others=others):
+            raise Wrong(f"those are counts of distinct {what_en} among the calls so far, not of cache entries: Dynamo "
+                        "does not add an entry for every new signature (after a size has changed once, one dynamic "
+                        "entry serves the later sizes; a new dtype does add one). Read the entries on fn's code "
+                        "object after each call.",
+                        f"这些是到目前为止的调用中不同{what_zh}的个数，而不是缓存条目数：Dynamo 并不会为每种新的参数签名都新增"
+                        "一个条目（某个尺寸变化过一次之后，一个动态的条目就能服务之后的尺寸；新的 dtype 则确实会新增一个）。"
+                        "请在每次调用之后读取 fn 的代码对象上的条目。",
+                        tried=tried, expected=repr(want), got=repr(got))
 
 
 @task("lab06.3", "count cache entries on the code object", "统计代码对象上的缓存条目", hints=[
@@ -633,10 +715,14 @@ def _cache_sizes(answer: Any) -> None:
         want, graph_counts, with_resume = _reference_sizes(label, fn, calls)
         # Leave a stale entry behind, as an earlier experiment in a notebook would.
         with quiet():
-            torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
+            _leave_stale_entry(fn, calls)
+        stale = [entry.code for entry in cache_entries(fn.__code__)]
         with quiet():
             got = answer(fn, [tuple(c) for c in calls])
-        left = len(cache_entries(fn.__code__))  # what the cache holds after the answer's calls
+        after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
+        left = len(after)
+        compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
+        del stale, after
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
         if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
@@ -647,6 +733,13 @@ def _cache_sizes(answer: Any) -> None:
         if got == want:
             continue
         _name_other_settings(label, fn, calls, got, want, left, tried)
+        if not compiled_any and len(set(got)) == 1 and got != [want[-1]] * len(want):
+            raise Wrong("Dynamo compiled nothing for fn during your calls: no new cache entry is on its code object "
+                        "afterwards. Make the calls through the function torch.compile returns (calling fn itself "
+                        "runs it without Dynamo), and read the count after each of them.",
+                        "在你的调用过程中 Dynamo 没有为 fn 编译任何东西：之后 fn 的代码对象上没有新的缓存条目。"
+                        "请通过 torch.compile 返回的函数进行调用（直接调用 fn 会绕过 Dynamo 运行），并在每次调用之后读取计数。",
+                        tried=tried, expected=repr(want), got=repr(got))
         for matches, en, zh in _CACHE_MISTAKES:
             if matches(got, want, graph_counts, with_resume):
                 raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
@@ -687,6 +780,38 @@ def _four_breaks(x):
     return d * 4
 
 
+def _seven_breaks(x):
+    a = x + 1
+    torch._dynamo.graph_break()
+    a = a * 2
+    torch._dynamo.graph_break()
+    a = a - 3
+    torch._dynamo.graph_break()
+    a = a.sin()
+    torch._dynamo.graph_break()
+    a = a + 5
+    torch._dynamo.graph_break()
+    a = a.cos()
+    torch._dynamo.graph_break()
+    a = a * 7
+    torch._dynamo.graph_break()
+    return a - 1
+
+
+def _calls_itself(x, n=2):
+    """Called with x alone, it calls itself again after its first break, with n = 1 and then n = 0, so
+    the resume function of that break is compiled three times: three cache entries on one code object,
+    and only the middle one (n == 1) names a further resume function."""
+    torch._dynamo.graph_break()
+    if n == 1:
+        y = x * 2
+        torch._dynamo.graph_break()
+        return _calls_itself(y, 0)
+    if n == 0:
+        return x - 1
+    return _calls_itself(x + 1, n - 1)
+
+
 def _branchy(x):
     if x.mean() > 0:
         return x + 1
@@ -708,7 +833,8 @@ _FAR_BREAKS = _far_breaks_function()
 
 def _resume_cases() -> list[tuple[str, Callable[..., Any]]]:
     return [("_no_break", _no_break), ("_one_break", _one_break), ("_two_breaks", _two_breaks),
-            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS), ("_four_breaks", _four_breaks)]
+            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS), ("_four_breaks", _four_breaks),
+            ("_seven_breaks", _seven_breaks), ("_calls_itself", _calls_itself)]
 
 
 _NAMES: dict[str, list[str]] = {}
@@ -756,12 +882,21 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
     (lambda got, want, label: sorted(got) == want,
      "the names are right but not sorted: return them sorted.",
      "名字都对，但没有排序：请排好序后返回。"),
-    (lambda got, want, label: label in ("_two_breaks", "_four_breaks") and set(got) < set(want),
+    (lambda got, want, label: label in ("_two_breaks", "_four_breaks", "_seven_breaks") and set(got) < set(want),
      "a function with several breaks has a resume function for each: the second is called from the first "
      "resume function's transformed code, the third from the second's, and so on. Look in the cache entries of "
      "every resume function you find, however deep the chain goes.",
      "有多次中断的函数对每次中断都有一个恢复函数：第二个由第一个恢复函数改写后的字节码调用，第三个由第二个调用，依此类推。"
      "对找到的每个恢复函数，也要查看它的缓存条目，无论这条链有多深。"),
+    (lambda got, want, label: label == "_calls_itself" and set(got) < set(want),
+     "a code object can hold several cache entries, and each entry's transformed code names resume functions of "
+     "its own. Here fn calls itself again after its first break, with other values of its argument n, so the "
+     "resume function of that break was compiled three times (three cache entries on one code object), and only "
+     "one of those entries goes on to a further resume function. Look in every cache entry of each code object, "
+     "not only one of them.",
+     "一个代码对象可以有多个缓存条目，每个条目改写后的字节码都引用它自己的恢复函数。这里 fn 在第一次中断之后又调用了自己，"
+     "参数 n 的值各不相同，所以这次中断的恢复函数被编译了三次（同一个代码对象上有三个缓存条目），而其中只有一个条目"
+     "还会调用下一个恢复函数。对每个代码对象，都要查看它的所有缓存条目，而不只是其中一个。"),
 ]
 
 
@@ -773,9 +908,11 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
      "with cache entries of its own.",
      "第 06 讲第 6 节“图中断与恢复函数”：改写后的代码通过全局变量名 __resume_at_* 调用每个恢复函数，"
      "而恢复函数像其他帧一样被编译，也有自己的缓存条目。"),
-    ("Treat it as a search: keep a list of code objects still to visit, starting from fn's own, and add each "
-     "resume function you find to it.",
-     "把它当作一次搜索：维护一个待访问的代码对象列表，从 fn 自己的代码对象开始，把找到的每个恢复函数都加进去。"),
+    ("Treat it as a search: keep a list of code objects still to visit, starting from fn's own, look in every "
+     "cache entry of each one (a code object compiled again has several), and add each resume function you find "
+     "to the list.",
+     "把它当作一次搜索：维护一个待访问的代码对象列表，从 fn 自己的代码对象开始；对每个代码对象查看它的所有缓存条目"
+     "（被再次编译过的代码对象有多个条目），并把找到的每个恢复函数都加进这个列表。"),
 ])
 def _resume(answer: Any) -> None:
     need_callable(answer, "resume_names")
@@ -786,10 +923,13 @@ def _resume(answer: Any) -> None:
         # Leave stale entries behind, as an earlier experiment in a notebook would: a missing reset shows.
         with quiet():
             torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float64))
+        stale = [entry.code for entry in cache_entries(fn.__code__)]
         try:
             with quiet():
                 got = answer(fn, x)
+            reset = not any(entry.code is code for entry in cache_entries(fn.__code__) for code in stale)
         finally:
+            del stale
             torch._dynamo.reset()
         tried = f"resume_names({label}, torch.ones(2, 3))"
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
@@ -798,6 +938,20 @@ def _resume(answer: Any) -> None:
                         got=describe(got))
         if got == want:
             continue
+        if reset and len(got) > len(want) and set(got) <= set(want):
+            raise Wrong("some names come more often than they should, though the cache was reset: a reset empties the "
+                        "caches, but the __resume_at_* globals of earlier compiles stay in fn.__globals__. Start from "
+                        "fn's own cache entries and follow only the names their transformed code refers to.",
+                        "有些名字出现的次数比应有的多，尽管缓存已经重置过：重置会清空缓存，但之前编译留下的 __resume_at_* "
+                        "全局变量仍然留在 fn.__globals__ 里。请从 fn 自己的缓存条目出发，只跟随它们改写后的字节码所引用的名字。",
+                        tried=tried, expected=repr(want), got=repr(got))
+        if want and not got:
+            raise Wrong("no resume function found, though fn has a graph break: the names are in the transformed code "
+                        "of fn's cache entries (each entry's code), which exist once the compiled function has been "
+                        "called; fn's own code object is never changed.",
+                        "fn 有图中断，却没有找到任何恢复函数：这些名字在 fn 的缓存条目改写后的代码中（每个条目的 code），"
+                        "调用过编译后的函数之后这些条目才存在；fn 自己的代码对象从不改变。",
+                        tried=tried, expected=repr(want), got=repr(got))
         for matches, en, zh in _RESUME_MISTAKES:
             if matches(got, want, label):
                 raise Wrong(en, zh, tried=tried, expected=repr(want), got=repr(got))
