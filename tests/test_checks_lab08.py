@@ -684,3 +684,161 @@ def test_lab08_3_another_exception_for_a_graph_over_the_limit_is_named():
         return backend
     result = expect_wrong("lab08.3", make)
     assert "raised ValueError, not the GraphTooLarge exception" in result.en and "而不是本实验开头定义的 GraphTooLarge" in result.zh
+
+
+# -- found by a third adversarial review (issue 30) and the fix round's own attack -----------------
+
+def _recording_with(*, keep=lambda t: t.detach().clone(), give=lambda t, kept: t, key=lambda name: name,
+                    match=lambda node, store: node.name in store):
+    """A recording backend whose recorder stores ``keep(t)`` under ``key(name)`` and returns ``give(t, kept)``."""
+    def make(names):
+        store = {name: [] for name in names}
+
+        class Rec(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.name = name
+
+            def forward(self, t):
+                kept = keep(t)
+                store.setdefault(key(self.name), []).append(kept)
+                return give(t, kept)
+
+        def backend(gm, example_inputs):
+            for node in list(gm.graph.nodes):
+                if match(node, store):
+                    gm.add_submodule(f"rec_{node.name}", Rec(node.name))
+                    with gm.graph.inserting_after(node):
+                        rec = gm.graph.call_module(f"rec_{node.name}", (node,))
+                    node.replace_all_uses_with(rec, delete_user_cb=lambda user: user is not rec)
+            gm.recompile()
+            return gm.forward
+        return backend, store
+    return make
+
+
+def test_lab08_1_a_recorder_returning_a_detached_tensor_is_named():
+    # values unchanged, but backward stops at the recorded node
+    result = expect_wrong("lab08.1", _recording_with(give=lambda t, kept: t.detach()))
+    assert "no gradient reaches x, fc1.weight" in result.en and "梯度传不到 x, fc1.weight" in result.zh
+    assert "gradients" in result.tried[0] and "开启梯度" in result.tried[1]
+
+
+def test_lab08_1_a_recorder_returning_the_copy_it_stored_is_named():
+    # it used to read as "y was changed later by y.add_(1)"; the real mistake is the detached return value
+    result = expect_wrong("lab08.1", _recording_with(give=lambda t, kept: kept))
+    assert "the detached copy it stored" in result.en and "它保存的那份 detach 过的副本" in result.zh
+    assert "y.add_(1)" not in result.en
+
+
+def test_lab08_1_storing_a_copy_still_attached_to_autograd_is_named():
+    result = expect_wrong("lab08.1", _recording_with(keep=lambda t: t.clone()))
+    assert "still attached to autograd (requires_grad=True)" in result.en and "仍然连在 autograd 上" in result.zh
+    assert "requires_grad=True" in result.got[0] and "requires_grad=True" in result.got[1]
+
+
+def test_lab08_1_recording_only_call_function_nodes_is_named():
+    # 'a' = h.tanh() is a call_method node
+    result = expect_wrong("lab08.1", _recording_with(match=lambda node, store: node.op == "call_function"
+                                                     and node.name in store))
+    assert "'a', a call_method node" in result.en and "whatever its op" in result.en
+    assert "它是一个 call_method 节点" in result.zh and "不论它的 op 是什么" in result.zh
+
+
+def test_lab08_1_storing_under_other_keys_is_named():
+    result = expect_wrong("lab08.1", _recording_with(key=lambda name: f"record_{name}"))
+    assert "under the key(s) record_a, record_h" in result.en and "追加到了键 record_a, record_h 下" in result.zh
+
+
+def test_lab08_1_recorders_written_differently_pass():
+    for answer in (_recording_with(give=lambda t, kept: t.clone()),  # a copy, still attached: same values and grads
+                   _recording_with(give=lambda t, kept: t * 1),
+                   _recording_with(keep=lambda t: t.clone().detach()),
+                   _recording_with(keep=lambda t: t.data.clone())):
+        expect_passed("lab08.1", answer)
+
+
+def _swap_with(clamp, *, args=lambda node: (node.args[0],), kwargs=lambda node: {"min": 0}, op="call_function"):
+    """Swap every relu for ``clamp(in_place)`` called with ``args(node)``, ``kwargs(node)``."""
+    def relu_to_clamp(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.create_node(op, clamp(_was_in_place(node)), args(node), kwargs(node))
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    return relu_to_clamp
+
+
+def test_lab08_2_a_float_bound_is_named_on_an_integer_tensor():
+    result = expect_wrong("lab08.2", _swap_with(lambda in_place: torch.clamp_ if in_place else torch.clamp,
+                                                kwargs=lambda node: {"min": 0.0}))
+    assert "clamps at the float 0.0" in result.en and "integer 0" in result.en
+    assert "浮点数 0.0" in result.zh and "整数 0" in result.zh
+    assert "int64" in result.tried[0] and "int64" in result.tried[1]
+
+
+def test_lab08_2_a_float_bound_on_the_out_of_place_clamps_is_named_by_the_dtype():
+    # in-place clamps at 0, out-of-place ones at 0.0: the integer model's output comes back as float
+    result = expect_wrong("lab08.2", _swap_with(lambda in_place: torch.clamp_ if in_place else torch.clamp,
+                                                kwargs=lambda node: {"min": 0 if _was_in_place(node) else 0.0}))
+    assert "clamps at the float 0.0" in result.en and "浮点数 0.0" in result.zh
+    assert "torch.float32" in result.got[0] and "torch.int64" in result.expected[0]
+
+
+def test_lab08_2_every_spelling_of_clamp_passes():
+    aten = torch.ops.aten
+    for answer in (
+        _swap_with(lambda in_place: torch.Tensor.clamp_ if in_place else torch.Tensor.clamp),
+        _swap_with(lambda in_place: aten.clamp_ if in_place else aten.clamp),
+        _swap_with(lambda in_place: aten.clamp_.default if in_place else aten.clamp.default,
+                   args=lambda node: (node.args[0], 0), kwargs=lambda node: {}),
+        _swap_with(lambda in_place: aten.clamp_min_ if in_place else aten.clamp_min,
+                   args=lambda node: (node.args[0], 0), kwargs=lambda node: {}),
+        _swap_with(lambda in_place: torch.Tensor.clip_ if in_place else torch.Tensor.clip),
+        _swap_with(lambda in_place: torch.clamp_ if in_place else torch.clamp,
+                   args=lambda node: (), kwargs=lambda node: {"input": node.args[0], "min": 0}),
+    ):
+        expect_passed("lab08.2", answer)
+
+
+def _skipping(skip):
+    return _limited_by(lambda gm: sum(1 for node in gm.graph.nodes if node.op.startswith("call_") and not skip(node)))
+
+
+def test_lab08_3_skipping_getitem_nodes_is_named():
+    import operator
+    result = expect_wrong("lab08.3", _skipping(lambda node: node.target is operator.getitem))
+    assert "you leave out the getitem nodes" in result.en and "你漏掉了 getitem 节点" in result.zh
+    assert "torch.cond" in result.tried[0]
+
+
+def test_lab08_3_skipping_the_cond_node_is_named():
+    result = expect_wrong("lab08.3", _skipping(lambda node: node.target is torch.ops.higher_order.cond))
+    assert "you leave out the cond node" in result.en and "你漏掉了 cond 节点" in result.zh
+    assert "getitem nodes" not in result.en.split(":")[0]
+
+
+def test_lab08_3_skipping_ops_without_users_is_named():
+    # y.add_(1.0): an in-place call whose result no node reads
+    result = expect_wrong("lab08.3", _skipping(lambda node: not node.users))
+    assert "ops whose result no node reads" in result.en and "结果没有被任何节点读取的算子" in result.zh
+    assert "y.add_(1.0)" in result.tried[0] and "y.add_(1.0)" in result.tried[1]
+
+
+def test_lab08_3_skipping_python_operators_is_named():
+    result = expect_wrong("lab08.3", _skipping(
+        lambda node: getattr(node.target, "__module__", None) in ("_operator", "operator")))
+    assert "you leave out the Python operators" in result.en and "你漏掉了 Python 运算符" in result.zh
+
+
+def test_lab08_3_an_unknown_way_of_skipping_ops_lists_the_graphs_ops():
+    # counts only nodes whose example value is one tensor (not cond, sort, nor an fx.symbolic_trace graph's nodes)
+    result = expect_wrong("lab08.3", _limited_by(lambda gm: sum(
+        1 for node in gm.graph.nodes
+        if node.op.startswith("call_") and isinstance(node.meta.get("example_value"), torch.Tensor))))
+    assert "its ops are the nodes sum_1, gt, cond, getitem, mul" in result.en
+    assert "它的算子是节点 sum_1, gt, cond, getitem, mul" in result.zh
+    assert "call_method nodes too" not in result.en  # the old, misleading diagnosis

@@ -84,7 +84,8 @@ def _close(a: Any, b: torch.Tensor) -> bool:
 # -- exercise 1: a recording backend ------------------------------------------------------
 
 class _TwoLayer(nn.Module):
-    """One graph; records ``h`` (fc1's output) and ``a`` (tanh of it); the second ``h`` is node ``h_1``."""
+    """One graph; records ``h`` (fc1's output, a call_function node) and ``a`` (tanh of it, a call_method
+    node); the second ``h`` is node ``h_1``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,7 +94,7 @@ class _TwoLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)
-        a = torch.tanh(h)
+        a = h.tanh()  # a call_method node: every kind of node may be named
         h = self.fc2(a) * 2  # a node named h_1: not the node h
         return h
 
@@ -137,8 +138,8 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
     brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     return [
-        (("a two-layer model (h = fc1(x); a = tanh(h); h = fc2(a) * 2), names ['h', 'a']",
-          "两层模型（h = fc1(x); a = tanh(h); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
+        (("a two-layer model (h = fc1(x); a = h.tanh(); h = fc2(a) * 2), names ['h', 'a']",
+          "两层模型（h = fc1(x); a = h.tanh(); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
         (("a model with a graph break (z = fc(x); s = z.abs().max().item(); y = z / (s + 1); "
           "y.add_(1)), names ['z', 'y']",
           "含图中断的模型（z = fc(x); s = z.abs().max().item(); y = z / (s + 1); y.add_(1)），名字 ['z', 'y']"),
@@ -207,8 +208,72 @@ def _recording(answer: Any) -> None:
                             tried=label, expected=_EAGER_OUTPUT,
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
                             else describe(got_out))
+        _gradient_call(_with(label, _WITH_GRAD[0], _WITH_GRAD[1]), model, answer(list(names)), xs[0])
         _check_store(label, store, names, wants, edited)
         _check_rerouted(label, names, edited, original)
+
+
+#: Added to a probe's label for the call made with autograd on.
+_WITH_GRAD = (", a call with gradients (x and the parameters require grad)",
+              "，开启梯度的一次调用（x 和参数都需要梯度）")
+
+
+def _gradient_call(tried: tuple[str, str], model: nn.Module, made: Any, x: torch.Tensor) -> None:
+    """Compile with a fresh (backend, store) and call once with autograd on: the output and the gradients of
+    x and of every parameter match eager's, and what the store holds is detached from autograd."""
+    backend, store = made
+    names = ["x"] + [name for name, _ in model.named_parameters()]
+    params = list(model.parameters())
+    x_eager = x.clone().requires_grad_()
+    want_out = model(x_eager)
+    want = torch.autograd.grad(want_out.sum(), [x_eager, *params], allow_unused=True)
+    x_compiled = x.clone().requires_grad_()
+    got_out = _run(_compile(model, _code_first(backend)), x_compiled)
+    if not _close(got_out, want_out.detach()):
+        raise Wrong("the compiled model's output changed: a recorder must return its input unchanged, and "
+                    "only the recorded node's users should read from it.",
+                    "编译后模型的输出变了：记录器必须原样返回输入，并且只让被记录节点的使用者改为读取它。",
+                    tried=tried, expected=_EAGER_OUTPUT,
+                    got=_max_diff(got_out.detach(), want_out.detach()) if isinstance(got_out, torch.Tensor)
+                    else describe(got_out))
+    if got_out.requires_grad:
+        got = torch.autograd.grad(got_out.sum(), [x_compiled, *params], allow_unused=True)
+    else:
+        got = (None,) * len(want)
+    cut = [name for name, g, w in zip(names, got, want) if g is None and w is not None]
+    if cut:
+        shown = ", ".join(cut)
+        raise Wrong(f"the compiled model's values are right, but no gradient reaches {shown}: a recorder returns a "
+                    "value cut off from autograd (detached, or the detached copy it stored), so backward stops at "
+                    "the recorded node. The recorder must return its input itself, still attached to autograd; only "
+                    "the copy it stores is detached.",
+                    f"编译后模型的数值是对的，但梯度传不到 {shown}：有记录器返回了与 autograd 断开的值（detach 过的张量，"
+                    "或者它保存的那份 detach 过的副本），于是反向传播在被记录的节点处中断。记录器必须返回输入本身，"
+                    "让它仍然连在 autograd 上；只有它保存的副本才需要 detach。",
+                    tried=tried, expected=(f"gradients for {', '.join(names)}", f"{', '.join(names)} 的梯度"),
+                    got=(f"no gradient for {shown}", f"{shown} 没有梯度"))
+    wrong = next(((name, g, w) for name, g, w in zip(names, got, want)
+                  if w is not None and not _close(g, w)), None)
+    if wrong is not None:
+        name, g, w = wrong
+        raise Wrong(f"the compiled model's values are right, but its gradient for {name} differs from eager's: a "
+                    "recorder must return its input as it is, so that backward through the compiled model computes "
+                    "what eager computes.",
+                    f"编译后模型的数值是对的，但 {name} 的梯度与 eager 不一致：记录器必须原样返回输入，"
+                    "这样经过编译后模型的反向传播才与 eager 算出的一样。",
+                    tried=tried, expected=(f"the eager model's gradient for {name}", f"eager 模型中 {name} 的梯度"),
+                    got=_max_diff(g, w))
+    for key, kept in (store.items() if isinstance(store, dict) else ()):
+        attached = [t for t in (kept or []) if isinstance(t, torch.Tensor) and t.requires_grad]
+        if attached:
+            raise Wrong(f"the tensors recorded for {key!r} are still attached to autograd (requires_grad=True): a "
+                        "copy made without detaching keeps the autograd graph of every call alive in the store. "
+                        "Store a copy detached from autograd, as the task says.",
+                        f"为 {key!r} 记录的张量仍然连在 autograd 上（requires_grad=True）：不先 detach 就复制，"
+                        "每次调用的 autograd 图都会被 store 一直留着。请像题目说的那样，保存与 autograd 断开的副本。",
+                        tried=tried, expected=("tensors with requires_grad=False", "requires_grad=False 的张量"),
+                        got=(f"{len(attached)} tensor(s) with requires_grad=True",
+                             f"{len(attached)} 个 requires_grad=True 的张量"))
 
 
 def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.GraphModule],
@@ -266,6 +331,12 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
                       "code after editing the graph.",
                       "计算图改了，但代码没有重新生成，所以运行的是不含记录器的旧代码（检查器会先读取 gm.code，就像调试时打印一次那样）。"
                       "修改计算图之后请重新生成代码。")
+        elif isinstance(store, dict) and any(key not in names and value for key, value in store.items()):
+            extra = sorted(str(key) for key, value in store.items() if key not in names and value)
+            en, zh = (f"the recorders appended their values under the key(s) {', '.join(extra)}, not under the node "
+                      f"names {names}: store[name] is keyed by the name of the node each recorder follows.",
+                      f"记录器把值追加到了键 {', '.join(extra)} 下，而不是节点名 {names} 下：store[name] 的键是每个记录器"
+                      "所跟随节点的名字。")
         elif not any(gm.graph.find_nodes(op="call_module") for gm in edited):
             en, zh = ("no call_module node was inserted in any graph: compare node.name (the names the graph shows, "
                       "e.g. in graph_table) with the names you were given.",
@@ -294,6 +365,16 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
                             "graph break this node is in the second graph, so edit every graph you are given.",
                             f"{name!r} 没有任何记录。后端对每张计算图各调用一次：图中断之后，这个节点在第二张图里，"
                             "所以要修改收到的每一张图。",
+                            tried=label, expected=(f"{calls} tensors for {name!r}", f"{name!r} 的 {calls} 个张量"),
+                            got=repr(counts))
+            kinds = sorted({n.op for gm in edited for n in gm.graph.nodes if n.name == name})
+            done = sorted({n.op for gm in edited for n in gm.graph.nodes if n.name in names and n.name != name
+                           and counts.get(n.name)})
+            if kinds and done and not set(kinds) & set(done):
+                raise Wrong(f"nothing was recorded for {name!r}, a {kinds[0]} node, though the {done[0]} nodes were "
+                            "recorded: record every node whose name is in names, whatever its op.",
+                            f"{name!r} 没有任何记录，它是一个 {kinds[0]} 节点，而 {done[0]} 节点都记录了："
+                            "名字在 names 中的节点都要记录，不论它的 op 是什么。",
                             tried=label, expected=(f"{calls} tensors for {name!r}", f"{name!r} 的 {calls} 个张量"),
                             got=repr(counts))
             raise Wrong(f"nothing was recorded for {name!r}, though other names were.",
@@ -363,8 +444,41 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
 # -- exercise 2: swap relu for clamp ------------------------------------------------------
 
 _RELU_FUNCTIONS = (torch.relu, torch.nn.functional.relu)
-_CLAMP_FUNCTIONS = (torch.clamp, torch.clip, torch.clamp_min)
-_CLAMP_IN_PLACE = (torch.clamp_, torch.clip_, torch.clamp_min_)
+_CLAMP_NAMES = ("clamp", "clip", "clamp_min")
+
+
+def _clamp_targets() -> dict[Any, bool]:
+    """Every call_function target that clamps, mapped to whether it works in place: torch.clamp, clip and
+    clamp_min, the Tensor methods called as functions (torch.Tensor.clamp) and the ATen ops (aten.clamp,
+    aten.clamp.default), each with its in-place form (its name ends in ``_``)."""
+    targets: dict[Any, bool] = {}
+    for base in _CLAMP_NAMES:
+        for name, in_place in ((base, False), (base + "_", True)):
+            for owner in (torch, torch.Tensor):
+                if hasattr(owner, name):
+                    targets[getattr(owner, name)] = in_place
+            packet = getattr(torch.ops.aten, name, None)
+            if packet is not None:
+                targets[packet] = in_place
+                for overload in packet.overloads():
+                    targets[getattr(packet, overload)] = in_place
+    return targets
+
+
+_CLAMP_TARGETS = _clamp_targets()
+
+
+def _clamp_target(node: fx.Node) -> bool | None:
+    """Whether a clamp node works in place (None: the node is no clamp)."""
+    if node.op == "call_method":
+        name = str(node.target)
+        return name.endswith("_") if name.rstrip("_") in _CLAMP_NAMES else None
+    if node.op != "call_function":
+        return None
+    try:
+        return _CLAMP_TARGETS.get(node.target)
+    except TypeError:  # an unhashable target is no clamp
+        return None
 
 
 def _is_relu(node: fx.Node) -> bool:
@@ -374,9 +488,12 @@ def _is_relu(node: fx.Node) -> bool:
 
 
 def _is_clamp(node: fx.Node) -> bool:
-    if node.op == "call_function":
-        return any(node.target is f for f in _CLAMP_FUNCTIONS + _CLAMP_IN_PLACE)
-    return node.op == "call_method" and node.target in ("clamp", "clip", "clamp_min", "clamp_", "clip_", "clamp_min_")
+    return _clamp_target(node) is not None
+
+
+def _clamp_input(node: fx.Node) -> Any:
+    """What a clamp node clamps: its first argument, or the keyword input (torch) / self (ATen)."""
+    return node.args[0] if node.args else node.kwargs.get("input", node.kwargs.get("self"))
 
 
 def _in_place(node: fx.Node) -> bool:
@@ -384,9 +501,7 @@ def _in_place(node: fx.Node) -> bool:
     if _is_relu(node):
         flag = node.kwargs.get("inplace", node.args[1] if len(node.args) > 1 else False)
         return flag is True
-    if node.op == "call_function":
-        return any(node.target is f for f in _CLAMP_IN_PLACE)
-    return node.op == "call_method" and str(node.target).endswith("_")
+    return bool(_clamp_target(node))
 
 
 def _relu_kind(node: fx.Node) -> tuple[str, str]:
@@ -457,6 +572,36 @@ class _PositionalInplace(nn.Module):
         return h + r
 
 
+class _IntegerReLUs(nn.Module):
+    """ReLUs of an int64 tensor: relu keeps the dtype, a clamp with a float bound (min=0.0) does not."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.relu(x - 3) + (x - 5).relu()
+        return out * 2 + torch.nn.functional.relu(x - 4, inplace=True)
+
+
+def _integer_input(seed: int) -> torch.Tensor:
+    return torch.randint(-4, 12, (3, 4), generator=torch.Generator().manual_seed(seed))
+
+
+#: Said when a clamp's float bound turns an integer tensor into a float one (or cannot be cast in place).
+_FLOAT_BOUND = (
+    "a clamp node clamps at the float 0.0: relu keeps an integer tensor's dtype, but a clamp whose bound is a "
+    "float turns an integer tensor into a float one (and its in-place form cannot write floats into an integer "
+    "tensor). Clamp at the integer 0, as the task says.",
+    "有一个 clamp 节点的界限是浮点数 0.0：relu 保持整数张量的 dtype，而界限为浮点数的 clamp 会把整数张量变成浮点张量"
+    "（它的原地版本则无法把浮点数写回整数张量）。请像题目说的那样，以整数 0 为界。")
+
+
+def _float_bound(seen: list[tuple[list[fx.Node], Any, fx.GraphModule]]) -> fx.Node | None:
+    """A clamp node (in the graphs the backend edited) whose lower bound is a float."""
+    for _, returned, gm in seen:
+        for node in (_edited_graph(returned, gm) or gm).graph.nodes:
+            if _is_clamp(node) and isinstance(_clamp_min(node), float):
+                return node
+    return None
+
+
 def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
     """The GraphModule whose forward the backend returned (or the GraphModule itself)."""
     if isinstance(returned, fx.GraphModule):
@@ -498,7 +643,12 @@ def _swap(answer: Any) -> None:
               seeded(_ReLUReused(), 89), _inputs(890, (6, 4))[0]),
              (("a function whose relu gets inplace by position: h = x * 1.0; r = F.relu(h, True); return h + r",
                "relu 的 inplace 以位置参数给出的函数：h = x * 1.0; r = F.relu(h, True); return h + r"),
-              _PositionalInplace(), _inputs(891, (3, 4))[0])]
+              _PositionalInplace(), _inputs(891, (3, 4))[0]),
+             (("a function of an integer (int64) tensor: out = torch.relu(x - 3) + (x - 5).relu(); "
+               "return out * 2 + F.relu(x - 4, inplace=True)",
+               "接收整数（int64）张量的函数：out = torch.relu(x - 3) + (x - 5).relu(); "
+               "return out * 2 + F.relu(x - 4, inplace=True)"),
+              _IntegerReLUs(), _integer_input(892))]
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
         in_place: list[tuple[str, bool]] = []  # (the relu input's name, whether the relu was in place)
@@ -525,8 +675,21 @@ def _swap(answer: Any) -> None:
                             "不要沿用 relu 节点的 kwargs。",
                             tried=label, expected=("clamp with min=0 only", "只带 min=0 的 clamp"),
                             got=str(exc).splitlines()[0][:120]) from None
+            except RuntimeError as exc:
+                node = _float_bound(seen)
+                if node is None or x.is_floating_point():
+                    raise
+                raise Wrong(*_FLOAT_BOUND, tried=label, expected=_EAGER_OUTPUT,
+                            got=f"RuntimeError: {str(exc).splitlines()[0][:120]}") from None
         for relu_inputs, returned, gm in seen:
             _check_swapped_graph(label, relu_inputs, returned, gm)
+        if isinstance(got, torch.Tensor) and got.dtype != want.dtype:
+            en, zh = _FLOAT_BOUND if _float_bound(seen) is not None else (
+                "the compiled model's output has another dtype than eager's: each clamp must keep its input's "
+                "dtype, as relu does.",
+                "编译后模型输出的 dtype 与 eager 不同：每个 clamp 都必须像 relu 一样保持输入的 dtype。")
+            raise Wrong(en, zh, tried=label, expected=(f"dtype {want.dtype}", f"dtype 为 {want.dtype}"),
+                        got=(f"dtype {got.dtype}", f"dtype 为 {got.dtype}"))
         if not _close(got, want):
             _name_in_place_mistake(label, in_place, seen, got, want)
             raise Wrong("the compiled model's output changed, although every relu became a clamp.",
@@ -542,8 +705,8 @@ def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, boo
     for _, returned, gm in seen:
         edited = _edited_graph(returned, gm) or gm
         for node in edited.graph.nodes:
-            if _is_clamp(node) and node.args and isinstance(node.args[0], fx.Node):
-                clamps.setdefault(node.args[0].name, []).append(_in_place(node))
+            if _is_clamp(node) and isinstance(_clamp_input(node), fx.Node):
+                clamps.setdefault(_clamp_input(node).name, []).append(_in_place(node))
     got_line = _max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got)
     if any(was and not any(clamps.get(name, [])) for name, was in in_place):
         raise Wrong("a relu with inplace=True changes its input in place, and the model reads that input again "
@@ -605,7 +768,8 @@ def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], ret
         raise Wrong("each relu should become a clamp node with min=0.", "每个 relu 都应当变成一个 min=0 的 clamp 节点。",
                     tried=label, expected=(f"at least {len(relu_inputs)} clamp nodes", f"至少 {len(relu_inputs)} 个 clamp 节点"),
                     got=f"{len(clamps)}")
-    wrong_bound = [n for n in clamps if _clamp_min(n) != 0 or n.kwargs.get("max") is not None]
+    wrong_bound = [n for n in clamps if _clamp_min(n) != 0 or isinstance(_clamp_min(n), bool)
+                   or n.kwargs.get("max") is not None or (len(n.args) > 2 and n.args[2] is not None)]
     if wrong_bound:
         node = wrong_bound[0]
         raise Wrong("a clamp node does not clamp at min=0 only: relu keeps values of at least 0 and leaves larger "
@@ -614,7 +778,7 @@ def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], ret
                     tried=label, expected="clamp(input, min=0)",
                     got=(f"node {node.name}: args {len(node.args)}, kwargs {sorted(node.kwargs)}",
                          f"节点 {node.name}：{len(node.args)} 个位置参数，kwargs {sorted(node.kwargs)}"))
-    taken = {n.args[0].name for n in clamps if n.args and isinstance(n.args[0], fx.Node)}
+    taken = {_clamp_input(n).name for n in clamps if isinstance(_clamp_input(n), fx.Node)}
     missing = [n.name for n in relu_inputs if n.name not in taken]
     if missing:
         raise Wrong("a clamp node does not take the relu's input: each clamp must read the node the relu read "
@@ -686,6 +850,52 @@ def _cosine_pair(t: torch.Tensor) -> torch.Tensor:
 def _chosen_pair(x: torch.Tensor) -> torch.Tensor:
     # 5 ops and 2 get_attr nodes, as _chosen_wave, but each branch holds 2 ops: 4 inside the branches
     return torch.cond(x.sum() > 0, _sine_pair, _cosine_pair, (x,)) * 2
+
+
+def _both_ways(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return t.sin(), t.cos()
+
+
+def _other_way(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return t.cos(), t.sin()
+
+
+def _chosen_two(x: torch.Tensor) -> torch.Tensor:
+    # 6 ops (sum, gt, cond, getitem, getitem, add): a cond with two results gives two getitem nodes
+    a, b = torch.cond(x.sum() > 0, _both_ways, _other_way, (x,))
+    return a + b
+
+
+def _sorted_wave(x: torch.Tensor) -> torch.Tensor:
+    # 3 ops (sort, getitem, cos): a getitem node without torch.cond
+    return torch.sort(x)[0].cos()
+
+
+def _changed_in_place(x: torch.Tensor) -> torch.Tensor:
+    # 4 ops (sin, add_, mul_, cos); add_ and mul_ change y in place, and no node reads their results
+    y = x.sin()
+    y.add_(1.0)
+    y.mul_(2.0)
+    return y.cos()
+
+
+def _skipping(skip: Callable[[fx.Node], bool]) -> Callable[[fx.GraphModule], int]:
+    """A count of the ops that leaves out the nodes ``skip`` picks."""
+    return lambda gm: sum(1 for n in gm.graph.nodes if n.op in _OPS and not skip(n))
+
+
+def _is_getitem(node: fx.Node) -> bool:
+    import operator
+
+    return node.target is operator.getitem
+
+
+def _is_higher_order(node: fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.HigherOrderOperator)
+
+
+def _is_python_operator(node: fx.Node) -> bool:
+    return getattr(node.target, "__module__", None) in ("_operator", "operator")
 
 
 def _ops_with_branches(gm: fx.GraphModule) -> int:
@@ -780,6 +990,29 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "call_module nodes.",
      "你把 get_attr 节点也算作了算子：get_attr 节点只是取出模块的一个属性（这里是 torch.cond 在其间选择的两个分支），"
      "它本身不做任何计算。请只统计 call_function、call_method 和 call_module 节点。"),
+    ("getitem skipped", _skipping(_is_getitem), False,
+     "you leave out the getitem nodes: taking one result out of an op that returns several (cond[0] after "
+     "torch.cond, torch.sort(x)[0]) is a call_function node (its target is operator.getitem), so it is an op "
+     "like any other.",
+     "你漏掉了 getitem 节点：从返回多个结果的算子中取出一个结果（torch.cond 之后的 cond[0]、torch.sort(x)[0]）"
+     "是一个 call_function 节点（target 为 operator.getitem），和其他节点一样是算子。"),
+    ("cond skipped", _skipping(_is_higher_order), False,
+     "you leave out the cond node: torch.cond is a call_function node of the graph (its target is "
+     "torch.ops.higher_order.cond), and it is an op; only the branches it chooses between are fetched by "
+     "get_attr nodes.",
+     "你漏掉了 cond 节点：torch.cond 是计算图中的一个 call_function 节点（target 为 torch.ops.higher_order.cond），"
+     "它是算子；只有它在其间选择的两个分支才由 get_attr 节点取出。"),
+    ("unused results skipped", _skipping(lambda n: not n.users), False,
+     "you leave out ops whose result no node reads: y.add_(1.0) changes y in place, so nothing needs its "
+     "result, but it is an op all the same. Count every call_function, call_method and call_module node, "
+     "read or not.",
+     "你漏掉了结果没有被任何节点读取的算子：y.add_(1.0) 原地修改 y，没有谁需要它的返回值，但它照样是算子。"
+     "请统计每一个 call_function、call_method 和 call_module 节点，不论它的结果有没有被读取。"),
+    ("python operators skipped", _skipping(_is_python_operator), False,
+     "you leave out the Python operators: x > 0, a * b and cond[0] are call_function nodes whose targets come "
+     "from Python's operator module (operator.gt, operator.mul, operator.getitem), and they are ops too.",
+     "你漏掉了 Python 运算符：x > 0、a * b 和 cond[0] 都是 call_function 节点，它们的 target 来自 Python 的 "
+     "operator 模块（operator.gt、operator.mul、operator.getitem），它们也是算子。"),
     ("call_function only", _call_functions, False,
      "you count only call_function nodes: x.cos() is a call_method node, and it is an op too.",
      "你只统计了 call_function 节点：x.cos() 是 call_method 节点，它也是算子。"),
@@ -835,6 +1068,27 @@ def _limited(answer: Any) -> None:
              (3, _scaled_wave, two_tensors),
              (5, _chosen_wave, ("a function with torch.cond (5 ops; the two branches are get_attr nodes)",
                                 "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点）")),
+             (4, _chosen_wave, ("a function with torch.cond (5 ops; the two branches are get_attr nodes)",
+                                "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点）")),
+             (5, _chosen_two, ("a function with a torch.cond that returns two tensors: a, b = torch.cond(...); "
+                               "return a + b (6 ops, of which 2 are getitem nodes)",
+                               "含返回两个张量的 torch.cond 的函数：a, b = torch.cond(...); return a + b"
+                               "（6 个算子，其中 2 个是 getitem 节点）")),
+             (4, _chosen_two, ("a function with a torch.cond that returns two tensors: a, b = torch.cond(...); "
+                               "return a + b (6 ops, of which 2 are getitem nodes)",
+                               "含返回两个张量的 torch.cond 的函数：a, b = torch.cond(...); return a + b"
+                               "（6 个算子，其中 2 个是 getitem 节点）")),
+             (2, _sorted_wave, ("torch.sort(x)[0].cos() (3 ops, one of them a getitem node)",
+                                "torch.sort(x)[0].cos()（3 个算子，其中 1 个是 getitem 节点）")),
+             (2, _scaled_wave, two_tensors),
+             (3, _changed_in_place, ("y = x.sin(); y.add_(1.0); y.mul_(2.0); return y.cos() (4 ops; no node reads "
+                                     "the results of add_ and mul_)",
+                                     "y = x.sin(); y.add_(1.0); y.mul_(2.0); return y.cos()（4 个算子；add_ 和 mul_ "
+                                     "的结果没有被任何节点读取）")),
+             (4, _changed_in_place, ("y = x.sin(); y.add_(1.0); y.mul_(2.0); return y.cos() (4 ops; no node reads "
+                                     "the results of add_ and mul_)",
+                                     "y = x.sin(); y.add_(1.0); y.mul_(2.0); return y.cos()（4 个算子；add_ 和 mul_ "
+                                     "的结果没有被任何节点读取）")),
              (8, _chosen_pair, ("a function with torch.cond (5 ops; the two branches are get_attr nodes, each "
                                 "branch holds 2 ops of its own)",
                                 "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点，每个分支内部各有 2 个算子）"))]
@@ -882,13 +1136,17 @@ def _limited(answer: Any) -> None:
                             if isinstance(out, torch.Tensor) else type(out).__name__)
             continue
         if exc is None:
-            hint = ("the graph has more ops than the limit but compiled anyway.",
-                    "计算图的算子数超过了上限，却仍然编译通过了。")
+            big = next(gm for gm in graphs if _ops(gm) > limit)
+            listed = ", ".join(n.name for n in big.graph.nodes if n.op in _OPS)
+            hint = (f"the graph has more ops than the limit but compiled anyway; its ops are the nodes {listed}.",
+                    f"计算图的算子数超过了上限，却仍然编译通过了；它的算子是节点 {listed}。")
+            special = any(_is_getitem(n) or _is_higher_order(n) or not n.users
+                          for gm in graphs for n in gm.graph.nodes if n.op in _OPS)
             if _ops(graphs[0]) <= limit < max(sizes):
                 hint = ("the graph over the limit is the one after the graph break: the backend is called once per "
                         "graph, so count and refuse each graph it is given.",
                         "超过上限的是图中断之后的那张计算图：后端对每张计算图各调用一次，所以收到的每一张图都要计数并在超限时拒绝。")
-            elif all(_call_functions(gm) <= limit for gm in graphs):
+            elif all(_call_functions(gm) <= limit for gm in graphs) and not special:
                 hint = ("count call_method nodes too: x.cos() is a call_method node, not call_function.",
                         "call_method 节点也要计数：x.cos() 是 call_method 节点，而不是 call_function。")
             raise Wrong(hint[0] + " Refuse it with GraphTooLarge when the count is over n.",
