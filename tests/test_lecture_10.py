@@ -421,3 +421,52 @@ def test_torch_mlir_ships_an_execution_engine_that_runs_jitted_code():
         a, b, out = ctypes.c_float(1.5), ctypes.c_float(0.25), ctypes.c_float()
         engine.invoke("twice_plus", ctypes.pointer(a), ctypes.pointer(b), ctypes.pointer(out))
     assert out.value == 3.25
+
+
+# The lecture's own words (issue 28) ------------------------------------------------------------
+
+NOTEBOOK = os.path.join(os.path.dirname(__file__), os.pardir, "course", "10_export_mlir.ipynb")
+_CODE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.]*(?:\(\))?=?")
+
+
+def _printed_words(source: str) -> list[str]:
+    """English words in the string literals a cell hands to print() itself (directly, inside an
+    f-string or a ``+``), outside fxcourse.pick(): what a 中文 reader would read untranslated."""
+    import ast
+
+    found = []
+
+    def visit(node):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "pick":
+            return  # the reader's language
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.extend(m.group(0) for m in _CODE_WORD.finditer(node.value))
+        elif isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                visit(part.value if isinstance(part, ast.FormattedValue) else part)
+        elif isinstance(node, ast.BinOp):
+            visit(node.left), visit(node.right)
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            for arg in node.args:
+                visit(arg)
+    return found
+
+
+def test_lecture_prints_say_words_only_through_pick():
+    import keyword
+
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert any("pick(" in s for s in sources)
+    english = {}
+    for cell, source in zip((c for c in nb.cells if c.cell_type == "code"), sources):
+        for word in _printed_words(source):
+            # code: a name=value pair, a dotted or snake_case name, a digit, True/False/None
+            if word.endswith("=") or re.search(r"[._0-9]", word) or keyword.iskeyword(word):
+                continue
+            english.setdefault(cell.get("id"), []).append(word)
+    assert english == {}, f"words printed without fxcourse.pick: {english}"

@@ -231,7 +231,7 @@ def _lowering() -> Lowering:
 
 def test_lowering_view_in_one_language(zh):
     text, page = _views(_lowering())
-    assert text.splitlines()[0].split() == ["阶段", "方言", "算子数", "算子分布", "输入", "输出"]
+    assert text.splitlines()[0].split() == ["阶段", "方言", "操作个数", "操作直方图", "输入", "输出"]
     assert "dialects" not in page and "histogram" not in page
     _in_english(zh, _lowering)
 

@@ -79,8 +79,8 @@ class Lowering(Viewable):
                  ", ".join(s.inputs), ", ".join(s.outputs)] for s in self.stages]
         return Table(["stage", "dialects", "ops", "op histogram", "inputs", "outputs"], rows,
                      css_class="fxcourse-lowering",
-                     labels=[only("stage", "阶段"), only("dialects", "方言"), only("ops", "算子数"),
-                             only("op histogram", "算子分布"), only("inputs", "输入"), only("outputs", "输出")])
+                     labels=[only("stage", "阶段"), only("dialects", "方言"), only("ops", "操作个数"),
+                             only("op histogram", "操作直方图"), only("inputs", "输入"), only("outputs", "输出")])
 
     def to_text(self, width: int | None = None, top: int | None = 6) -> str:
         """One row per stage; ``top`` most frequent ops in the histogram (None: all)."""
