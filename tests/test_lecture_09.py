@@ -8,9 +8,14 @@ so a pass is not a copy of a notebook output. The benchmark test checks the timi
 (rotated order), not any speed. A review (rev0910) added: why min-cut keeps exp's output (the
 kinds of its users), the 512-element Triton sort limit as a default, output code and debug folders
 switched on in a running process, freezing's MKL routine as build-dependent, the eager chain's six
-passes, and a warm compile that really hits the cache its cold run filled.
+passes, and a warm compile that really hits the cache its cold run filled. Issue 27's last topic
+added: Inductor's pattern-matcher passes (a joint-graph replacement, the counter counting handler
+runs rather than changes, a user's register_replacement in a custom post-grad pass and its cache
+bypass) and the scheduler's fusion rules (what can_fuse refuses, the C++ backend's outer-loop
+fusion, node counts before and after fusion read from the fusion log).
 """
 import importlib.util
+import inspect
 import itertools
 import logging
 import os
@@ -215,7 +220,6 @@ def test_cpp_wrapper_and_aotinductor_share_the_generator_with_different_entry_po
 
 
 def _source(fn):
-    import inspect
     return inspect.getsource(fn)
 
 
@@ -414,3 +418,222 @@ def test_a_second_process_with_the_same_cache_folder_hits_the_caches_the_first_f
         seen.append(ast.literal_eval(run.stdout.splitlines()[-1]))
     assert seen[0] == {"autograd_cache_miss": 1, "autograd_cache_saved": 1, "fxgraph_cache_miss": 1}
     assert seen[1] == {"autograd_cache_hit": 1, "fxgraph_cache_hit": 1}
+
+
+# --- section 5: pattern-matcher passes --------------------------------------------------------
+
+def _post_grad_ops(code):
+    return [str(n.target) for n in code.post_grad[0].nodes if n.op == "call_function"]
+
+
+def _pattern_counts():
+    return {k: v for k, v in counters["inductor"].items() if k.startswith("pattern_matcher")}
+
+
+def test_joint_graph_pattern_removes_a_permute_pair_that_cancels_and_counts_the_match():
+    def undo(x):
+        return x.permute(1, 0).permute(1, 0) * 2
+
+    x = torch.randn(4, 8)
+    off = inductor_code(undo, x, options={"pattern_matcher": False})
+    assert _post_grad_ops(off) == ["aten.permute.default", "aten.permute.default",
+                                   "aten.mul.Tensor"]
+    assert _pattern_counts() == {}
+    counters.clear()
+    on = inductor_code(undo, x)
+    assert _post_grad_ops(on) == ["aten.mul.Tensor"]
+    assert _pattern_counts() == {"pattern_matcher_count": 1, "pattern_matcher_nodes": 2}
+    from torch._inductor.fx_passes import joint_graph
+    assert "pointless_permute_pair" in vars(joint_graph)
+
+
+def test_pattern_matcher_count_counts_handlers_run_not_graphs_changed():
+    """pointless_convert matches float32 -> float16 -> float32 but keeps it (it rounds)."""
+    from torch._inductor.fx_passes.joint_graph import pointless_convert
+
+    def round_trip(x):
+        return x.to(torch.float16).to(torch.float32) + 1
+
+    code = inductor_code(round_trip, torch.randn(4, 8))
+    assert _post_grad_ops(code) == ["prims.convert_element_type.default",
+                                    "prims.convert_element_type.default", "aten.add.Tensor"]
+    assert _pattern_counts() == {"pattern_matcher_count": 1, "pattern_matcher_nodes": 2}
+    assert "dtype1.itemsize < dtype2.itemsize" in inspect.getsource(pointless_convert)
+
+
+def test_the_three_pass_points_and_pre_grad_fusions_off_by_default():
+    import torch._inductor.config as ic
+    from torch._inductor.fx_passes import post_grad, pre_grad
+
+    assert ic.pre_grad_fusion_options == {}
+    doc = pre_grad.pre_grad_passes.__doc__
+    assert "post_grad.py or joint_graph.py" in doc
+    src = inspect.getsource(post_grad.post_grad_passes)
+    # the user's pre-pass runs before Inductor's own pattern passes, the post-pass after them
+    assert (src.index("config.post_grad_custom_pre_pass") < src.index("pass_patterns")
+            < src.index("config.post_grad_custom_post_pass"))
+    for name in ("post_grad_custom_pre_pass", "post_grad_custom_post_pass",
+                 "joint_custom_pre_pass", "joint_custom_post_pass", "pattern_matcher"):
+        assert hasattr(ic, name)
+
+
+def _log1p_pass():
+    from torch._inductor.pattern_matcher import (
+        PatternMatcherPass, fwd_only, register_replacement)
+
+    passes = PatternMatcherPass(pass_name="log1p_pass")
+
+    def search(x):
+        return torch.log(x + 1)
+
+    def replace(x):
+        return torch.log1p(x)
+
+    pattern = register_replacement(search, replace, [torch.empty(4)], fwd_only, passes)
+    return passes, pattern
+
+
+def test_register_replacement_rewrites_log_x_plus_1_to_log1p_and_leaves_log_x_plus_2():
+    passes, pattern = _log1p_pass()
+    assert str(pattern).startswith("CallFunction(aten.log.default, CallFunction("
+                                   "aten.add.Tensor, KeywordArg('x'), *)")
+    x = torch.rand(4, 8)
+    one = inductor_code(lambda x: torch.log(x + 1) * 2, x,
+                        options={"post_grad_custom_pre_pass": passes.apply})
+    assert _post_grad_ops(one) == ["aten.log1p.default", "aten.mul.Tensor"]
+    assert "std::log1p(" in one.kernels[0].source
+    assert counters["inductor"]["pattern_matcher_count"] == 1
+    counters.clear()
+    two = inductor_code(lambda x: torch.log(x + 2) * 2, x,
+                        options={"post_grad_custom_pre_pass": passes.apply})
+    assert _post_grad_ops(two) == ["aten.add.Tensor", "aten.log.default", "aten.mul.Tensor"]
+    assert "std::log1p(" not in two.kernels[0].source
+    assert counters["inductor"]["pattern_matcher_count"] == 0
+    import torch._inductor.config as ic
+    with ic.patch(post_grad_custom_pre_pass=passes.apply, fx_graph_cache=False):
+        torch.testing.assert_close(torch.compile(lambda x: torch.log(x + 1))(x),
+                                   torch.log(x + 1))
+
+
+def test_register_replacement_first_match_ignores_int_and_float_constants():
+    from torch._inductor import pattern_matcher
+
+    src = inspect.getsource(pattern_matcher.gen_pattern_and_search_gm)
+    assert "ignore_types=(int, float, list, torch.device, torch.dtype)" in src
+
+
+def test_a_plain_function_as_custom_pass_makes_the_fx_graph_cache_bypass():
+    import torch._inductor.config as ic
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    passes, _ = _log1p_pass()
+    assert not isinstance(passes.apply, CustomGraphPass)
+    with ic.patch(post_grad_custom_pre_pass=passes.apply, fx_graph_cache=True,
+                  force_disable_caches=False):
+        torch.compile(lambda x: torch.log(x + 1) * 3)(torch.rand(4, 8))
+    assert counters["inductor"]["fxgraph_cache_bypass"] == 1
+
+
+# --- section 5: when the scheduler fuses ------------------------------------------------------
+
+def _fusion(fn, *args, **options):
+    """(scheduler nodes before fusion, after fusion, refusal reasons) from the fusion log."""
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger("torch._inductor.scheduler.__fusion")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logging.disable(logging.NOTSET)  # fresh_dynamo silences logging
+    try:
+        code = inductor_code(fn, *args, options=options)
+    finally:
+        logging.disable(logging.WARNING)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    rounds = [re.search(r"fused (\d+) nodes into (\d+) nodes", l) for l in lines]
+    rounds = [m for m in rounds if m]
+    reasons = {l.split(": ", 1)[1] for l in lines if l.startswith("cannot fuse")}
+    return int(rounds[0][1]), int(rounds[-1][2]), reasons, code
+
+
+def test_fusion_config_defaults_the_lecture_names():
+    import torch._inductor.config as ic
+
+    assert ic.max_fusion_size == 64
+    assert ic.score_fusion_memory_threshold == 10
+    assert ic.aggressive_fusion is False
+    assert ic.cpu_backend == "cpp"
+
+
+def test_can_fuse_refuses_extern_nodes_no_shared_data_and_too_many_nodes():
+    from torch._inductor import choices, scheduler
+
+    can_fuse = inspect.getsource(scheduler.Scheduler._can_fuse)
+    assert "node1 is extern but not a triton kernel" in can_fuse
+    assert "node2 is extern or nop" in can_fuse
+    heuristics = inspect.getsource(choices.InductorChoices.can_fuse)
+    assert "no shared data" in heuristics and "config.max_fusion_size" in heuristics
+    assert "not config.aggressive_fusion" in heuristics
+    horizontal = inspect.getsource(choices.InductorChoices.can_fuse_horizontal)
+    assert "config.score_fusion_memory_threshold" in horizontal
+    assert "are_long_distant_nodes" in horizontal
+    assert "for i in range(10)" in inspect.getsource(scheduler.Scheduler.fuse_nodes)
+    # the threshold compares bytes: score_fusion_memory counts bytes unless told otherwise
+    score = inspect.signature(scheduler.Scheduler.score_fusion_memory)
+    assert score.parameters["count_bytes"].default is True
+
+
+def test_cpp_backend_fuses_a_reduction_with_its_reader_only_through_outer_loops():
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    vertical = inspect.getsource(CppScheduling.can_fuse_vertical)
+    assert "not node1.is_reduction()" in vertical and "can_fuse_vertical_outer_loop" in vertical
+    depth = inspect.getsource(CppScheduling._get_outer_loop_fusion_depth)
+    assert "min(len(vars1), len(vars2))" in depth
+
+
+def test_lowering_inlines_a_pointwise_chain_into_one_scheduler_node():
+    before, after, reasons, code = _fusion(lambda x: torch.relu(x * 2 + 1), torch.randn(8, 16))
+    assert (before, after, reasons) == (1, 1, set())
+    assert code.kernels[0].nodes == ("mul", "add", "relu")
+
+
+def test_siblings_reading_the_same_input_fuse_horizontally():
+    before, after, reasons, _ = _fusion(lambda x: (x.sin(), x.cos()), torch.randn(8, 16))
+    assert (before, after, reasons) == (2, 1, set())
+
+
+def test_row_sum_and_the_division_that_reads_it_fuse_by_outer_loop_fusion():
+    from torch._inductor import metrics
+
+    metrics.reset()
+    before, after, _, code = _fusion(lambda x: x / x.sum(1, keepdim=True), torch.randn(8, 16))
+    assert (before, after) == (2, 1)
+    assert len(metrics.cpp_outer_loop_fused_inner_counts) == 1
+
+
+def test_full_sum_and_the_division_stay_two_nodes_with_no_logged_reason_in_one_function():
+    before, after, reasons, code = _fusion(lambda x: x / x.sum(), torch.randn(8, 16))
+    assert (before, after, reasons) == (2, 2, set())
+    assert [k.name for k in code.kernels] == ["cpp_fused_div_sum_0"]
+    top = [l for l in code.kernels[0].source.splitlines() if l.lstrip().startswith("for(")]
+    assert len(top) == 2  # two loop nests in the one C++ function
+
+
+def test_max_fusion_size_1_keeps_siblings_apart_and_the_log_says_why():
+    before, after, reasons, _ = _fusion(lambda x: (x.sin(), x.cos()), torch.randn(8, 16),
+                                        max_fusion_size=1)
+    assert (before, after, reasons) == (2, 2, {"exceeds max fusion"})
+
+
+def test_cpp_backend_starts_a_new_function_after_an_extern_call():
+    """Consecutive nodes share one C++ function; an extern call (mm) ends it."""
+    w = torch.randn(16, 4)
+    code = inductor_code(lambda x, w: (x.sin() @ w).cos(), torch.randn(8, 16), w)
+    assert len(code.kernels) == 2
+    assert [e.name for e in code.externs] == ["extern_kernels.mm"]
