@@ -1,9 +1,12 @@
 """Sphinx configuration of the course book, shared by both languages.
 
-``book/build.py`` stages single-language copies of the committed notebooks and runs Sphinx
-with this folder as the configuration directory; ``FXCOURSE_BOOK_LANG`` (``en`` or ``zh``)
-says which book is being built. Notebooks are rendered from their stored outputs, never
-executed, and every asset the pages load is served from the book itself (no CDN).
+``book/build.py`` stages single-language copies of the notebooks (executed in the book's
+language, or with their committed outputs under ``--stored``) and runs Sphinx with this folder
+as the configuration directory; ``FXCOURSE_BOOK_LANG`` (``en`` or ``zh``) says which book is
+being built. Sphinx itself never executes a notebook, and every asset the pages load is served
+from the book itself (no CDN). The 中文 book's pages say ``<html lang="zh-CN">`` (Sphinx's tag
+for ``zh_CN``), so browsers draw Simplified Chinese glyph forms, and its stylesheet lists
+Simplified Chinese fonts.
 """
 import os
 
@@ -20,7 +23,7 @@ language = "zh_CN" if ZH else "en"
 html_title = "PyTorch 如何把 Python 变成计算图" if ZH else "How PyTorch turns Python into graphs"
 
 extensions = ["myst_nb"]
-nb_execution_mode = "off"           # the committed outputs are the book's outputs
+nb_execution_mode = "off"           # book/build.py ran the notebooks (or kept their outputs)
 nb_merge_streams = True             # one block per cell instead of one per write to stdout
 myst_enable_extensions = ["colon_fence"]
 exclude_patterns = ["_build", "backups", "**/.ipynb_checkpoints"]
@@ -49,8 +52,13 @@ if ZH:
     import logging
 
     jieba.setLogLevel(logging.WARNING)
-    # Course terms as whole words (book/build.py writes the list from the glossary).
-    html_search_options = {"dict": os.environ.get("FXCOURSE_BOOK_SEARCH_WORDS", "")}
+    # Course terms as whole words (book/build.py writes the list: standard terms, the glossary's,
+    # the bold terms of the 中文 prose).
+    SEARCH_WORDS = os.environ.get("FXCOURSE_BOOK_SEARCH_WORDS", "")
+    html_search_options = {"dict": SEARCH_WORDS}
+    # Simplified Chinese fonts after the theme's Latin ones (book/_static/zh.css).
+    html_static_path = ["_static"]
+    html_css_files = ["zh.css"]
 
 html_show_sphinx = False
 
@@ -65,6 +73,18 @@ def setup(app):
             # "ChineseStemmer is not defined" (sphinx-doc/sphinx#14229, fixed upstream by
             # deriving the name from the stemmer file). Naming it English loads the one shipped.
             language_name = "English"
+
+            def __init__(self, options):
+                super().__init__(options)
+                path = options.get("dict", "")
+                words = open(path, encoding="utf-8").read().split() if path else []
+                self.course_words = sorted(set(words), key=len, reverse=True)
+
+            def split(self, input):
+                # jieba's cut depends on the characters around a word (图中断 beside 嵌套 or 日志
+                # can come out as 图 / 中断): every course word in the text is indexed as well.
+                found = super().split(input)
+                return found + [w for w in self.course_words if w in input and w not in found]
 
         app.add_search_language(SearchChineseFixed)
 

@@ -11,6 +11,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from fxcourse._toggle import ZH_CSS
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,7 +102,8 @@ def test_course_command_serves_lecture_00_on_loopback_with_a_token(tmp_path):
         code, location = _status(f"{base}/?token={token}")
         assert code == 302 and "/lab/tree/course/00_overview.ipynb" in location
         assert _listening_addresses(port) == {"127.0.0.1"}  # bound to loopback only
-        assert "custom/custom.css" not in _get(f"{base}/lab?token={token}")  # 'both' hides nothing
+        css = _get(f"{base}/custom/custom.css?token={token}")  # 'both' hides nothing; 中文 cells get SC fonts
+        assert "display: none" not in css and ZH_CSS in css
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

@@ -5,8 +5,11 @@ server show one language, and writes the two small folders they point to:
 
 * ``<app dir>/config-<lang>/custom/custom.css`` hides the other language's prose cells
   (``fxcourse._toggle.HIDE_CSS``: the jupyterlab-celltagsclasses extension gives every cell its
-  tags as ``cell-tag-<tag>`` classes). JupyterLab loads ``custom/custom.css`` from the Jupyter
-  config directory when started with ``--LabApp.custom_css=True``, so that directory becomes
+  tags as ``cell-tag-<tag>`` classes) and, where the interface is English (``both``, and ``en``
+  for a notebook switched to 中文 with ``fxcourse.language``), draws 中文 cells with Simplified
+  Chinese fonts (``fxcourse._toggle.ZH_CSS``; under ``zh`` the page itself says
+  ``lang="zh-CN"``). JupyterLab loads ``custom/custom.css`` from the Jupyter config directory
+  when started with ``--LabApp.custom_css=True``, so that directory becomes
   ``JUPYTER_CONFIG_DIR``; the learner's own config directory stays on ``JUPYTER_CONFIG_PATH``
   and their user settings and workspaces keep their usual folders.
 * ``<app dir>/settings-<lang>/overrides.json`` is the default settings overrides (the course's
@@ -15,7 +18,8 @@ server show one language, and writes the two small folders they point to:
   cell attached to the page, so hidden cells never confuse virtual scrolling. Overrides are
   defaults: a choice the learner made in JupyterLab's own Settings menu still wins.
 
-``both`` changes nothing. Notebook files are never touched.
+``both`` hides nothing and keeps JupyterLab's settings (only the custom CSS for 中文 fonts).
+Notebook files are never touched.
 
     python scripts/jupyter/language.py zh     # prints shell lines for course.sh to eval
 """
@@ -60,9 +64,7 @@ def prepare(lang: str, app_dir: str | os.PathLike | None = None) -> tuple[dict[s
     ``jupyter lab`` command. ``lang`` is 'en', 'zh' or 'both' (already normalised)."""
     if lang not in ("en", "zh", "both"):
         raise ValueError(f"lang must be 'en', 'zh' or 'both', not {lang!r}")
-    if lang == "both":
-        return {}, []
-    from fxcourse._toggle import HIDE_CSS
+    from fxcourse._toggle import HIDE_CSS, ZH_CSS
     from jupyterlab.commands import get_app_dir
     from jupyterlab_server.settings_utils import _get_overrides
 
@@ -71,11 +73,22 @@ def prepare(lang: str, app_dir: str | os.PathLike | None = None) -> tuple[dict[s
 
     config = app / f"config-{lang}"
     (config / "custom").mkdir(parents=True, exist_ok=True)
-    css = [f"/* fxcourse --lang {lang}: only one language's prose cells */", HIDE_CSS[lang]]
+    css = []
+    if HIDE_CSS[lang]:
+        css += [f"/* fxcourse --lang {lang}: only one language's prose cells */", HIDE_CSS[lang]]
+    if lang != "zh":  # an English interface: <html lang="en">
+        css += ["/* fxcourse: 中文 cells in Simplified Chinese glyph forms */", ZH_CSS]
     own = Path(learner["config"], "custom", "custom.css")
     if own.is_file() and own.resolve() != (config / "custom" / "custom.css").resolve():
         css += ["/* the learner's own custom.css */", own.read_text(encoding="utf-8")]
     (config / "custom" / "custom.css").write_text("\n".join(css) + "\n", encoding="utf-8")
+    path = os.pathsep.join(p for p in (learner["config"], os.environ.get("JUPYTER_CONFIG_PATH", "")) if p)
+    env = {"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_CONFIG_PATH": path,
+           LEARNER_CONFIG_ENV: learner["config"],
+           "JUPYTERLAB_SETTINGS_DIR": learner["settings"], "JUPYTERLAB_WORKSPACES_DIR": learner["workspaces"]}
+    args = ["--LabApp.custom_css=True"]
+    if lang == "both":  # JupyterLab's own settings as they are
+        return env, args
 
     # The settings folder sits next to the default one: JupyterLab reads the built app's
     # metadata from the settings folder's parent.
@@ -96,11 +109,7 @@ def prepare(lang: str, app_dir: str | os.PathLike | None = None) -> tuple[dict[s
         elif (settings / name).exists():
             (settings / name).unlink()
 
-    path = os.pathsep.join(p for p in (learner["config"], os.environ.get("JUPYTER_CONFIG_PATH", "")) if p)
-    env = {"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_CONFIG_PATH": path,
-           LEARNER_CONFIG_ENV: learner["config"],
-           "JUPYTERLAB_SETTINGS_DIR": learner["settings"], "JUPYTERLAB_WORKSPACES_DIR": learner["workspaces"]}
-    args = ["--LabApp.custom_css=True", f"--LabApp.app_settings_dir={settings}"]
+    args.append(f"--LabApp.app_settings_dir={settings}")
     return env, args
 
 

@@ -10,7 +10,7 @@ from ._lang import current, normalise, set_language
 from ._lang import pick as _pick
 from .errors import FxCourseError
 
-__all__ = ["HIDE_CSS", "LanguageChoice", "language"]
+__all__ = ["HIDE_CSS", "ZH_CSS", "ZH_FONTS", "LanguageChoice", "language"]
 
 
 #: CSS that hides the other language's prose cells. JupyterLab gives each cell its tags as
@@ -21,6 +21,24 @@ HIDE_CSS = {
     "zh": ".jp-Notebook .jp-Cell.cell-tag-lang-en { display: none !important; }",
     "both": "",
 }
+
+#: Simplified Chinese fonts, first choice first (Linux, Adobe's name for the same, macOS, Windows).
+ZH_FONTS = '"Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei"'
+#: CSS that draws the 中文 prose cells with Simplified Chinese glyph forms. Under JupyterLab's
+#: English interface the page says ``<html lang="en">`` and a cell cannot say ``lang="zh-CN"``
+#: (the markup is JupyterLab's), so the browser's fallback picks whichever CJK font it likes
+#: best, often one with Traditional or Japanese forms (a full-width colon drawn centred). The
+#: rendered prose of a ``lang-zh`` cell therefore starts its font list with Simplified Chinese
+#: fonts; its markdown editor, and outputs (which may print 中文), keep the code font for Latin
+#: text and fall back to them for 中文. ``scripts/course.sh`` installs it with ``--lang both``
+#: and ``en`` (under ``--lang zh`` the interface is zh_CN and the page says ``lang="zh-CN"``).
+ZH_CSS = "\n".join([
+    f".jp-Notebook .jp-Cell.cell-tag-lang-zh .jp-RenderedMarkdown {{ font-family: {ZH_FONTS}, sans-serif; }}",
+    f".jp-Notebook .jp-Cell.cell-tag-lang-zh .jp-RenderedMarkdown :is(code, pre) "
+    f"{{ font-family: var(--jp-code-font-family), {ZH_FONTS}, monospace; }}",
+    f".jp-Notebook .jp-Cell.cell-tag-lang-zh .cm-content, .jp-Notebook .jp-OutputArea-output pre "
+    f"{{ font-family: var(--jp-code-font-family), {ZH_FONTS}, monospace; }}",
+])
 
 
 class LanguageChoice:
@@ -58,6 +76,8 @@ class LanguageChoice:
             shown = self.lang in (tag, "both")
             rules.append(f"{scope} .jp-Cell.cell-tag-lang-{tag}:not(.lm-mod-hidden) "
                          f"{{ display: {'revert' if shown else 'none'} !important; }}")
+        if self.lang in ("zh", "both"):  # 中文 shown: Simplified Chinese glyphs (ZH_CSS)
+            rules.append(ZH_CSS.replace(".jp-Notebook ", f"{scope} "))
         style = '<style class="fxcourse-language-style">' + "\n".join(rules) + "</style>"
         return f'{style}<div class="fxcourse-language" data-lang="{self.lang}">{html.escape(self.to_text())}</div>'
 
