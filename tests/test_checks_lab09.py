@@ -706,3 +706,33 @@ def test_fused_fmax_is_named_among_what_replaces_nan():
     # round 4: fmax(x / peak, 0) picks 0 over the NaN of 0 / 0; the message names fmax
     result = expect_wrong("lab09.2", lambda x: torch.fmax(x / x.abs().amax(), torch.zeros((), dtype=x.dtype)))
     assert "fmax or fmin" in result.en and "fmax 或 fmin" in result.zh
+
+
+# -- feedback in 中文 has no English words (issue 28) ---------------------------------------------
+
+_ENGLISH_WORDS = re.compile(r"\b(expected|items|list of|dict with|keys|tensor of|shape|line|in \w+,|got|result)\b")
+
+
+@pytest.mark.parametrize("make", [
+    lambda good: {k: [1, 2] for k in good},  # the tensors themselves, as a list
+    lambda good: {k: v + 1 for k, v in good.items()},  # every count one too many
+    lambda good: dict(good, extra=1),  # an extra key
+    lambda good: {k: 2.5 for k in good},  # floats
+    lambda good: [1, 2],  # not a dict
+])
+def test_lab09_1_feedback_in_chinese_has_no_english_words(monkeypatch, make):
+    good = solution("lab09", "make_predictions")()
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    shown = check("lab09.1", lambda: make(good)).to_text()
+    assert "还不正确" in shown
+    prose = re.sub(r"predictions\[[^\]]*\]|'[^']*'|aot_graphs\([^)]*\)", "", shown)
+    assert not _ENGLISH_WORDS.search(prose), shown
+
+
+def test_lab09_1_an_exception_location_reads_in_chinese(monkeypatch):
+    def make_predictions():
+        return {}["linear_relu"]
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    shown = check("lab09.1", make_predictions).to_text()
+    assert "（位于 make_predictions，第 " in shown and " 行）" in shown and "(in make_predictions" not in shown, shown

@@ -223,6 +223,15 @@ GLOSSARY = """# Glossary
 | transform; transforms; transformation | 变换 | 转换器 | |
 | kernel; kernels | 内核 | 算子; 核函数 | |
 | operator; op; ops | 算子 | 操作符 | |
+| guard; guards | 守卫 | 保护条件 | |
+| fake tensor; FakeTensor; fake tensors | 伪张量 | 假张量 | |
+| batch; batches | 批; 批次 | | |
+| batch size; batch sizes | 批大小 | 批量大小 | |
+| batch norm; BatchNorm | 批归一化; batch norm | | a layer's name may stay in English |
+| fall back; falls back; fallback | 回退 | 后备 | |
+| fallback kernel; fallback kernels | 后备内核 | 回退内核 | |
+| MLIR operation; MLIR operations; MLIR op; MLIR ops | MLIR 操作 | 算子 | |
+| unbacked | `unbacked` | 无后备 | |
 """
 
 
@@ -305,3 +314,96 @@ def test_no_line_break_between_two_chinese_characters_in_prose():
                 if cell["cell_type"] == "markdown":
                     found += [f"{folder}/{path.name} cell {i}: {m.group(0)!r}" for m in soft.finditer("".join(cell["source"]))]
     assert not found, f"{len(found)} breaks, e.g. " + "; ".join(found[:5])
+
+
+# -- a glossary term left in English inside 中文 prose ---------------------------------------
+
+def _english_problems(tmp_path, chinese, english="Some text."):
+    return [p for p in i18n.check_glossary(_glossary_lecture(tmp_path, english, chinese))]
+
+
+@pytest.mark.parametrize("chinese, word, write", [
+    ("这个 batch 的大小是 4。", "batch", "批 / 批次"),
+    ("每次调用都要检查 guards，再运行。", "guards", "守卫"),
+    ("Inductor 在这里 falls back 到 ATen。", "falls back", "回退"),
+    ("导出时 batch size 是静态的。", "batch size", "批大小"),  # the longer term, not "batch"
+    ("用batch做实验。", "batch", "批 / 批次"),  # no spaces around it
+    ("**fake tensor** 没有数据。", "fake tensor", "伪张量"),
+])
+def test_glossary_flags_a_term_written_in_english_in_chinese_prose(tmp_path, chinese, word, write):
+    (problem,) = _english_problems(tmp_path, chinese)
+    assert problem.kind == "glossary" and problem.cell == 3
+    assert f"writes the term '{word}' in English" in problem.message and f"write '{write}'" in problem.message
+    assert f"中文正文直接写了英文术语“{word}”" in problem.message
+
+
+def test_glossary_english_in_chinese_needs_no_english_twin(tmp_path):
+    """The 中文 cell alone is enough: the English twin may say something else entirely."""
+    assert len(_english_problems(tmp_path, "这个 batch 的大小是 4。", english="Nothing about it.")) == 1
+
+
+def test_glossary_english_in_chinese_allows_code_spans(tmp_path):
+    assert _english_problems(tmp_path, "参数 `batch` 与 `guard` 都是代码。") == []
+
+
+def test_glossary_english_in_chinese_allows_code_blocks(tmp_path):
+    assert _english_problems(tmp_path, "看下面：\n\n```python\nbatch = guards[0]\n```\n\n就这样。") == []
+
+
+def test_glossary_english_in_chinese_allows_identifiers_and_api_names(tmp_path):
+    text = "用 register_fake 注册，得到 FakeTensor；torch.cond 与 guard.py 和 check_guard 都是名字。"
+    assert _english_problems(tmp_path, text) == []
+
+
+def test_glossary_english_in_chinese_allows_a_gloss_after_the_chinese_term(tmp_path):
+    text = "守卫（guard）检查输入；伪张量（fake tensor）没有数据；**批大小**（batch size）可以变化。"
+    assert _english_problems(tmp_path, text) == []
+
+
+def test_glossary_english_in_chinese_allows_a_gloss_later_in_the_same_clause(tmp_path):
+    assert _english_problems(tmp_path, "它在守卫不一致*（guard mismatch）时重新编译。") == []
+
+
+def test_glossary_english_in_chinese_flags_a_gloss_after_another_term(tmp_path):
+    """A parenthesis after some other word is no gloss of this term."""
+    (problem,) = _english_problems(tmp_path, "这些张量（batch）一起处理。")
+    assert "'batch'" in problem.message
+
+
+def test_glossary_english_in_chinese_allows_link_targets_and_urls(tmp_path):
+    text = "见[文档](https://pytorch.org/docs/guards/batch.html)与 https://example.org/fake-tensor/guard 。"
+    assert _english_problems(tmp_path, text) == []
+
+
+def test_glossary_english_in_chinese_allows_words_inside_a_longer_identifier(tmp_path):
+    assert _english_problems(tmp_path, "batch_size、guard_fn、my-batch-loader 与 BatchNorm2d 都是名字。") == []
+
+
+def test_glossary_english_in_chinese_allows_a_quoted_english_message(tmp_path):
+    text = "报错是 *Dynamo failed to run the guards* ，也就是“guard failure: batch”。"
+    assert _english_problems(tmp_path, text) == []
+
+
+def test_glossary_english_in_chinese_allows_a_form_the_glossary_keeps_in_english(tmp_path):
+    assert _english_problems(tmp_path, "把 batch norm 折叠进卷积；这是 unbacked 符号。") == []
+
+
+def test_glossary_longer_term_wins_for_the_avoid_column(tmp_path):
+    """"MLIR ops" is not also an "op": 算子 for MLIR operations is flagged; "fallback kernel" is
+    not also a "fallback": 后备 inside 后备内核 is the right term."""
+    (problem,) = i18n.check_glossary(_glossary_lecture(tmp_path, "MLIR ops live in dialects.", "MLIR 算子属于方言。"))
+    assert "中文 uses '算子'" in problem.message and "'MLIR 操作'" in problem.message
+    ok = _glossary_lecture(tmp_path, "Inductor falls back to the ATen op; the dispatcher's fallback kernel records it.",
+                           "Inductor 回退到 ATen 算子；分发器的后备内核记录它。")
+    assert i18n.check_glossary(ok) == []
+
+
+def test_glossary_fallback_two_meanings():
+    """"falls back" (Inductor calling ATen) is 回退: 后备 for it is flagged; the dispatcher's
+    "Tracer fallback" is a fallback kernel, 后备内核, which is never taken for the avoided 后备."""
+    from fxcourse.tooling import glossary
+
+    terms = glossary.parse(GLOSSARY)
+    (found,) = glossary.findings("Inductor falls back to ATen here.", "Inductor 在这里后备到 ATen。", terms)
+    assert found.avoided == "后备" and found.term.chinese == "回退"
+    assert glossary.findings("The Tracer fallback records the op.", "Tracer 后备内核记录这个算子。", terms) == []

@@ -159,3 +159,130 @@ def test_values_are_described_in_the_readers_language(monkeypatch):
     assert _lang.text(wrong.expected).startswith("形状为") and _lang.text(wrong.got).startswith("结果：")
     monkeypatch.setenv("FXCOURSE_LANG", "both")
     assert _lang.text(wrong.got) == wrong.got  # no repetition in both languages
+
+
+def test_where_the_learners_code_raised_reads_in_chinese(monkeypatch):
+    """"(in f, line N)" is worded for a 中文 reader; the exception and its message stay Python's."""
+    def broken(gm):
+        def inner():
+            return {}["missing"]
+        return inner()
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = check("lab00.1", broken)
+    text = result.to_text()
+    line = broken.__code__.co_firstlineno + 2
+    assert f"KeyError: 'missing'（位于 inner，第 {line} 行）。" in text, text
+    assert "(in " not in text and ", line " not in text and "line" not in result.zh
+    assert f"KeyError: 'missing' (in inner, line {line})." in result.en
+
+
+def test_an_unprintable_exception_is_described_in_chinese(monkeypatch):
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    def broken(gm):
+        raise Unprintable
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    result = check("lab00.1", broken)
+    assert "Unprintable（其报错信息无法显示）" in result.zh and "could not be shown" not in result.zh
+    assert "Unprintable (its message could not be shown)" in result.en
+
+
+# -- hints cite lecture sections by their 中文 headings ---------------------------------------
+
+_CITED = [
+    # 第 09 讲第 4 节“划分器：前向图保存了什么” / （…） / 「…」
+    re.compile(r"第 (\d\d) 讲第 (\d+) 节[“（「]([^”）」]+)[”）」]"),
+    # 第 00 讲第「3 · torch.fx.symbolic_trace」节
+    re.compile(r"第 (\d\d) 讲第[「“](\d+) · ([^」”]+)[」”]节"),
+    # course/12_saving_compiled.ipynb 第“4 · torch.export.save 与 load”节
+    re.compile(r"course/(\d\d)_\w+\.ipynb 第[「“](\d+) · ([^」”]+)[」”]节"),
+]
+
+
+def _zh_sections(lecture):
+    """{section number: 中文 heading text} of the lecture's level-2 numbered sections."""
+    import nbformat
+
+    from pathlib import Path
+
+    (path,) = sorted((Path(__file__).resolve().parents[1] / "course").glob(f"{lecture}_*.ipynb"))
+    found = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown" and "lang-zh" in cell.metadata.get("tags", []):
+            for m in re.finditer(r"^##\s+(\d+) · (.+?)\s*$", cell.source, re.M):
+                found[m.group(1)] = m.group(2).replace("`", "")
+    return found
+
+
+def _cited_sections():
+    from fxcourse.checks import task_ids
+
+    task_ids()  # load every lab's tasks
+    for task_id, spec in sorted(_TASKS.items()):
+        for level, (_, zh) in enumerate(spec.hints, 1):
+            for pattern in _CITED:
+                for m in pattern.finditer(zh):
+                    yield task_id, level, m.group(1), m.group(2), m.group(3)
+
+
+def test_hints_cite_lecture_sections_and_some_cite_a_title():
+    assert len({(t, lvl) for t, lvl, *_ in _cited_sections()}) >= 6
+
+
+@pytest.mark.parametrize("lab", [f"lab{n:02d}" for n in range(13)])
+def test_every_chinese_hint_cites_a_section_title_that_is_a_chinese_heading_of_the_lecture(lab):
+    """A 中文 hint that names a section names it by the lecture's own 中文 heading (no English
+    title in a 中文 hint), under the right number."""
+    problems = []
+    for task_id, level, lecture, number, title in _cited_sections():
+        if not task_id.startswith(lab + "."):
+            continue
+        title = title.replace("`", "").strip()
+        headings = _zh_sections(lecture)
+        if headings.get(number) != title and not (title in headings.get(number, "") and len(title) > 6):
+            problems.append(f"{task_id} hint {level}: 第 {lecture} 讲第 {number} 节 “{title}”; the lecture's 中文 "
+                            f"heading {number} is “{headings.get(number)}”")
+    assert problems == [], "\n".join(problems)
+
+
+def test_no_chinese_hint_cites_a_section_by_an_english_title():
+    english = re.compile(r"第 \d\d 讲第 \d+ 节\s*[（(“「'\"]\s*`?[A-Za-z][A-Za-z ,:.`'-]+[）)”」'\"]")
+    bad = [f"{task_id} hint {level}: {zh}" for task_id, spec in sorted(_TASKS.items())
+           for level, (_, zh) in enumerate(spec.hints, 1) if english.search(zh)]
+    assert bad == [], "\n".join(bad)
+
+
+# -- values and differences described in the reader's language --------------------------------
+
+def test_a_value_a_checker_describes_reads_in_chinese(monkeypatch):
+    """A checker that passes ``got=describe(value)`` or ``got=differs(...)`` as they are (no
+    中文 twin of its own) still shows them in 中文 to a 中文-only reader; English and both stay."""
+    from fxcourse.checks._probe import describe, differs
+
+    @task("test.values", "Values", "数值")
+    def _checker(answer):
+        raise Wrong("wrong value.", "数值不对。", expected=describe({"a": 1}), got=differs(answer, [1, 2, 3]))
+
+    try:
+        monkeypatch.setenv("FXCOURSE_LANG", "zh")
+        shown = check("test.values", [1, 2]).to_text()
+        assert "期望：键为 ['a'] 的 dict" in shown and "实际得到：结果：2 项，期望 3 项" in shown, shown
+        assert "items" not in shown and "expected" not in shown and "dict with keys" not in shown, shown
+        monkeypatch.setenv("FXCOURSE_LANG", "both")
+        shown = check("test.values", [1, 2]).to_text()
+        assert "期望: dict with keys ['a']" in shown and "实际得到: result: 2 items, expected 3" in shown, shown
+        assert "项" not in shown
+    finally:
+        _TASKS.pop("test.values", None)
+
+
+def test_a_real_checker_describes_a_wrong_type_in_chinese(monkeypatch):
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    shown = check("lab00.3", [1, 2]).to_text()
+    assert "含 2 项的 list" in shown and "list of 2 items" not in shown, shown
+    shown = check("lab00.3", {"a": 1}).to_text()
+    assert "键为 ['a'] 的 dict" in shown and "dict with keys" not in shown, shown

@@ -115,3 +115,74 @@ def test_malformed_cells_and_outputs_read_as_not_run(course, cells):
     nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (course / "labs" / "lab00_warmup.ipynb").write_text(json.dumps(nb), encoding="utf-8")
     assert {t.status for t in progress(course, lab="lab00").tasks} == {"not run"}
+
+
+# -- task names in the language the reader chose -------------------------------------------------
+
+def _save_with(course, *outputs_html):
+    """lab00 saved with these extra HTML outputs appended (a reader's later cells)."""
+    path = course / "labs" / "lab00_warmup.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for html in outputs_html:
+        nb.cells.append(nbformat.v4.new_code_cell("...", outputs=[nbformat.v4.new_output(
+            "display_data", data={"text/plain": "", "text/html": html})]))
+    nbformat.write(nb, path)
+    return path
+
+
+def _title(task_id):
+    spec = checks._TASKS[task_id]
+    return spec.title_en, spec.title_zh
+
+
+def test_in_a_notebook_after_language_zh_progress_names_tasks_in_chinese(course):
+    from fxcourse import language
+
+    language("zh")
+    try:
+        out = progress(course, lab="lab00").to_text()
+    finally:
+        _lang.set_language(None)
+    en, zh = _title("lab00.1")
+    assert zh in out and en not in out and "尚未运行" in out and "not run" not in out
+
+
+def test_the_command_line_follows_the_choice_saved_in_the_readers_notebook(course, monkeypatch, capsys):
+    from fxcourse import language
+
+    _save_with(course, language("zh")._repr_html_())
+    _lang.set_language(None)  # a terminal: a new process, which made no choice of its own
+    monkeypatch.chdir(course)
+    assert main(["progress"]) == 0
+    out = capsys.readouterr().out
+    en, zh = _title("lab00.2")
+    assert zh in out and "还不正确" in out and "已通过 1 道" in out
+    assert en not in out and "not right yet" not in out and "tasks pass" not in out
+    html = progress(course).to_html()
+    assert "<th>结果</th>" in html and zh in html
+    monkeypatch.setenv("FXCOURSE_LANG", "en")  # the environment, where set, still wins
+    assert main(["progress"]) == 0
+    out = capsys.readouterr().out
+    assert en in out and zh not in out
+
+
+def test_check_results_stored_in_chinese_only_count_as_the_choice(course, monkeypatch, capsys):
+    _lang.set_language("zh")
+    try:
+        shown = check("lab00.3", _stub).to_html()
+    finally:
+        _lang.set_language(None)
+    path = course / "labs" / "lab00_warmup.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:  # the reader's saved notebook: every result shown in 中文 only
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": shown})]
+    nbformat.write(nb, path)
+    from fxcourse.tooling.progress import language_in
+
+    assert language_in(path) == "zh"
+    assert language_in(REPO / "labs" / "lab01_trace.ipynb") is None  # the course's own copy: both languages
+    monkeypatch.chdir(course)
+    assert main(["progress", "--lab", "lab00"]) == 0
+    out = capsys.readouterr().out
+    assert _title("lab00.3")[1] in out and _title("lab00.3")[0] not in out

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from ._lang import Phrase
 from ._text import scrub
 
 __all__ = ["describe", "differs"]
@@ -38,7 +39,8 @@ _ZH = {
 
 def describe(value: Any, lang: str = "en") -> str:
     """A short, address-free description of a value: type, and shape/dtype for tensors
-    (``lang="zh"``: in 中文).
+    (``lang="zh"``: in 中文). The English one is a :class:`~fxcourse._lang.Phrase` that
+    carries its 中文 twin, so feedback that shows it reads in 中文 for a 中文-only reader.
 
     >>> import torch
     >>> describe(torch.zeros(2, 3))
@@ -47,7 +49,16 @@ def describe(value: Any, lang: str = "en") -> str:
     'list of 2 items'
     >>> describe(torch.zeros(2, 3), lang="zh")
     '形状为 (2, 3) 的张量，torch.float32'
+    >>> describe([1, 2]).zh
+    '含 2 项的 list'
     """
+    if lang != "zh":
+        en, zh = _describe(value, "en"), _describe(value, "zh")
+        return Phrase(en, zh) if en != zh else en
+    return _describe(value, "zh")
+
+
+def _describe(value: Any, lang: str) -> str:
     zh = lang == "zh"
     if isinstance(value, torch.Tensor):
         if zh:
@@ -101,8 +112,46 @@ def _tensor_diff(got: torch.Tensor, want: torch.Tensor, where: str, rtol: float,
                                x=f"{w[index].item():.4g}", d=f"{worst:.3g}")
 
 
+#: 中文 for the ``where`` words checkers pass to :func:`differs` in English.
+_ZH_WHERE = {"result": "结果", "output": "输出", "the output": "输出", "outputs": "输出", "gradient": "梯度",
+             "grad": "梯度", "predictions": "预测", "prediction": "预测", "returned value": "返回值",
+             "return value": "返回值", "value": "值", "values": "值", "input": "输入", "inputs": "输入",
+             "the input": "输入", "inputs after the call": "调用后的输入", "loaded": "加载结果"}
+
+
+def _zh_where(where: str) -> str:
+    """``where`` in 中文: a known English word (with any ``[i]``/``.field`` kept), else as it is
+    (a name from the code)."""
+    import re
+
+    m = re.match(r"([A-Za-z][A-Za-z ]*?)((?:\[.*|\..*)?)$", where)
+    if m and m.group(1).lower() in _ZH_WHERE:
+        return _ZH_WHERE[m.group(1).lower()] + m.group(2)
+    return where
+
+
 def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, where: str = "result",
             expected: str = "expected", lang: str = "en") -> str | None:
+    """See :func:`_differs`. The English line is a :class:`~fxcourse._lang.Phrase` carrying its 中文
+    twin (``where`` and ``expected`` put into 中文 where they are the usual English words), so a
+    checker that shows it as it is still speaks 中文 to a 中文-only reader.
+
+    >>> differs([1, 2], [1, 2, 3]).zh
+    '结果：2 项，期望 3 项'
+    """
+    line = _differs(got, want, rtol=rtol, atol=atol, where=where, expected=expected, lang=lang)
+    if line is None or lang == "zh":
+        return line
+    try:
+        zh = _differs(got, want, rtol=rtol, atol=atol, where=_zh_where(where),
+                      expected="期望" if expected == "expected" else expected, lang="zh")
+    except Exception:  # the English line stands alone rather than no line at all
+        return line
+    return Phrase(line, zh) if zh else line
+
+
+def _differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, where: str = "result",
+             expected: str = "expected", lang: str = "en") -> str | None:
     """``None`` when ``got`` equals ``want`` as a whole, else one line saying where and how they differ
     (``lang="zh"``: in 中文; pass ``where`` and ``expected`` in 中文 too).
 
@@ -150,7 +199,7 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
         if set(got) != set(want):
             return say["keys"].format(w=where, g=_keys(got), e=expected, x=_keys(want))
         for key in want:
-            diff = differs(got[key], want[key], where=f"{where}[{key!r}]", **again)
+            diff = _differs(got[key], want[key], where=f"{where}[{key!r}]", **again)
             if diff:
                 return diff
         return None
@@ -158,13 +207,13 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
         if len(got) != len(want):
             return say["items"].format(w=where, g=len(got), e=expected, x=len(want))
         for i, (g, w) in enumerate(zip(got, want)):
-            diff = differs(g, w, where=f"{where}[{i}]", **again)
+            diff = _differs(g, w, where=f"{where}[{i}]", **again)
             if diff:
                 return diff
         return None
     if dataclasses.is_dataclass(want) and not isinstance(want, type):
         for f in dataclasses.fields(want):
-            diff = differs(getattr(got, f.name), getattr(want, f.name), where=f"{where}.{f.name}", **again)
+            diff = _differs(getattr(got, f.name), getattr(want, f.name), where=f"{where}.{f.name}", **again)
             if diff:
                 return diff
         return None

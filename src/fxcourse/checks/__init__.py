@@ -201,19 +201,22 @@ class CheckResult(Viewable):
         return f"CheckResult(task={self.task!r}, status={self.status!r})"
 
 
-def _short_exception(exc: BaseException) -> str:
-    """``TypeError: message (in fn, line N)`` — the learner's own innermost frame if any.
+def _short_exception(exc: BaseException) -> tuple[str, str]:
+    """``TypeError: message (in fn, line N)`` — the learner's own innermost frame if any — and
+    its 中文 (``…（位于 fn，第 N 行）``; the exception and its message stay as Python wrote them).
 
     An exception whose message itself cannot be turned into text is still described.
     """
     try:
-        text = one_line_error(exc)
+        text = zh = one_line_error(exc)
     except Exception:
-        text = f"{type(exc).__name__} (its message could not be shown)"
+        name = type(exc).__name__
+        text, zh = f"{name} (its message could not be shown)", f"{name}（其报错信息无法显示）"
     own = _own_frames(traceback.extract_tb(exc.__traceback__))
     if own:
         text += f" (in {own[-1].name}, line {own[-1].lineno})"
-    return text
+        zh += f"（位于 {own[-1].name}，第 {own[-1].lineno} 行）"
+    return text, zh
 
 
 _LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -359,11 +362,11 @@ def check(task_id: str, answer: Any) -> CheckResult:
 
 
 def _raised(task_id: str, exc: BaseException, titles: dict[str, str]) -> CheckResult:
-    short = _short_exception(exc)
+    short, short_zh = _short_exception(exc)
     return CheckResult(
         task_id, "raised",
         f"{short}. Read the message, fix the code, and run the cell again.",
-        f"{short}。阅读报错信息，修改代码后重新运行本单元。",
+        f"{short_zh}。阅读报错信息，修改代码后重新运行本单元。",
         **titles,
     )
 

@@ -480,7 +480,7 @@ def _modes(gm: nn.Module) -> dict[str, bool]:
     ("Work on a copy; replace the conv by its dotted path, move the BN's users to the conv node, erase the "
      "BN node; then check the graph and regenerate the code (lecture 04, section 1, Graph surgery).",
      "在副本上操作；按带点的路径替换卷积，把 BN 的使用者改接到卷积节点，删除 BN 节点；然后检查计算图并重新生成代码"
-     "（第 04 讲第 1 节，计算图手术）。"),
+     "（第 04 讲第 1 节，图手术）。"),
 ])
 def _fuse_conv_bn(answer: Any) -> None:
     need_callable(answer, "fuse_conv_bn")
@@ -1007,7 +1007,7 @@ _SELF_LOOP = (
      "探针的输出——探针自己除外。"),
     ("Lecture 04, section 1 (Graph surgery: insert, rewire, erase) shows inserting a node and moving users; "
      "section 8 (torchvision's feature extractor) shows why a tensor you kept can change after you kept it.",
-     "第 04 讲第 1 节（计算图手术：插入、改接、删除）演示了插入节点和改接使用者；第 8 节（torchvision 的特征提取器）"
+     "第 04 讲第 1 节（图手术：插入、改接、删除）演示了插入节点和改接使用者；第 8 节（torchvision 的特征提取器）"
      "说明了为什么你保存下来的张量在保存之后还会改变。"),
 ])
 def _insert_probes(answer: Any) -> None:

@@ -215,7 +215,7 @@ def _guard_value(gm: fx.GraphModule) -> str | None:
      "分支只取决于 `mode`，一个普通字符串。把它的值交给追踪器，这样追踪时就能判断 `if`，而 x 仍是被追踪的输入。"),
     ("Lecture 05, section 2 (`concrete_args`: fix an argument's value): how to pass the value, keyed by "
      "the parameter's name, and the placeholder and torch._assert guard FX keeps for it.",
-     "第 05 讲第 2 节（`concrete_args`：固定一个参数的值）：如何按参数名传入这个值，以及 FX 为它保留的 "
+     "第 05 讲第 2 节（`concrete_args`：把参数固定为具体值）：如何按参数名传入这个值，以及 FX 为它保留的 "
      "placeholder 和 torch._assert 守卫。"),
 ])
 def _concrete_mode(answer: Any) -> None:

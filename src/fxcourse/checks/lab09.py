@@ -123,7 +123,7 @@ _FOUR_FUNCTIONS = ("the lab's four functions, min-cut partitioner", "本实验�
     ("Lecture 09, section 4 (The partitioner: what the forward saves) compares the default partitioner with the "
      "min-cut one; the min-cut one is Inductor's. Predict first, then verify with aot_graphs(..., "
      "partitioner='min_cut') and read .saved.",
-     "第 09 讲第 4 节（The partitioner: what the forward saves）比较了默认划分器和最小割划分器；Inductor 用的是后者。"
+     "第 09 讲第 4 节“划分器：前向图保存了什么”比较了默认划分器和最小割划分器；Inductor 用的是后者。"
      "先预测，再用 aot_graphs(..., partitioner='min_cut') 验证，读取 .saved。"),
 ])
 def _predict(make_predictions: Any) -> None:
@@ -445,7 +445,7 @@ _FUSED_MISTAKES = [
            "先数一数计算图：`.item()` 会对 Dynamo 的捕获造成什么影响？每张捕获到的计算图在 Inductor 里又会变成什么？"),
           ("Lecture 09, section 5 (Inductor: from post-grad graph to kernels) shows a reduction and the pointwise ops "
            "that read it fused into one kernel when they stay tensors in one graph. Keep the peak a tensor.",
-           "第 09 讲第 5 节（Inductor: from post-grad graph to kernels）展示了：只要归约和读取它的逐元素算子都以张量形式"
+           "第 09 讲第 5 节“Inductor：从 post-grad 计算图到内核”展示了：只要归约和读取它的逐元素算子都以张量形式"
            "留在同一张图里，它们就会融合成一个内核。让峰值保持为张量。"),
           ("Each generated kernel and each extern call shows in inductor_code(your_function, x).to_text(); aim for one "
            "kernel row and nothing else, with the same values as normalise.",
@@ -806,7 +806,7 @@ def _compile_failed(exc: BaseException, label: tuple[str, str]) -> Wrong:
     ("Lecture 09, section 3 (Decompositions and Core ATen): the keys are overloads such as `.default`, not the "
      "op packet; the backward op has its own entry, because autograd differentiates silu with its own formula "
      "before your forward decomposition runs.",
-     "第 09 讲第 3 节（Decompositions and Core ATen）：表的键是 `.default` 这样的重载，而不是算子包（packet）；"
+     "第 09 讲第 3 节“分解与 Core ATen”：表的键是 `.default` 这样的重载，而不是算子包（packet）；"
      "反向算子要单独登记，因为自动微分（autograd）在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
 ])
 def _decompose(make_table: Any) -> None:

@@ -249,7 +249,7 @@ def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
              ("A Dim object names a size. dynamic_shapes follows forward's arguments: keyed by their names, or "
               "given by position. Lecture 10, section 3 'Dynamic shapes' reads the error that separate Dims give.",
               "Dim 对象代表一个尺寸。dynamic_shapes 与 forward 的参数一一对应：要么以参数名为键，要么按位置给出。"
-              "第 10 讲第 3 节（Dynamic shapes）解读了各用一个 Dim 时得到的错误。")])
+              "第 10 讲第 3 节“动态形状：Dim 与约束错误”解读了各用一个 Dim 时得到的错误。")])
 def _check_shared_sizes(answer: Any) -> None:
     need_callable(answer, "export_shared_sizes")
     cases = [("_MaskedSum.forward(feats: (3, 4, 5), keep: (3, 4))", seeded(_MaskedSum(), 101),
@@ -533,7 +533,7 @@ _COPIES = {"clone.default", "alias.default", "view.default", "detach.default", "
               "same operands, as many as you pass. Lecture 10, section 5 'zoo.Gate exported at last' does it "
               "with one operand.",
               "torch.cond 接受一个布尔张量、两个函数和一个操作数元组；两个函数拿到相同的操作数，你传几个就拿到几个。"
-              "第 10 讲第 5 节（zoo.Gate exported at last）用一个操作数做了这件事。")], time_limit=120)
+              "第 10 讲第 5 节“终于导出 zoo.Gate：使用 torch.cond”用一个操作数做了这件事。")], time_limit=120)
 def _check_cond_gate(answer: Any) -> None:
     need_callable(answer, "ExportableSkipGate", classes=True)
     if not (isinstance(answer, type) and issubclass(answer, nn.Module)):
@@ -855,7 +855,7 @@ _IREE_ERRORS = [
              ("Lecture 10, section 9 'Run it' compiles a linalg-on-tensors module and calls it with NumPy arrays; "
               "section 9 also shows which stages IREE 3.13 cannot compile with a dynamic batch. The model's "
               "input may have any name: section 3 says how dynamic_shapes follows forward's arguments.",
-              "第 10 讲第 9 节（Run it）编译了一个 linalg-on-tensors 模块并用 NumPy 数组调用它；"
+              "第 10 讲第 9 节“运行它：在 CPU 上使用 IREE”编译了一个 linalg-on-tensors 模块并用 NumPy 数组调用它；"
               "该节还展示了 IREE 3.13 在动态批维度下无法编译哪些阶段。模型输入的参数名可以是任意的：第 3 节说明了 "
               "dynamic_shapes 如何与 forward 的参数对应。")], time_limit=180)
 def _check_iree(answer: Any) -> None:

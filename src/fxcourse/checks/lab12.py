@@ -563,12 +563,12 @@ def _export_cases() -> list[tuple[tuple[str, str], nn.Module, _Args, list[_Args]
     kept = seeded(_Kept(), 124).eval()
     return [
         (("forward(x, mask): 16 positions, example batch 3 and length 5",
-          "forward(x, mask)：16 个位置，示例的 batch 为 3、长度为 5"),
+          "forward(x, mask)：16 个位置，示例的批大小为 3、长度为 5"),
          pooled, _pooled_args(1230, 3, 5),
          [_pooled_args(1231 + i, b, n)
           for i, (b, n) in enumerate([(3, 5), (1, 5), (3, 1), (4, 16), (33, 9), (2049, 2), (100003, 1)])]),
         (("forward(tokens, keep) with a bool mask: 12 positions, example batch 2 and length 7",
-          "forward(tokens, keep)，掩码为 bool：12 个位置，示例的 batch 为 2、长度为 7"),
+          "forward(tokens, keep)，掩码为 bool：12 个位置，示例的批大小为 2、长度为 7"),
          kept, _kept_args(1240, 2, 7),
          [_kept_args(1241 + i, b, n) for i, (b, n) in enumerate([(2, 7), (1, 12), (9, 1), (17, 4)])]),
     ]
@@ -607,7 +607,7 @@ def _export_refusal(exc: BaseException, model: nn.Module, tried: Any) -> Wrong |
     if "must always be equal" in text:
         return Wrong("torch.export refused your dynamic shapes: the two inputs share their batch and their length, "
                      "but you gave each input its own Dim. One dimension that both inputs share needs one Dim object.",
-                     "torch.export 拒绝了你的动态形状：两个输入共用 batch 和长度，但你给每个输入各用了一个 Dim。"
+                     "torch.export 拒绝了你的动态形状：两个输入共用批大小和长度，但你给每个输入各用了一个 Dim。"
                      "两个输入共用的同一维需要同一个 Dim 对象。",
                      tried=tried, got=one_line_error(exc))
     if "satisfy the generated guard" in text:
@@ -629,17 +629,17 @@ def _export_refusal(exc: BaseException, model: nn.Module, tried: Any) -> Wrong |
                      "model. The features are fixed by the model's linear layer, and a dimension the two inputs share "
                      "is fixed when you mark it in one input only. Mark the batch and the length, and in both inputs.",
                      "torch.export 拒绝了你的动态形状：你标记为动态的某一维对这个模型来说是固定的。特征维由模型的线性层固定；"
-                     "两个输入共用的维度如果只在一个输入上标记，也会被固定。请标记 batch 和长度，并且在两个输入上都标记。",
+                     "两个输入共用的维度如果只在一个输入上标记，也会被固定。请标记批维度和长度维，并且在两个输入上都标记。",
                      tried=tried, got=one_line_error(exc))
     return None
 
 
 @task("lab12.2", "export two inputs with a dynamic batch and length, save and load",
-      "以动态 batch 和长度导出两个输入、保存并加载", hints=[
+      "以动态的批大小和长度导出双输入模型、保存并加载", hints=[
     ("The file must be readable by torch.export.load, and the program in it must accept batches and lengths "
      "the example did not have. Which dimensions vary, which inputs share them, and how long may a sequence "
      "be for the model itself?",
-     "文件必须能被 torch.export.load 读取，而且其中的程序必须接受示例之外的 batch 和长度。哪些维会变化？"
+     "文件必须能被 torch.export.load 读取，而且其中的程序必须接受示例之外的批大小和长度。哪些维会变化？"
      "哪些输入共用它们？对模型本身来说，序列最长可以多长？"),
     ("Lecture course/12_saving_compiled.ipynb, section '4 · torch.export.save and load', and lecture 10's "
      "section on dynamic shapes: a Dim names a dimension, the same Dim object in two inputs says they are equal, "
@@ -716,7 +716,7 @@ def _check_export(answer: Any) -> None:
                             tried=at, expected=(f"an output of shape {tuple(want.shape)}", f"形状为 {tuple(want.shape)} 的输出"),
                             got=one_line_error(exc)) from None
                     batch, length = args[0].shape[:2]
-                    fixed = [what for dim, what, size, seen in ((0, ("batch", " batch "), batch, example[0].shape[0]),
+                    fixed = [what for dim, what, size, seen in ((0, ("batch", "批大小"), batch, example[0].shape[0]),
                                                                 (1, ("length", "长度"), length, example[0].shape[1]))
                              if size != seen and not (symbolic and all(len(s) > dim and s[dim] for s in symbolic))]
                     if fixed:
@@ -728,13 +728,13 @@ def _check_export(answer: Any) -> None:
                               + ("; the batch is not the only one." if en_what == "length" else "."))
                         zh = (f"加载后的程序拒绝了{zh_what}为 {size} 的输入"
                               f"（{type(exc).__name__}）：导出时{zh_what}被固定成了示例的大小。每个会变化的维度都必须"
-                              "在两个输入上标记为动态" + ("；会变化的不只是 batch。" if en_what == "length" else "。"))
+                              "在两个输入上标记为动态" + ("；会变化的不只是批大小。" if en_what == "length" else "。"))
                     else:
                         en = (f"The loaded program refused inputs of shapes {shapes} ({type(exc).__name__}): the "
                               "dimensions are dynamic, but the range you gave them at export leaves these sizes out. "
                               "Any batch, and any length the model can take, must be accepted.")
                         zh = (f"加载后的程序拒绝了形状为 {shapes_zh} 的输入（{type(exc).__name__}）：这些维度是动态的，"
-                              "但导出时给它们的取值范围不包括这些大小。任何 batch，以及模型能处理的任何长度，都必须被接受。")
+                              "但导出时给它们的取值范围不包括这些大小。任何批大小，以及模型能处理的任何长度，都必须被接受。")
                     raise Wrong(en, zh, tried=at,
                                 expected=(f"an output of shape {tuple(want.shape)}", f"形状为 {tuple(want.shape)} 的输出"),
                                 got=one_line_error(exc)) from None
@@ -747,10 +747,10 @@ def _check_export(answer: Any) -> None:
                 raise Wrong(f"The loaded program accepts batches of at most {capped[0]}: the batch's Dim has a max. "
                             "Any batch size must be accepted; only the length is bounded, by the model's table of "
                             "positions.",
-                            f"加载后的程序只接受最多 {capped[0]} 的 batch：batch 的 Dim 带有 max。必须接受任意 batch 大小；"
+                            f"加载后的程序只接受不超过 {capped[0]} 的批大小：批维度的 Dim 带有 max。必须接受任意批大小；"
                             "只有长度受限，而限制它的是模型的位置表。",
-                            tried=tried, expected=("a batch range with no upper bound", "没有上界的 batch 取值范围"),
-                            got=(f"batch <= {capped[0]}", f"batch <= {capped[0]}"))
+                            tried=tried, expected=("a batch range with no upper bound", "没有上界的批大小取值范围"),
+                            got=(f"batch <= {capped[0]}", f"批大小 <= {capped[0]}"))
 
 
 # -- exercise 3: which saved files are unsafe to load ---------------------------------------

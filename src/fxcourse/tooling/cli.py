@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="{doctor,labs,progress,grading,i18n,slides,nb}")
     sub.add_parser("doctor", help="check the environment against the tested matrix / 检查环境")
 
-    labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置练习",
+    labs = sub.add_parser("labs", help="build, check or reset labs / 生成、检查或重置实验",
                           description="Run from the course folder or any folder inside it / "
                                       "在课程目录或其子目录中运行")
     labs_sub = labs.add_subparsers(dest="action", required=True)
@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
                    "notebook in that language (fast) / 不重新运行，直接保留已有输出（更快）")
 
     pr = sub.add_parser("progress", help="which lab tasks pass, read from your saved lab notebooks "
-                                         "/ 哪些练习已通过（读取你保存的实验笔记本）")
+                                         "/ 实验中哪些题目已通过（读取你保存的实验笔记本）")
     pr.add_argument("where", nargs="?", default=".", help="the course or its labs/ folder (default: here) "
                     "/ 课程目录或其中的 labs/（默认当前目录）")
     pr.add_argument("--lab", help="only this lab, e.g. lab03 / 只看某个实验，例如 lab03")

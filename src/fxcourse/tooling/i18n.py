@@ -225,8 +225,9 @@ def _levels(found: list[tuple[int, str]]) -> str:
 
 
 def _glossary_problems(nb: nbformat.NotebookNode, path: Path) -> list[Problem]:
-    """中文 cells using a word the glossary says to avoid where their English twin uses the term."""
-    from .glossary import find_glossary, findings, load as load_terms
+    """中文 cells using a word the glossary says to avoid where their English twin uses the term,
+    and 中文 cells that write a glossary term in English where the glossary has a 中文 form."""
+    from .glossary import english_in, find_glossary, findings, load as load_terms
 
     glossary = find_glossary(path)
     if glossary is None:
@@ -247,6 +248,18 @@ def _glossary_problems(nb: nbformat.NotebookNode, path: Path) -> list[Problem]:
                 f"(glossary: {shown_glossary}{note})",
                 f"英文用了“{said}”，中文却写成“{found.avoided}”；请用“{term.chinese}”（见术语表 {shown_glossary}）"),
                 kind="glossary"))
+    for i, cell in enumerate(cells):
+        if cell.cell_type != "markdown" or _lang(cell) != "lang-zh":
+            continue
+        for english in english_in(cell.source, terms):
+            term = english.term
+            line = cell.source.count("\n", 0, english.offset) + 1
+            problems.append(Problem(path.as_posix(), i, pick(
+                f"中文 prose writes the term '{english.word}' in English (line {line}); write '{term.chinese}', or "
+                f"gloss it in parentheses after the 中文 term: {term.forms[0]}（{english.word}） "
+                f"(glossary: {shown_glossary})",
+                f"中文正文直接写了英文术语“{english.word}”（第 {line} 行）；请写“{term.chinese}”，或在中文术语后用括号注明："
+                f"{term.forms[0]}（{english.word}）（见术语表 {shown_glossary}）"), kind="glossary"))
     return problems
 
 

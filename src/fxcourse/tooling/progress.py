@@ -3,21 +3,33 @@
 Nothing is sent anywhere and nothing is written: the verdicts come from the check results
 stored in the saved lab notebooks (what you saw when you last ran each ``check(...)`` cell and
 saved), and, inside a notebook, from the checks this kernel has run since (they win, being newer).
+
+Task names and verdicts follow the language the reader chose, as ``check()`` does: in a
+notebook, ``fxcourse.language(...)``; on the command line, ``FXCOURSE_LANG``; and where neither
+says (a terminal opened without it), the choice the reader's saved lab notebooks record (the
+output of their last ``fxcourse.language(...)`` call, else the language their stored check
+results are written in), from the notebook saved last.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
+from .. import _lang
 from .._lang import only, pick
 from .._render import Viewable, esc
 from ..errors import FxCourseError, describe
 
-__all__ = ["Progress", "TaskState", "progress", "statuses_in"]
+__all__ = ["Progress", "TaskState", "language_in", "progress", "statuses_in"]
 
 _HTML = re.compile(r'class="fxcourse-check fxcourse-check-(\w+)" data-task="([^"]+)"')
+_CHOICE = re.compile(r'class="fxcourse-language" data-lang="(en|zh|both)"')
+_HEADS = re.compile(r'<div lang="(en|zh)"><b>')
 _MARK = {"passed": "✓", "wrong": "✗", "raised": "✗", "too_slow": "✗", "not_implemented": "✏", "not run": "·"}
 _WORDS = {
     "passed": ("passed", "通过"), "wrong": ("not right yet", "还不正确"), "raised": ("raised an exception", "抛出异常"),
@@ -38,16 +50,13 @@ class TaskState:
         return self.status == "passed"
 
 
-def statuses_in(notebook: str | Path) -> dict[str, str]:
-    """Task id → the status of the last check result stored in ``notebook`` (a .ipynb file).
-
-    A notebook that cannot be read gives no statuses rather than an error: progress is a view.
-    """
+def _html_outputs(notebook: str | Path) -> Iterator[str]:
+    """The text/html of each output of each code cell of ``notebook``, in order (none when the
+    file cannot be read: progress is a view)."""
     try:
         nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    found: dict[str, str] = {}
+        return
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -55,10 +64,65 @@ def statuses_in(notebook: str | Path) -> dict[str, str]:
         for output in outputs if isinstance(outputs, list) else []:
             data = output.get("data") if isinstance(output, dict) else None
             html = data.get("text/html", "") if isinstance(data, dict) else ""
-            html = "".join(map(str, html)) if isinstance(html, list) else str(html)
-            for status, task in _HTML.findall(html):
-                found[task] = status
+            yield "".join(map(str, html)) if isinstance(html, list) else str(html)
+
+
+def statuses_in(notebook: str | Path) -> dict[str, str]:
+    """Task id → the status of the last check result stored in ``notebook`` (a .ipynb file).
+
+    A notebook that cannot be read gives no statuses rather than an error: progress is a view.
+    """
+    found: dict[str, str] = {}
+    for html in _html_outputs(notebook):
+        for status, task in _HTML.findall(html):
+            found[task] = status
     return found
+
+
+def language_in(notebook: str | Path) -> str | None:
+    """The language the reader chose in the saved ``notebook``: its last ``fxcourse.language()``
+    output, else the one language its stored check results are written in (``en`` or ``zh``),
+    else None (no choice recorded, or results in both languages)."""
+    choice, heads = None, set()
+    for html in _html_outputs(notebook):
+        choice = ([c for c in _CHOICE.findall(html)] or [choice])[-1]
+        if _HTML.search(html):
+            heads |= set(_HEADS.findall(html))
+    if choice is not None:
+        return choice
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _readers_choice(notebooks: list[Path]) -> str | None:
+    """The language the reader chose, when neither ``fxcourse.language()`` in this process nor
+    ``FXCOURSE_LANG`` says: the choice recorded in the lab notebook saved last, if any."""
+    if _lang._chosen is not None or os.environ.get(_lang.ENV, "").strip():
+        return None
+    dated = []
+    for nb in notebooks:
+        try:
+            dated.append((nb.stat().st_mtime, nb))
+        except OSError:
+            continue
+    for _, nb in sorted(dated, key=lambda d: d[0], reverse=True):
+        found = language_in(nb)
+        if found is not None:
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def _speaking(lang: str | None) -> Iterator[None]:
+    """Everything inside reads in ``lang`` (None: the language in force)."""
+    if lang is None:
+        yield
+        return
+    before = _lang._chosen
+    _lang.set_language(lang)
+    try:
+        yield
+    finally:
+        _lang._chosen = before
 
 
 def _labs_folder(where: str | Path | None) -> Path:
@@ -88,12 +152,19 @@ class Progress(Viewable):
     """Every task of every lab found, with its last verdict."""
 
     tasks: tuple[TaskState, ...]
+    #: The language the reader chose in the saved notebooks, where nothing else says (see the
+    #: module's docstring); None: the language in force when it is shown.
+    lang: str | None = None
 
     @property
     def passed(self) -> int:
         return sum(t.passed for t in self.tasks)
 
     def summary(self) -> str:
+        with _speaking(self.lang):
+            return self._summary()
+
+    def _summary(self) -> str:
         labs = sorted({t.lab for t in self.tasks})
         if len(labs) == 1:
             return pick(f"{labs[0]}: {self.passed} of {len(self.tasks)} tasks pass",
@@ -105,18 +176,26 @@ class Progress(Viewable):
         return [(t.task, _MARK[t.status], only(*_WORDS[t.status]), only(*t.title)) for t in self.tasks]
 
     def to_text(self) -> str:
+        with _speaking(self.lang):
+            return self._text()
+
+    def _text(self) -> str:
         rows = self._rows()
         width = max((len(r[0]) for r in rows), default=4)
-        lines = [self.summary()]
+        lines = [self._summary()]
         lines += [f"  {task:<{width}}  {mark} {_pad(words, 20)} {title}" for task, mark, words, title in rows]
         return "\n".join(lines)
 
     def to_html(self) -> str:
+        with _speaking(self.lang):
+            return self._html()
+
+    def _html(self) -> str:
         head = "".join(f"<th>{esc(only(en, zh))}</th>" for en, zh in
                        (("task", "练习"), ("verdict", "结果"), ("title", "题目")))
         body = "".join(f'<tr data-task="{esc(task)}"><td><code>{esc(task)}</code></td><td>{mark} {esc(words)}</td>'
                        f"<td>{esc(title)}</td></tr>" for task, mark, words, title in self._rows())
-        return (f'<div class="fxcourse-progress"><div><b>{esc(self.summary())}</b></div>'
+        return (f'<div class="fxcourse-progress"><div><b>{esc(self._summary())}</b></div>'
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
     def __repr__(self) -> str:
@@ -158,6 +237,7 @@ def progress(where: str | Path | None = None, lab: str | None = None) -> Progres
         labs = [(lab, saved[0] if saved else None)]
     else:
         labs = [(nb.name.split("_")[0], nb) for nb in sorted(_labs_folder(where).glob("lab[0-9]*.ipynb"))]
+    lang = _readers_choice([nb for _, nb in labs if nb is not None])
     states = []
     for name, nb in labs:
         stored = statuses_in(nb) if nb is not None else {}
@@ -165,4 +245,4 @@ def progress(where: str | Path | None = None, lab: str | None = None) -> Progres
             spec = checks._TASKS[task_id]
             status = checks._SESSION.get(task_id) or stored.get(task_id) or "not run"
             states.append(TaskState(name, task_id, (spec.title_en, spec.title_zh), status))
-    return Progress(tuple(states))
+    return Progress(tuple(states), lang)
