@@ -4,13 +4,14 @@ Each test pins one statement the lectures make (several were once made wrongly):
 release changes the behaviour, the test fails and the lecture's prose has to change with it.
 The functions here are not the lectures' own, so a pass is not a copy of a notebook output.
 """
+import importlib
 import io
+import json
 import logging
 import math
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 import zipfile
 from pathlib import Path
@@ -186,6 +187,182 @@ def test_load_inline_leaves_an_up_to_date_library_untouched_and_rebuilds_a_stale
     assert build(source) == first  # up to date: ninja had nothing to do
     # a library exists, yet a changed source is built again: "a .so exists" says nothing
     assert build(source + "// changed\n") != first
+
+
+# --- lecture 11 §8: what an AOTInductor deployment needs from a custom op
+
+_TORCH_DIR = Path(torch.__file__).parent
+_CPP_OP = r"""
+#include <torch/library.h>
+#include <ATen/ATen.h>
+at::Tensor scaled_add_cpu(const at::Tensor& a, const at::Tensor& b, double alpha) {
+  return a + alpha * b;
+}
+at::Tensor scaled_add_meta(const at::Tensor& a, const at::Tensor& b, double alpha) {
+  return at::empty_like(a, a.options().memory_format(at::MemoryFormat::Contiguous));
+}
+TORCH_LIBRARY(test1112_cpp, m) { m.def("scaled_add(Tensor a, Tensor b, float alpha) -> Tensor"); }
+TORCH_LIBRARY_IMPL(test1112_cpp, CPU, m) { m.impl("scaled_add", &scaled_add_cpu); }
+TORCH_LIBRARY_IMPL(test1112_cpp, Meta, m) { m.impl("scaled_add", &scaled_add_meta); }
+"""
+# a C++ program with no Python in it: dlopen the op library (if given), run the package
+_DRIVER = r"""
+#include <dlfcn.h>
+#include <iostream>
+#include <ATen/ATen.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+int main(int argc, char** argv) {
+  if (argc > 2 && !dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL)) { std::cout << dlerror(); return 2; }
+  try {
+    torch::inductor::AOTIModelPackageLoader loader(argv[1]);
+    std::cout << "ran " << loader.run({at::ones({2, 3})})[0].sum().item<float>() << std::endl;
+  } catch (const std::exception& e) {
+    std::cout << "failed: " << e.what() << std::endl;
+  }
+}
+"""
+_PY_OP_MODULE = """
+import math, torch
+
+@torch.library.custom_op("test1112aoti::erf", mutates_args=())
+def erf(x: torch.Tensor) -> torch.Tensor:
+    return torch.tensor([math.erf(v) for v in x.flatten().tolist()]).reshape(x.shape)
+
+erf.register_fake(lambda x: x.new_empty(x.shape))
+"""
+_LOADER = """
+import sys, torch
+if "python" in sys.argv:
+    import test1112_ops
+if "c++" in sys.argv:
+    torch.ops.load_library(sys.argv[2])
+from torch._inductor import aoti_load_package
+try:
+    runner = aoti_load_package(sys.argv[1])
+except RuntimeError as exc:
+    sys.exit(print("load failed:", str(exc).splitlines()[0]))
+print("ran", float(runner(torch.ones(2, 3)).sum()))
+"""
+
+
+def _gxx(*args: str) -> None:
+    abi = int(torch.compiled_with_cxx11_abi())
+    subprocess.run(["g++", "-std=c++20", "-O1", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+                    f"-I{_TORCH_DIR / 'include'}", *args, f"-L{_TORCH_DIR / 'lib'}",
+                    "-ltorch", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{_TORCH_DIR / 'lib'}"],
+                   check=True, capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def aoti_ops(tmp_path_factory):
+    """The C++ op built with plain g++ (no Python headers), the Python op in a module of its
+    own, and two AOTInductor packages: one calling both ops, one calling only the C++ op."""
+    work = tmp_path_factory.mktemp("aoti_ops")
+    (work / "op.cpp").write_text(_CPP_OP)
+    library = work / "libtest1112_cpp.so"
+    _gxx("-shared", "-fPIC", str(work / "op.cpp"), "-o", str(library))
+    (work / "test1112_ops.py").write_text(_PY_OP_MODULE)
+    sys.path.insert(0, str(work))
+    try:
+        importlib.import_module("test1112_ops")  # registers test1112aoti::erf here
+    finally:
+        sys.path.remove(str(work))
+    torch.ops.load_library(str(library))
+    erf, scaled_add = torch.ops.test1112aoti.erf, torch.ops.test1112_cpp.scaled_add
+
+    class Both(torch.nn.Module):
+        def forward(self, x):
+            return scaled_add(erf(torch.relu(x)), x, 0.5) * 2 + 1
+
+    class CppOnly(torch.nn.Module):
+        def forward(self, x):
+            return scaled_add(torch.relu(x), x, 0.5)
+
+    from torch._inductor import aoti_compile_and_package
+
+    x = torch.ones(2, 3)
+    packages = {name: aoti_compile_and_package(torch.export.export(model(), (x,)),
+                                               package_path=str(work / f"{name}.pt2"))
+                for name, model in (("both", Both), ("cpp", CppOnly))}
+    wants = {"both": float(Both()(x).sum()), "cpp": float(CppOnly()(x).sum())}
+    return {"work": work, "library": str(library), "packages": packages, "wants": wants}
+
+
+def _load_fresh(aoti_ops, package: str, *register: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADER, aoti_ops["packages"][package], aoti_ops["library"],
+         *register], cwd=aoti_ops["work"], capture_output=True, text=True, timeout=600)
+    return done.stdout.strip()
+
+
+@pytest.mark.slow
+def test_an_aoti_package_calls_custom_ops_by_name_through_the_proxy_executor(aoti_ops):
+    with zipfile.ZipFile(aoti_ops["packages"]["both"]) as archive:
+        read = {n.rsplit("/", 1)[-1].split(".", 1)[-1]: archive.read(n)  # kind: after the hash
+                for n in archive.namelist()}
+    wrapper = read["wrapper.cpp"].decode()
+    assert wrapper.count("aoti_torch_proxy_executor_call_function(proxy_executor, ") == 2
+    nodes = [n["node"] for n in json.loads(read["wrapper.json"])["nodes"]]
+    assert [n["target"] for n in nodes] == ["test1112aoti::erf", "test1112_cpp::scaled_add"]
+    assert nodes[0]["metadata"].get("torch_library_custom_op") == "1"
+    assert "torch_library_custom_op" not in nodes[1]["metadata"]
+
+
+@pytest.mark.slow
+def test_aoti_load_package_fails_at_load_when_a_custom_op_is_not_registered(aoti_ops):
+    nothing = _load_fresh(aoti_ops, "both")
+    assert nothing.startswith("load failed: Could not find schema for test1112aoti::erf.")
+    assert "cannot be run via AOTI without Python environment" in nothing
+    only_python = _load_fresh(aoti_ops, "both", "python")
+    assert only_python.startswith(
+        "load failed: Could not find schema for test1112_cpp::scaled_add")
+    assert "without Python environment" not in only_python  # said only of custom_op ops
+    assert _load_fresh(aoti_ops, "both", "c++").startswith(
+        "load failed: Could not find schema for test1112aoti::erf.")
+
+
+@pytest.mark.slow
+def test_aoti_package_runs_once_the_process_registered_every_op(aoti_ops):
+    out = _load_fresh(aoti_ops, "both", "python", "c++")
+    assert out.startswith("ran ")
+    assert math.isclose(float(out.split()[1]), aoti_ops["wants"]["both"], rel_tol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_cpp_op_runs_from_a_cpp_only_program_and_a_python_custom_op_does_not(aoti_ops):
+    work = aoti_ops["work"]
+    (work / "driver.cpp").write_text(_DRIVER)
+    _gxx(str(work / "driver.cpp"), "-o", str(work / "driver"))
+    linked = subprocess.run(["ldd", str(work / "driver")], capture_output=True, text=True)
+    assert "libpython" not in linked.stdout  # no Python in this process
+
+    def drive(package: str, *library: str) -> str:
+        # the package's library links libtorch.so: a deployment puts torch's lib on the path
+        env = {**os.environ, "LD_LIBRARY_PATH": str(_TORCH_DIR / "lib")}
+        return subprocess.run([str(work / "driver"), aoti_ops["packages"][package], *library],
+                              capture_output=True, text=True, timeout=600, env=env).stdout.strip()
+
+    out = drive("cpp", aoti_ops["library"])
+    assert out.startswith("ran ")
+    assert math.isclose(float(out.split()[1]), aoti_ops["wants"]["cpp"], rel_tol=1e-5)
+    assert "Could not find schema for test1112_cpp::scaled_add" in drive("cpp")
+    assert "cannot be run via AOTI without Python environment" in drive(
+        "both", aoti_ops["library"])
+
+
+@pytest.mark.slow
+def test_a_load_inline_library_includes_torch_extension_and_needs_python_symbols(tmp_path,
+                                                                                 monkeypatch):
+    from torch.utils.cpp_extension import load_inline
+
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    load_inline(name="test1112_pyneeds", cpp_sources=["int test1112_two() { return 2; }\n"],
+                is_python_module=False, build_directory=str(tmp_path))
+    assert (tmp_path / "main.cpp").read_text().splitlines()[0] == "#include <torch/extension.h>"
+    (library,) = tmp_path.glob("*.so")
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(library)],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert any(s.startswith(("Py", "_Py")) for s in undefined)
 
 
 # ----------------------------------------------------------------------------------------
