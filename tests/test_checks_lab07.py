@@ -171,7 +171,7 @@ def test_lab07_3_transpose_is_a_shape_change_not_a_stride_change():
 def test_lab07_3_two_changes_hidden_behind_the_first_reported_one():
     # Dynamo's reason says only "dtype mismatch": the shape change hides behind it
     result = expect_wrong("lab07.3", _fail(dtype=lambda x: torch.cat([x, x]).double()))
-    assert "so did: shape" in result.en and "也变了：shape" in result.zh
+    assert "so did: shape" in result.en and "也变了：形状" in result.zh
 
 
 def test_lab07_3_in_place_requires_grad_is_caught():
@@ -186,7 +186,7 @@ def test_lab07_3_an_unchanged_tensor_fails_no_guard():
 
 def test_lab07_3_changing_the_wrong_property_is_named():
     result = expect_wrong("lab07.3", _fail(stride=lambda x: x.double()))
-    assert "you changed the dtype, not the stride" in result.en and "而不是 stride" in result.zh
+    assert "you changed the dtype, not the stride" in result.en and "你改变的是 dtype，而不是 stride" in result.zh
 
 
 # -- lab07.4 -------------------------------------------------------------------------------
@@ -307,7 +307,8 @@ def test_lab07_2_a_range_bounded_to_small_batches_is_named():
 def test_lab07_2_a_range_that_covers_the_probes_is_still_named():
     result = expect_wrong("lab07.2", _marked_with(min=2, max=10**6))
     assert "gave the dynamic batch dimension a range" in result.en and "请不要限定范围" in result.zh
-    assert "max=1000000" in result.got[0]
+    assert "max=1000000" in result.got[0] and "第 0 维的范围：min=2，max=1000000" in result.got[1]
+    assert "dim 0" not in result.got[1]
 
 
 def test_lab07_2_open_ranges_written_differently_pass():
@@ -354,7 +355,8 @@ def test_lab07_3_a_new_number_of_dimensions_is_a_shape_change():
 
 def test_lab07_3_a_parameter_changes_the_class_as_well():
     result = expect_wrong("lab07.3", _fail(requires_grad=lambda x: torch.nn.Parameter(x.clone())))
-    assert "so did: type (Parameter" in result.en and "也变了：type (Parameter" in result.zh
+    assert "so did: type (Parameter, not Tensor)" in result.en and "也变了：类（Parameter，而不是 Tensor）" in result.zh
+    assert "class Parameter" in result.got[0] and "类 Parameter" in result.got[1]
 
 
 def _router_deciding_by(pred):
@@ -486,9 +488,9 @@ def test_lab07_1_replacing_nan_is_named():
 
 
 def test_lab07_1_right_answers_written_differently_pass():
-    def reciprocal_amax(x):
+    def reciprocal_amax(x):  # a division written differently (y * (1 / scale) overflows on a subnormal input)
         y = 2 * torch.sin(x)
-        return torch.where(y.sum() > 0, y * y.abs().amax().reciprocal(), y.neg()).add(1)
+        return torch.where(y.sum() > 0, torch.div(y, y.abs().amax()), y.neg()).add(1)
 
     def cond_on_x(x):
         def positive(t):
@@ -539,3 +541,416 @@ def test_lab07_1_another_decision_is_not_called_swapped_branches():
 def test_lab07_1_swapped_branches_are_named_on_every_input():
     result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, -y, y / s)))
     assert "other branch on every input" in result.en and "每个输入上都是" in result.zh
+
+
+# -- found by a third adversarial review ------------------------------------------------------------
+
+def _messy_through(dtype, sum_only=False):
+    """messy computed in ``dtype`` (or only its y.sum()), the result given the input's dtype back."""
+    def answer(x):
+        if sum_only:
+            y = torch.sin(x) * 2
+            return torch.where(y.to(dtype).sum() > 0, y / y.abs().max(), -y) + 1
+        y = torch.sin(x.to(dtype)) * 2
+        return (torch.where(y.sum() > 0, y / y.abs().max(), -y) + 1).to(x.dtype)
+    return answer
+
+
+@pytest.mark.parametrize("dtype, sum_only, seen", [
+    (torch.float32, False, "float64"),   # x.float() inside, cast back: float64 loses its precision
+    (torch.float64, True, "float32"),    # y.double().sum(): the branch of a float32 sum that rounds to 0
+    (torch.float64, False, "float32"),   # all of it in float64: the same branch
+    (torch.float32, True, "float64"),    # y.float().sum() of a float64 y
+], ids=["float32-inside", "double-sum", "float64-inside", "float32-sum"])
+def test_lab07_1_computing_in_another_dtype_is_named(dtype, sum_only, seen):
+    result = expect_wrong("lab07.1", _messy_through(dtype, sum_only))
+    assert "another dtype than the input's" in result.en and "与输入不同的 dtype" in result.zh
+    assert seen in result.tried[0] and seen in result.tried[1]
+
+
+def test_lab07_1_computing_a_float16_input_in_float32_is_named():
+    def upcast_half(x):  # more precise than messy, but not messy: the branch of a sum near 0 differs
+        return _messy_through(torch.float32)(x) if x.dtype == torch.float16 else solution("lab07", "no_breaks")(x)
+    result = expect_wrong("lab07.1", upcast_half)
+    # its result is bit for bit the other branch of a float16 y.sum() too: named with every way a sum rounds otherwise
+    assert "another dtype" in result.en and "float16" in result.tried[0] and "与输入不同的 dtype" in result.zh
+
+
+def _config_left_changed(fn, backend):
+    torch._dynamo.config.assume_static_by_default = False
+    return torch.compile(fn, backend=backend)
+
+
+def _stance_left_changed(fn, backend):
+    compiled = torch.compile(fn, backend=backend, dynamic=True)
+    torch.compiler.set_stance("eager_on_recompile")
+    return compiled
+
+
+@pytest.mark.parametrize("answer, named", [
+    (_config_left_changed, "torch._dynamo.config.assume_static_by_default: True -> False"),
+    (_stance_left_changed, "torch.compiler stance: 'default' -> 'eager_on_recompile'"),
+], ids=["config", "stance"])
+def test_lab07_2_a_process_wide_setting_is_named_and_put_back(answer, named):
+    from torch._dynamo import eval_frame
+    before = (torch._dynamo.config.get_config_copy(), eval_frame._stance)
+    result = expect_wrong("lab07.2", answer)
+    assert (torch._dynamo.config.get_config_copy(), eval_frame._stance) == before
+    assert "for the whole process" in result.en and "整个进程的 Dynamo 设置" in result.zh
+    assert "for this function only" in result.en and "只针对这个函数" in result.zh
+    assert named in result.got
+
+
+def test_lab07_2_a_setting_changed_only_during_the_call_passes():
+    def patched(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            with torch._dynamo.config.patch(automatic_dynamic_shapes=True, assume_static_by_default=False):
+                return compiled(x)
+        return run
+    expect_passed("lab07.2", patched)
+
+
+def test_lab07_1_a_config_change_inside_the_answer_is_named():
+    reference = solution("lab07", "no_breaks")
+
+    def sets_config(x):
+        torch._dynamo.config.capture_scalar_outputs = True
+        return reference(x)
+    before = torch._dynamo.config.capture_scalar_outputs
+    result = expect_wrong("lab07.1", sets_config)
+    assert torch._dynamo.config.capture_scalar_outputs == before
+    assert "capture_scalar_outputs" in result.got and "Dynamo 设置" in result.zh
+
+
+class _BothBeforeCond(Router):
+    def forward(self, x):
+        a, b = torch.relu(self.large(x)), self.small(x) * 0.5
+        return torch.cond(x.norm() > 2.0, lambda a, b: a.clone(), lambda a, b: b.clone(), (a, b))
+
+
+class _BothClosedOver(Router):
+    def forward(self, x):
+        a, b = torch.relu(self.large(x)), self.small(x) * 0.5
+        return torch.cond(x.norm() > 2.0, lambda: a + 0, lambda: b + 0, ())
+
+
+def test_lab07_4_both_results_computed_before_cond_are_named():
+    for model in (_BothBeforeCond, _BothClosedOver):
+        result = expect_wrong("lab07.4", model)
+        assert "before torch.cond, outside its branches" in result.en and "在分支之外" in result.zh
+        assert "self.large" in result.got[0] and "self.small" in result.got[1]
+
+
+def test_lab07_4_one_layer_run_before_cond_is_named():
+    class LargeOutside(Router):
+        def forward(self, x):
+            a = self.large(x)
+            return torch.cond(x.norm() > 2.0, lambda a, x: torch.relu(a), lambda a, x: self.small(x) * 0.5, (a, x))
+    result = expect_wrong("lab07.4", LargeOutside)
+    assert "runs self.large before torch.cond" in result.en and "whichever branch is chosen" in result.en
+    assert "无论选中哪个分支" in result.zh and result.got == ("outside torch.cond: self.large", "torch.cond 之外：self.large")
+
+
+def test_lab07_4_a_branch_returning_a_tensor_computed_outside_it_is_named():
+    class Decoration(Router):
+        def forward(self, x):
+            a, b = torch.relu(self.large(x)), self.small(x) * 0.5
+            return torch.cond(x.norm() > 2.0, lambda x: a, lambda x: b, (x,))
+    result = expect_wrong("lab07.4", Decoration)
+    assert "did not compute itself" in result.en and "不是它自己计算出的张量" in result.zh
+    assert "aliasing" in result.got and "Python decision" not in result.en
+
+
+def test_lab07_4_a_branch_running_both_layers_is_named():
+    class Both(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0, lambda x: torch.relu(self.large(x)) + 0 * self.small(x),
+                              lambda x: self.small(x) * 0.5, (x,))
+    result = expect_wrong("lab07.4", Both)
+    assert "only that one" in result.en and "只运行自己的那一层" in result.zh
+    assert "true branch reads self.large, self.small" in result.got[0]
+
+
+def test_lab07_4_branches_written_as_methods_pass():
+    class Methods(Router):
+        def _big(self, t):
+            return self.large(t).clamp_min(0)
+
+        def _little(self, t):
+            return 0.5 * self.small(t)
+
+        def forward(self, x):
+            return torch.cond(torch.linalg.vector_norm(x) > 2, self._big, self._little, (x,))
+    expect_passed("lab07.4", Methods)
+
+
+# -- found by this round's own attack ----------------------------------------------------------------
+
+def test_lab07_1_an_answer_that_needs_a_contiguous_input_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(
+        y.sum() > 0, y / y.view(-1).abs().max(), -y)))
+    assert "not contiguous in memory" in result.en and "内存不连续" in result.zh
+    assert "transposed" in result.tried[0] and "转置" in result.tried[1]
+
+
+def test_lab07_1_a_sum_that_skips_nan_is_named():
+    def nansum(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.nansum() > 0, y / y.abs().max(), -y) + 1
+    result = expect_wrong("lab07.1", nansum)
+    assert "skips the NaN" in result.en and "跳过了 y 中的 NaN" in result.zh
+    assert "element by element" not in result.en
+
+
+@pytest.mark.parametrize("dim", [0, -1])
+def test_lab07_1_a_scale_per_row_or_column_is_named(dim):
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(
+        y.sum() > 0, y / y.abs().amax(dim=dim, keepdim=True), -y)))
+    assert "each row or column" in result.en and "每一行或每一列" in result.zh
+
+
+def test_lab07_1_bool_of_the_decision_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.cond(
+        bool(y.sum() > 0), lambda y, s: y / s, lambda y, s: -y, (y, s))))
+    assert "bool() of a tensor" in result.en and "bool()" in result.zh and "keep the scale" not in result.en
+
+
+def test_lab07_1_tolist_is_named():
+    def tolist(x):
+        y = torch.sin(x) * 2
+        scale = max(abs(v) for v in y.flatten().tolist())
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+    result = expect_wrong("lab07.1", tolist)
+    assert "Tensor.tolist()" in result.en and "Tensor.tolist()" in result.zh and "读进 Python" in result.zh
+
+
+def test_lab07_2_clearing_the_cache_between_calls_is_named():
+    def reset_each(fn, backend):
+        compiled = torch.compile(fn, backend=backend, dynamic=True)
+
+        def run(x):
+            torch._dynamo.reset()
+            return compiled(x)
+        return run
+    result = expect_wrong("lab07.2", reset_each)
+    assert "thrown away between calls" in result.en and "被丢弃了" in result.zh
+    assert "dynamic shapes are off" not in result.en
+
+
+def test_lab07_2_a_min_without_a_max_is_named():
+    # on the installed torch, mark_dynamic(x, 0, min=2) alone stops with an AssertionError inside torch
+    result = expect_wrong("lab07.2", _marked_with(min=2))
+    assert "a min but no max" in result.en and "只给 mark_dynamic 指定 min" in result.zh
+    assert "max=None" in result.got[0] and "AssertionError" in result.got[1]
+
+
+@pytest.mark.parametrize("outside", ["relu", "half"])
+def test_lab07_4_a_last_step_applied_to_both_branches_is_named(outside):
+    class Outside(Router):
+        def forward(self, x):
+            if outside == "relu":
+                return torch.relu(torch.cond(x.norm() > 2.0, lambda x: self.large(x),
+                                             lambda x: self.small(x) * 0.5, (x,)))
+            return torch.cond(x.norm() > 2.0, lambda x: torch.relu(self.large(x)),
+                              lambda x: self.small(x), (x,)) * 0.5
+    result = expect_wrong("lab07.4", Outside)
+    assert "the other branch's result too" in result.en and "也用在了另一个分支的结果上" in result.zh
+
+
+def test_lab07_3_a_slice_with_a_step_for_the_stride_is_named():
+    result = expect_wrong("lab07.3", _fail(stride=lambda x: x[::2]))
+    assert "a slice with a step" in result.en and "带步长的切片" in result.zh
+
+
+# -- found by a fourth adversarial review ----------------------------------------------------------
+
+@pytest.mark.parametrize("decide, scale", [
+    (lambda y: y.mean() > 0, None),                       # the mean of a subnormal sum rounds to 0
+    (lambda y: y.sum() > 1e-12, None),                    # a threshold above 0
+    (lambda y: y.sum() > 0, lambda s: s.clamp_min(1e-12)),  # a bound far below the 1e-08 probe's scale
+], ids=["mean", "threshold", "clamp-1e-12"])
+def test_lab07_1_tiny_inputs_name_a_bound_or_a_threshold(decide, scale):
+    def answer(x):
+        y = torch.sin(x) * 2
+        s = y.abs().max() if scale is None else scale(y.abs().max())
+        return torch.where(decide(y), y / s, -y) + 1
+    result = expect_wrong("lab07.1", answer)
+    assert "tiny magnitude" in result.en and "threshold above 0" in result.en and "epsilon" in result.en
+    assert "极小" in result.zh and "阈值" in result.zh and "平均值" in result.zh
+    assert "tiny" in result.tried[0] and "极小" in result.tried[1]
+
+
+def test_lab07_1_multiplying_by_the_reciprocal_of_the_scale_is_named():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, y * (1 / s), -y)))
+    assert "1 / scale, overflows to inf" in result.en and "溢出为 inf" in result.zh
+    assert "subnormal" in result.tried[0] and "次正规数" in result.tried[1]
+    assert "branch not taken" not in result.en and "0 / 0" not in result.en
+
+
+@pytest.mark.parametrize("total", [
+    lambda y: y.sum(0).sum(),             # columns first
+    lambda y: y.sum(-1).sum(),            # rows first
+    lambda y: y.flatten().cumsum(0)[-1],  # a running sum: torch accumulates a float32 cumsum in float64
+], ids=["columns-first", "rows-first", "cumsum"])
+def test_lab07_1_a_sum_taken_another_way_is_named(total):
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(total(y) > 0, y / s, -y)))
+    assert "within rounding of 0" in result.en and "in another order" in result.en and "cumulative sum" in result.en
+    assert "与 0 只差舍入误差" in result.zh and "按另一种顺序求和" in result.zh and "累积和" in result.zh
+    assert "messy's computed in another dtype" not in result.en  # the whole computation is in the input's dtype
+
+
+def test_lab07_1_right_answers_for_the_tiny_and_rounding_inputs_pass():
+    def sign(x):
+        y = torch.sin(x) * 2
+        return torch.where(torch.sign(y.sum()) > 0, y / torch.linalg.vector_norm(y, float("inf")), -y) + \
+            torch.ones_like(y)
+
+    def flat(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.reshape(-1).sum() > 0, y / y.abs().max(), -y) + 1
+    for answer in (sign, flat):
+        expect_passed("lab07.1", answer)
+
+
+def _late_restore(fn, backend):
+    # changed when compile_once returns, put back by the first call: another compile in between sees it changed
+    torch._dynamo.config.assume_static_by_default = False
+    compiled = torch.compile(fn, backend=backend)
+
+    def run(x):
+        out = compiled(x)
+        torch._dynamo.config.assume_static_by_default = True
+        return out
+    return run
+
+
+def _restored_on_the_third_call(fn, backend):
+    compiled, calls = torch.compile(fn, backend=backend), []
+
+    def run(x):
+        calls.append(x.shape[0])
+        if len(calls) == 1:
+            torch._dynamo.config.assume_static_by_default = False
+        out = compiled(x)
+        if len(calls) == 3:
+            torch._dynamo.config.assume_static_by_default = True
+        return out
+    return run
+
+
+@pytest.mark.parametrize("answer, when, when_zh", [
+    (_late_restore, "when compile_once returned", "compile_once 返回时"),
+    (_restored_on_the_third_call, "after that call", "这次调用之后"),
+], ids=["until-the-first-call", "between-calls"])
+def test_lab07_2_settings_changed_between_compile_once_and_its_calls_are_named(answer, when, when_zh):
+    from torch._dynamo import eval_frame
+    before = (torch._dynamo.config.get_config_copy(), eval_frame._stance)
+    result = expect_wrong("lab07.2", answer)
+    assert (torch._dynamo.config.get_config_copy(), eval_frame._stance) == before
+    assert "for the whole process" in result.en and "整个进程的 Dynamo 设置" in result.zh
+    assert when in result.tried[0] and when_zh in result.tried[1]
+    assert "assume_static_by_default: True -> False" in result.got
+
+
+def _no_grad_call(fn, backend):
+    compiled = torch.compile(fn, backend=backend, dynamic=True)
+
+    def run(x):
+        with torch.no_grad():
+            return compiled(x)
+    return run
+
+
+@pytest.mark.parametrize("answer", [
+    _no_grad_call,
+    lambda fn, backend: (lambda c: lambda x: c(x).detach())(torch.compile(fn, backend=backend, dynamic=True)),
+], ids=["no_grad", "detach"])
+def test_lab07_2_a_result_without_gradients_is_named(answer):
+    result = expect_wrong("lab07.2", answer)
+    assert "carries no gradients" in result.en and "不带梯度" in result.zh
+    assert result.got == "requires_grad=False"
+
+
+def test_lab07_2_mark_unbacked_passes():
+    def unbacked(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            torch._dynamo.decorators.mark_unbacked(x, 0)
+            return compiled(x)
+        return run
+    expect_passed("lab07.2", unbacked)
+
+
+@pytest.mark.parametrize("shape, small", [
+    (lambda x: x[:2], "(2, 3)"), (lambda x: x[:1], "(1, 3)"), (lambda x: x.view(-1, 2), "(2, 2)"),
+], ids=["first-two-rows", "first-row", "pairs"])
+def test_lab07_3_a_shape_that_a_small_x_keeps_is_named(shape, small):
+    result = expect_wrong("lab07.3", _fail(shape=shape))
+    assert "nothing would recompile" in result.en and "new shape is x's own" in result.en
+    assert "新形状就是 x 自己的形状" in result.zh and small in result.tried[0]
+
+
+def test_lab07_3_a_transposed_contiguous_copy_keeps_the_strides_of_a_single_row():
+    result = expect_wrong("lab07.3", _fail(stride=lambda x: x.t().contiguous().t()))
+    assert "dimension of size 1" in result.en and "已经算是连续的" in result.zh
+    assert "(1, 3)" in result.tried[0] and "(1, 3)" in result.tried[1]
+
+
+def test_lab07_3_strides_that_differ_for_every_shape_pass():
+    expect_passed("lab07.3", _fail(stride=lambda x: torch.cat([x, x], 1)[:, :x.shape[1]],
+                                   shape=lambda x: torch.cat([x, x], 1)))
+    expect_passed("lab07.3", _fail(stride=lambda x: torch.stack([x, x], 1)[:, 0]))
+    expect_passed("lab07.3", _fail(stride=lambda x: torch.empty_strided(x.shape, (2 * x.shape[1], 1)).copy_(x)))
+
+
+@pytest.mark.parametrize("pred", [
+    lambda x: (x * x).sum() > 4.0,
+    lambda x: x.pow(2).sum().sqrt() > 2.0,
+    lambda x: x.double().norm() > 2.0,
+    lambda x: x.norm(dim=-1).norm() > 2.0,
+], ids=["squares-vs-4", "sqrt-of-squares", "float64", "norm-of-row-norms"])
+def test_lab07_4_a_norm_computed_another_way_is_named(pred):
+    result = expect_wrong("lab07.4", _router_deciding_by(pred))
+    assert "computes the norm another way" in result.en and "用别的方式计算范数" in result.zh
+    assert "computed another way rounds above 2.0" in result.tried[0]
+    assert "strict" not in result.en
+
+
+@pytest.mark.parametrize("pred", [
+    lambda x: torch.linalg.matrix_norm(x) > 2.0, lambda x: x.norm(dim=(0, 1)) > 2.0,
+], ids=["matrix_norm", "dims-0-1"])
+def test_lab07_4_a_predicate_for_matrices_only_is_named(pred):
+    result = expect_wrong("lab07.4", _router_deciding_by(pred))
+    assert "failed on an x of shape (4,)" in result.en and "形状为 (4,) 的 x 上出错了" in result.zh
+    assert "any shape whose last dimension is 4" in result.en
+
+
+def test_lab07_4_relu_chosen_again_after_cond_is_named():
+    class ReluAfter(Router):
+        def forward(self, x):
+            p = x.norm() > 2.0
+            out = torch.cond(p, lambda x: self.large(x), lambda x: self.small(x) * 0.5, (x,))
+            return torch.where(p, torch.relu(out), out)
+    result = expect_wrong("lab07.4", ReluAfter)
+    assert "after torch.cond, outside its branches" in result.en and "在 torch.cond 之后" in result.zh
+    assert result.got == ("after torch.cond: relu, where", "torch.cond 之后：relu、where")
+
+
+def test_lab07_4_right_answers_with_other_shapes_of_code_pass():
+    import torch.nn.functional as F
+
+    class Operands(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0, lambda x, w, b, v, c: F.linear(x, w, b).clamp(min=0),
+                              lambda x, w, b, v, c: F.linear(x, v, c) / 2,
+                              (x, self.large.weight, self.large.bias, self.small.weight, self.small.bias))
+
+    class OneTuple(Router):
+        def forward(self, x):
+            return torch.cond(torch.linalg.norm(x) > 2.0, lambda x: (torch.relu(self.large(x)),),
+                              lambda x: (self.small(x) * 0.5,), (x,))[0]
+    for model in (Operands, OneTuple):
+        expect_passed("lab07.4", model)

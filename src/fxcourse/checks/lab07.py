@@ -1,7 +1,9 @@
 """Checkers for labs/lab07_guards_breaks.ipynb (lecture course/07_dynamo_guards_breaks.ipynb).
 
 Every checker resets Dynamo before and after it runs and changes Dynamo's configuration only
-inside ``config.patch`` blocks, so nothing it does leaks into the learner's notebook. Graph
+inside ``config.patch`` blocks, so nothing it does leaks into the learner's notebook; whatever an
+answer changes in Dynamo's configuration or torch.compiler's stance is put back, and such an answer
+is wrong (:func:`_keeps_dynamo_settings`). Graph
 breaks and recompiles are read from torch itself: a counting backend and the ``graph_breaks``
 and ``recompiles`` logging artifacts (see :func:`fxcourse.checks.lab06.dynamo_log`).
 """
@@ -33,16 +35,79 @@ def _fresh_dynamo() -> Iterator[None]:
         torch._dynamo.reset()
 
 
+def _dynamo_state() -> tuple[dict[str, Any], Any]:
+    """Dynamo's process-wide settings an answer could change: its config and torch.compiler's stance."""
+    from torch._dynamo import eval_frame
+    return torch._dynamo.config.get_config_copy(), eval_frame._stance
+
+
+def _restore_dynamo_state(before: tuple[dict[str, Any], Any]) -> list[str]:
+    """Put back what changed since ``before`` (:func:`_dynamo_state`); return what had changed, as
+    ``name: before -> now`` lines."""
+    from torch._dynamo import eval_frame
+    config, stance = before
+    now_config, now_stance = _dynamo_state()
+    changed = [f"torch._dynamo.config.{key}: {config[key]!r} -> {now_config[key]!r}"
+               for key in sorted(config) if key in now_config and now_config[key] != config[key]]
+    for key in sorted(config):
+        if key in now_config and now_config[key] != config[key]:
+            setattr(torch._dynamo.config, key, config[key])
+    if now_stance != stance:
+        changed.append(f"torch.compiler stance: {getattr(stance, 'stance', stance)!r} -> "
+                       f"{getattr(now_stance, 'stance', now_stance)!r}")
+        eval_frame._set_stance(stance)
+    return changed
+
+
+def _settings_wrong(changed: list[str], advice: tuple[str, str], tried: tuple[str, str]) -> Wrong:
+    """The feedback for an answer that left Dynamo's process-wide settings changed (``changed``:
+    :func:`_restore_dynamo_state`'s lines), seen at the moment ``tried`` names."""
+    return Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
+                 "(the checker has put them back): every torch.compile run meanwhile in your notebook would "
+                 f"run with them. {advice[0]}",
+                 f"你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：在此期间，你的笔记本中的每一次 "
+                 f"torch.compile 都会沿用这些设置。{advice[1]}",
+                 tried=tried, expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
+                 got="; ".join(changed))
+
+
+def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Run a checker with Dynamo's process-wide settings snapshotted: whatever the answer changed in
+    them is put back, and an answer that changed them is wrong (they would stay changed for every later
+    compile in the learner's notebook). ``advice`` says what to do instead."""
+    def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
+        def checked(answer: Any) -> None:
+            before = _dynamo_state()
+            outcome: BaseException | None = None
+            try:
+                checker(answer)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below unless the settings changed
+                outcome = exc
+            changed = _restore_dynamo_state(before)
+            if changed:
+                raise _settings_wrong(changed, advice, ("Dynamo's settings before and after checking your answer",
+                                                        "检查你的答案前后的 Dynamo 设置")) from None
+            if outcome is not None:
+                raise outcome
+        checked.__name__ = checker.__name__
+        checked.__doc__ = checker.__doc__
+        return checked
+    return wrap
+
+
 class _CountingBackend:
     """A backend that records every graph it is given and runs it unchanged."""
 
     def __init__(self) -> None:
         self.graphs: list[torch.fx.GraphModule] = []
+        self.dynamic: list[bool] = []  # per graph: whether some input size is symbolic
         self.runs = 0  # calls of the compiled graphs: a call that ran eagerly does not count
         self.__name__ = "counting_backend"
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         self.graphs.append(gm)
+        self.dynamic.append(any(isinstance(a, torch.SymInt) or (isinstance(a, torch.Tensor) and any(
+            isinstance(size, torch.SymInt) for size in a.shape)) for a in example_inputs))
 
         def run(*args: Any) -> Any:
             self.runs += 1
@@ -104,19 +169,57 @@ def _messy_probes() -> list[Probe]:
     out.append(Probe(("x = [nan, 1.0] (y.sum() is NaN, so y.sum() > 0 is False)",
                       "x = [nan, 1.0]（y.sum() 是 NaN，所以 y.sum() > 0 为 False）"),
                      (torch.tensor([float("nan"), 1.0]),)))
+    # y.sum() whose sign depends on the dtype it is computed in: the branch shows a conversion
+    # (the labels of these say "within rounding of 0": see the mistake "sum rounded differently")
+    out.append(Probe(("x = [1.3, 1e-08, -1.3], float32 (y.sum() is within rounding of 0: exactly 0 in float32, "
+                      "not in float64)",
+                      "x = [1.3, 1e-08, -1.3]，float32（y.sum() 与 0 只差舍入误差：在 float32 中恰好为 0，在 float64 中则不是）"),
+                     (torch.tensor([1.3, 1e-8, -1.3]),)))
+    out.append(Probe(("x = [1.3, 1e-10, -1.3], float64 (y.sum() is within rounding of 0: > 0 in float64, exactly 0 "
+                      "in float32)",
+                      "x = [1.3, 1e-10, -1.3]，float64（y.sum() 与 0 只差舍入误差：在 float64 中 > 0，在 float32 中恰好为 0）"),
+                     (torch.tensor([1.3, 1e-10, -1.3], dtype=torch.float64),)))
+    out.append(Probe(("x = [0.5293, -0.6045, 0.06348], float16 (y.sum() is within rounding of 0: < 0 in float16, "
+                      "> 0 in float32)",
+                      "x = [0.5293, -0.6045, 0.06348]，float16（y.sum() 与 0 只差舍入误差：在 float16 中 < 0，在 float32 中 > 0）"),
+                     (torch.tensor([0.529296875, -0.6044921875, 0.0634765625], dtype=torch.float16),)))
+    # the exact sum of y is 0; summed per row or per column first, or in float64, it is 0 too, but y.sum() is not
+    out.append(Probe(("x = [[-0.7, -0.2], [0.7, 0.2]], float32 (y.sum() is within rounding of 0: its sign depends "
+                      "on the order of summation)",
+                      "x = [[-0.7, -0.2], [0.7, 0.2]]，float32（y.sum() 与 0 只差舍入误差：它的正负取决于求和的顺序）"),
+                     (torch.tensor([[-0.7, -0.2], [0.7, 0.2]]),)))
+    # tinier still, down to subnormal numbers: y.sum() > 0, and messy's y / scale still reaches 1 in size
+    out.append(Probe(("x = [1e-30, 3e-31, -2e-31] (tiny, y.sum() > 0)", "x = [1e-30, 3e-31, -2e-31]（极小，y.sum() > 0）"),
+                     (torch.tensor([1e-30, 3e-31, -2e-31]),)))
+    out.append(Probe(("x = [1.4e-45, 0, 0, 0, 0], float32 (tiny: the smallest subnormal float32, y.sum() > 0)",
+                      "x = [1.4e-45, 0, 0, 0, 0]，float32（极小：float32 最小的次正规数，y.sum() > 0）"),
+                     (torch.tensor([1.4e-45, 0.0, 0.0, 0.0, 0.0]),)))
+    out.append(Probe(("x = [6e-08, 0, 0, 0, 0], float16 (tiny: the smallest subnormal float16, y.sum() > 0)",
+                      "x = [6e-08, 0, 0, 0, 0]，float16（极小：float16 最小的次正规数，y.sum() > 0）"),
+                     (torch.tensor([6e-8, 0.0, 0.0, 0.0, 0.0], dtype=torch.float16),)))
+    # strides of a transpose: an answer that assumes a contiguous input (view) fails here
+    out.append(Probe(("x of shape (3, 5), transposed from (5, 3) (not contiguous)",
+                      "形状为 (3, 5) 的 x，由 (5, 3) 转置而来（内存不连续）"),
+                     (torch.randn(5, 3, generator=gen).t(),)))
     return out
 
 
 #: Indices into _messy_probes(): what compiled code could get wrong (both branches, the exact-zero sum,
 #: zeros, float64 and every input added after it), and where a plain compile's breaks are counted.
-_COMPILED = (0, 1, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16)
+_COMPILED = tuple(i for i in range(len(_messy_probes())) if i not in (2, 3, 4, 5, 9))
 _COUNTED = (0, 1, 8)
 
 
+#: (rtol, atol) a result is compared at, by dtype: float64 at float64's precision, so that a float64 input
+#: computed in float32 and converted back shows (its error is about 1e-7, float64's about 1e-16).
+_TOLERANCE = {torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-3, 2e-3), torch.float64: (1e-10, 1e-12)}
+
+
 def _compare(got: Any, want: Any) -> str | None:
-    """:func:`differs`, with a float16 result compared at float16's precision."""
-    if isinstance(want, torch.Tensor) and want.dtype in (torch.float16, torch.bfloat16):
-        return differs(got, want, rtol=2e-3, atol=2e-3)
+    """:func:`differs`, at the precision of the expected result's dtype (:data:`_TOLERANCE`)."""
+    if isinstance(want, torch.Tensor) and want.dtype in _TOLERANCE:
+        rtol, atol = _TOLERANCE[want.dtype]
+        return differs(got, want, rtol=rtol, atol=atol)
     return differs(got, want)
 
 
@@ -127,11 +230,56 @@ def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = Fa
     (x,) = probe.args
     y = torch.sin(x) * 2
     scale = y.max() if plain_max else y.abs().max()
-    total = y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else x.sum() if per == "x" else y.sum()
+    total = (y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else x.sum() if per == "x"
+             else y.nansum() if per == "nansum" else y.sum())
     take = total >= 0 if at_least else total > 0
     if swapped:
         take = ~take
     return torch.where(take, y / scale, -y) + 1
+
+
+def _messy_in(x: torch.Tensor, dtype: torch.dtype, *, sum_only: bool = False) -> torch.Tensor:
+    """messy(x) computed in ``dtype`` and converted back to x's dtype, or (``sum_only``) with only the
+    decision's y.sum() taken in ``dtype``."""
+    y = torch.sin(x) * 2
+    if sum_only:
+        return torch.where(y.to(dtype).sum() > 0, y / y.abs().max(), -y) + 1
+    low = torch.sin(x.to(dtype)) * 2
+    return (torch.where(low.sum() > 0, low / low.abs().max(), -low) + 1).to(x.dtype)
+
+
+def _other_precision(got: Any, want: Any, probe: Probe) -> bool:
+    """The result is messy's computed (wholly, or only y.sum()) in another floating dtype than the input's."""
+    (x,) = probe.args
+    if not isinstance(got, torch.Tensor) or got.dtype != x.dtype or not x.is_floating_point():
+        return False
+    for dtype in (torch.float16, torch.float32, torch.float64):
+        if dtype == x.dtype:
+            continue
+        for sum_only in (False, True):
+            variant = _messy_in(x, dtype, sum_only=sum_only)
+            # at the precision of the coarser of the two dtypes: that is what the conversion leaves
+            rtol, atol = max(_TOLERANCE.get(dtype, (1e-6, 1e-7)), _TOLERANCE.get(x.dtype, (1e-6, 1e-7)))
+            if differs(variant, want) is not None and differs(got.double(), variant.double(),
+                                                              rtol=rtol, atol=atol) is None:
+                return True
+    return False
+
+
+def _scale_per_dim(got: Any, want: Any, probe: Probe) -> bool:
+    """The result of a scale taken along one dimension (the largest |y| of each row or column) instead of
+    over the whole tensor."""
+    (x,) = probe.args
+    y = torch.sin(x) * 2
+    for dim in range(y.dim()):
+        for keep in (True, False):
+            try:
+                variant = torch.where(y.sum() > 0, y / y.abs().amax(dim=dim, keepdim=keep), -y) + 1
+            except RuntimeError:  # a scale that does not broadcast against y
+                continue
+            if variant.shape == want.shape and differs(variant, want) is not None and _same(got, variant):
+                return True
+    return False
 
 
 def _label(probe: Probe) -> tuple[str, str]:
@@ -153,17 +301,73 @@ def _nan_replaced(got: Any, want: Any, probe: Probe) -> bool:
 
 
 def _scale_bounded(got: Any, want: Any, probe: Probe) -> bool:
-    """On the tiny input messy's largest |y / scale| is 1; a clamped or padded scale leaves it well below."""
+    """On a tiny input messy's largest |y / scale| is 1; a clamped or padded scale leaves it well below, and
+    so does the other branch (a threshold on the sum, or a mean that rounds to 0), whose -y + 1 is 1 there."""
     return "tiny" in _label(probe)[0] and float((got.double() - 1).abs().max()) < 1 - 1e-5
 
 
+def _reciprocal_overflows(got: Any, want: Any, probe: Probe) -> bool:
+    """On a subnormal input 1 / scale is inf: y * (1 / scale) gives inf and NaN where messy's y / scale is finite."""
+    return ("subnormal" in _label(probe)[0] and bool(torch.isfinite(want).all())
+            and not bool(torch.isfinite(got).all()))
+
+
+def _rounded_otherwise(got: Any, want: Any, probe: Probe) -> bool:
+    """On an input whose y.sum() is within rounding of 0: the other branch, at the input dtype's precision (a sum
+    taken in another dtype, in another order, or as a cumsum, which torch accumulates in float64)."""
+    other = _messy_variant(probe, swapped=True)
+    if "within rounding of 0" not in _label(probe)[0] or _compare(got, other) is not None:
+        return False
+    # exactly messy's computed wholly in another dtype (and not exactly the other branch): "computed in another dtype"
+    (x,) = probe.args
+    return torch.equal(got, other) or not any(torch.equal(got, _messy_in(x, dtype))
+                                              for dtype in (torch.float16, torch.float32, torch.float64)
+                                              if dtype != x.dtype)
+
+
 _MESSY_MISTAKES = [
+    Mistake("1 / scale overflows", _reciprocal_overflows,
+            "your result has inf or NaN where messy's is a number: on this input of subnormal magnitude the largest "
+            "|y| is so small that its reciprocal, 1 / scale, overflows to inf (and 0 * inf is NaN). messy divides y "
+            "by the scale itself, which stays finite for every scale that is not 0.",
+            "你的结果在 messy 给出数值的位置出现了 inf 或 NaN：这个输入的数值小到次正规数的量级，|y| 的最大值小到它的倒数 1 / scale "
+            "溢出为 inf（而 0 * inf 是 NaN）。messy 直接用 scale 去除 y，只要 scale 不为 0，结果就是有限的。"),
     Mistake("NaN from the branch not taken", _nan_where_number,
             "your result has NaN where messy's is a number: on an input of zeros y / scale is 0 / 0. Mixing "
             "both branches with arithmetic keeps that NaN; select the result of the branch messy takes, so "
             "the other one's value never enters the output.",
             "你的结果在 messy 给出数值的位置出现了 NaN：输入全为零时 y / scale 是 0 / 0。用算术把两个分支混合起来会保留这个 NaN；"
             "请选取 messy 实际走的那个分支的结果，让另一个分支的值不进入输出。"),
+    # before "computed in another dtype": a flipped branch is named as a sum that rounds otherwise, whatever
+    # made it round otherwise (another dtype, another order of summation, a cumsum)
+    Mistake("sum rounded differently", _rounded_otherwise,
+            "your result takes the other branch on this input, whose y.sum() is within rounding of 0: messy decides "
+            "from its own y.sum() > 0, one sum over all of y taken in the input's dtype. A sum taken another way "
+            "rounds differently here and flips the branch: in another dtype than the input's, in another order (per "
+            "row or per column first, or element by element), or as a cumulative sum (which torch accumulates in "
+            "higher precision).",
+            "你的结果在这个输入上走了另一个分支，而这个输入的 y.sum() 与 0 只差舍入误差：messy 依据的是它自己的 y.sum() > 0，"
+            "即在输入的 dtype 中对 y 的全部元素求一次和。换一种方式求和，在这里舍入结果就不同，分支也随之翻转：用与输入不同的 dtype "
+            "求和，按另一种顺序求和（先按行或按列求和，或逐个元素累加），或者用累积和（torch 以更高的精度累加它）。"),
+    # before "computed in another dtype": float16 cannot hold a tiny input, so it would match there too
+    Mistake("scale bounded below", _scale_bounded,
+            "on an input of tiny magnitude your result stays (nearly) 1 everywhere: there y.sum() > 0, so messy "
+            "takes the y / scale branch, and it divides y by exactly the largest |y|, however small it is, so the "
+            "largest |y / scale| is 1. A lower bound or an epsilon on the scale changes that (only an input of zeros "
+            "gives 0 / 0, and there messy takes the other branch), and so does a decision that needs more than "
+            "y.sum() > 0: a threshold above 0, or a quantity that rounds to 0 when y is this small (a mean divides "
+            "the sum by the number of entries).",
+            "在数值极小的输入上，你的结果处处（几乎）都是 1：这时 y.sum() > 0，messy 走 y / scale 分支，并且恰好用 |y| 的最大值去除 y，"
+            "无论它多小，所以 |y / scale| 的最大值是 1。给 scale 加下限或 epsilon 会改变这一点（只有全零的输入才会出现 0 / 0，"
+            "而那时 messy 走的是另一个分支）；判断条件比 y.sum() > 0 更严也会如此：与一个大于 0 的阈值比较，"
+            "或者使用在 y 如此小时舍入为 0 的量（平均值要把和除以元素个数）。"),
+    Mistake("computed in another dtype", _other_precision,
+            "your result is messy's computed in another dtype than the input's (all of it, or only y.sum()) and "
+            "then given the input's dtype back: its rounding differs from the input dtype's, and on this input "
+            "that changes the result (near a sum of 0, even the branch). Compute every intermediate, the sum "
+            "included, in the input's dtype, with no conversion.",
+            "你的结果是用与输入不同的 dtype 计算 messy（全部计算，或只有 y.sum()）、再转回输入 dtype 得到的：它的舍入与输入 dtype "
+            "的不同，在这个输入上改变了结果（在和接近 0 时甚至改变了分支）。请让包括求和在内的所有中间量都使用输入的 dtype，不做任何转换。"),
     Mistake("if y.sum() >= 0", lambda got, want, probe: _same(got, _messy_variant(probe, at_least=True)),
             "messy takes the else branch when y.sum() is exactly 0: its test is a strict y.sum() > 0.",
             "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
@@ -174,6 +378,11 @@ _MESSY_MISTAKES = [
             "2 * sin(x): sin can give a sum of the other sign (here x.sum() and y.sum() have opposite signs).",
             "你的结果依据输入之和的正负选择分支；messy 依据的是 y.sum()，而 y 是 2 * sin(x)：经过 sin 之后，和的正负可能相反"
             "（这个输入的 x.sum() 与 y.sum() 符号相反）。"),
+    Mistake("NaN skipped in the sum", lambda got, want, probe: bool(torch.isnan(probe.args[0]).any())
+            and _same(got, _messy_variant(probe, per="nansum")),
+            "your decision skips the NaN in y: messy's y.sum() is NaN when y holds a NaN, NaN > 0 is False, so "
+            "messy takes the else branch.",
+            "你的判断跳过了 y 中的 NaN：当 y 含有 NaN 时，messy 的 y.sum() 是 NaN，而 NaN > 0 为 False，所以 messy 走的是 else 分支。"),
     Mistake("decided per element", lambda got, want, probe: _same(got, _messy_variant(probe, per="element")),
             "your result decides element by element whether y is positive; messy makes one decision for the whole "
             "tensor, from the sum of all of y.",
@@ -186,6 +395,10 @@ _MESSY_MISTAKES = [
             "scale is the largest absolute value of y; where y's most negative entry is the largest in size, the "
             "largest value and the largest absolute value differ.",
             "scale 是 y 的绝对值的最大值；当 y 中最负的元素绝对值最大时，最大值与绝对值的最大值并不相同。"),
+    Mistake("scale per row or column", _scale_per_dim,
+            "your scale is the largest |y| of each row or column; messy's scale is one number, the largest |y| "
+            "over the whole tensor.",
+            "你的 scale 是每一行或每一列中 |y| 的最大值；messy 的 scale 只有一个数，即整个张量中 |y| 的最大值。"),
     Mistake("dtype changed", lambda got, want, probe: got.dtype != want.dtype,
             "messy keeps the input's dtype; keep every intermediate in it too (no conversion to float32 or to a "
             "Python number, and no float32 constant tensor mixed in, which promotes a float16 result to float32).",
@@ -202,13 +415,6 @@ _MESSY_MISTAKES = [
             "messy returns for every input, NaN included.",
             "对于含 NaN 的输入，messy 的结果保留了由此产生的 NaN；你的结果把它换成了数值。请对每个输入都返回与 messy 相同的结果，"
             "NaN 也不例外。"),
-    Mistake("scale bounded below", _scale_bounded,
-            "on an input of tiny magnitude your y / scale stays far below 1 in size: messy divides y by exactly "
-            "the largest |y|, however small it is, so the largest |y / scale| is 1. A lower bound or an epsilon on "
-            "the scale changes that (only an input of zeros gives 0 / 0, and there messy takes the other branch).",
-            "在数值极小的输入上，你的 y / scale 的绝对值远小于 1：messy 恰好用 |y| 的最大值去除 y，无论它多小，"
-            "所以 |y / scale| 的最大值是 1。给 scale 加下限或 epsilon 会改变这一点（只有全零的输入才会出现 0 / 0，"
-            "而那时 messy 走的是另一个分支）。"),
 ]
 
 
@@ -245,16 +451,43 @@ def _messy_mistakes(answer: Callable[..., Any]) -> list[Mistake]:
     return known
 
 
+def _any_layout(answer: Callable[..., Any], transposed: Probe) -> Callable[..., Any]:
+    """``answer``, with an error on a non-contiguous input turned into feedback that names the input."""
+    def run(x: torch.Tensor) -> Any:
+        try:
+            return answer(x)
+        except RuntimeError as exc:
+            if x.is_contiguous():
+                raise
+            raise Wrong("no_breaks failed on an input that is not contiguous in memory (a transposed tensor), "
+                        "where messy works: something in it assumes x's entries lie one after another (a view "
+                        "that flattens x, for example). Use operations that work on any layout.",
+                        "no_breaks 在一个内存不连续的输入（转置得到的张量）上出错了，而 messy 可以正常运行：其中有操作假定 x "
+                        "的元素在内存中依次排列（例如把 x 展平的 view）。请使用适用于任何内存布局的操作。",
+                        tried=transposed.label, expected="messy(x)",
+                        got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
+    return run
+
+
 def _break_hint(line: str, reason: str) -> tuple[str, str]:
     """What to rethink for a graph break at ``line`` with ``reason`` (torch's graph_breaks log)."""
     if "print(" in line or "`print`" in reason:
         return ("a print inside the function breaks the graph; the task asks for no printing.",
                 "函数里的 print 会造成图中断；本题要求不打印任何内容。")
+    if "bool(" in line and "item()" in reason:
+        return ("bool() of a tensor reads its value into Python (an item() call), which breaks a plain "
+                "torch.compile; give the selection the 0-d boolean tensor itself.",
+                "对张量调用 bool() 会把它的值读进 Python（相当于调用 item()），这会让普通的 torch.compile 中断；"
+                "请把 0 维的布尔张量本身交给选择操作。")
     if "item()" in reason or ".item()" in line:
         return ("Tensor.item() still breaks a plain torch.compile (fullgraph=True captures it on its own, which "
-                "hides the break); keep the scale a 0-d tensor.",
-                "Tensor.item() 在普通的 torch.compile 中仍会造成图中断（fullgraph=True 会自动捕获它，掩盖了这个中断）；"
-                "请让 scale 保持为 0 维张量。")
+                "hides the break; float() or int() of a tensor calls it too); keep the scale a 0-d tensor.",
+                "Tensor.item() 在普通的 torch.compile 中仍会造成图中断（fullgraph=True 会自动捕获它，掩盖了这个中断；"
+                "对张量调用 float() 或 int() 也会调用它）；请让 scale 保持为 0 维张量。")
+    if "tolist()" in reason or ".tolist()" in line:
+        return ("Tensor.tolist() reads the tensor's values into Python, which breaks the graph; keep the scale a "
+                "0-d tensor computed by a tensor operation.",
+                "Tensor.tolist() 会把张量的值读进 Python，这会造成图中断；请用张量运算得到 scale，并让它保持为 0 维张量。")
     if "ata-dependent" in reason or "jump" in reason:
         return ("a Python `if` on a tensor value still breaks the graph; choose between the two results with a "
                 "tensor operation instead (lecture 07, section 4 'Removing graph breaks').",
@@ -275,11 +508,15 @@ def _break_hint(line: str, reason: str) -> tuple[str, str]:
      "input whose y.sum() is exactly 0.",
      "也要检查边界情况：全为零的输入（0 / 0 是什么？它会进入你的输出吗？），以及 y.sum() 恰好为 0 的输入。"),
 ], time_limit=120)
+@_keeps_dynamo_settings(("Remove the breaks in the function itself; the checker compiles it with Dynamo's default "
+                         "settings.",
+                         "请在函数本身中消除图中断；检查器用 Dynamo 的默认设置编译它。"))
 def _no_breaks(answer: Any) -> None:
     need_callable(answer, "no_breaks")
     probes = _messy_probes()
     with _fresh_dynamo():
-        run_probes(answer, _messy_quietly, probes, mistakes=_messy_mistakes(answer), what="no_breaks", compare=_compare,
+        run_probes(_any_layout(answer, probes[-1]), _messy_quietly, probes, mistakes=_messy_mistakes(answer),
+                   what="no_breaks", compare=_compare,
                    generic=("run eagerly, no_breaks gives a different result from messy.",
                             "在 eager 模式下，no_breaks 的结果与 messy 不同。"))
         with torch._dynamo.config.patch(capture_scalar_outputs=False):
@@ -329,8 +566,13 @@ def _no_breaks(answer: Any) -> None:
 def _hidden_functions() -> list[tuple[tuple[str, str], Callable[[torch.Tensor], torch.Tensor], int, tuple[int, ...]]]:
     """((English, 中文) description, function, features, batch sizes) of the functions lab07.2 compiles."""
     gen = torch.Generator().manual_seed(72)
+    # weights that require grad, as a model's parameters do: the compiled function's result must carry gradients
     weight, bias = torch.randn(6, 5, generator=gen), torch.randn(5, generator=gen)
     scale = torch.randn(4, generator=gen)
+    for w in (weight, bias, scale):
+        w.requires_grad_()
+
+    head_weights, score_weights = (weight, bias), (scale,)
 
     def head(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 6)
         h = torch.nn.functional.layer_norm(x, (6,))
@@ -339,9 +581,35 @@ def _hidden_functions() -> list[tuple[tuple[str, str], Callable[[torch.Tensor], 
     def score(x: torch.Tensor) -> torch.Tensor:  # x: (batch, 4)
         return torch.tanh((x * scale).sum(-1)) - x.mean(0).sum()
 
+    head.weights, score.weights = head_weights, score_weights  # type: ignore[attr-defined]
     # sizes beyond the lecture's, one of them large: a range bounded to small sizes shows
     return [(("head: (batch, 6) -> (batch, 5)", "head：(批大小, 6) -> (批大小, 5)"), head, 6, (3, 5, 2050)),
             (("score: (batch, 4) -> (batch,)", "score：(批大小, 4) -> (批大小,)"), score, 4, (7, 2, 4099))]
+
+
+def _same_gradients(out: Any, want: torch.Tensor, fn: Callable[..., Any], at: tuple[str, str]) -> None:
+    """The compiled function's result carries gradients to fn's weights (``fn.weights``), and the same ones as
+    fn's own result: no torch.no_grad around the call, no detach."""
+    weights = fn.weights  # type: ignore[attr-defined]
+    expected = ("a result that requires grad, with fn's gradients for its weights",
+                "需要梯度的结果，对权重的梯度与 fn 的相同")
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        raise Wrong("the compiled function's result carries no gradients: fn's weights require grad, so fn's result "
+                    "does too, but yours does not (a result computed under torch.no_grad() or detached is cut off "
+                    "from autograd, and nothing could be trained through it). Return what the compiled function "
+                    "returns, as it is.",
+                    "编译后函数的结果不带梯度：fn 的权重需要梯度，所以 fn 的结果也需要梯度，而你的结果不需要（在 torch.no_grad() "
+                    "下计算或经过 detach 的结果与 autograd 断开了，无法通过它训练任何东西）。请把编译后函数的返回值原样返回。",
+                    tried=at, expected=expected, got=f"requires_grad={getattr(out, 'requires_grad', None)}")
+    got_grads = torch.autograd.grad(out.sum(), weights, allow_unused=True)
+    want_grads = torch.autograd.grad(want.sum(), weights, allow_unused=True)
+    for got_grad, want_grad in zip(got_grads, want_grads):
+        diff = differs(got_grad, want_grad, where="gradient")
+        if diff:
+            raise Wrong("the compiled function's result carries other gradients than fn's: the backward pass through "
+                        "it does not match fn's. Return what the compiled function returns, as it is.",
+                        "编译后函数的结果所带的梯度与 fn 的不同：经过它的反向传播与 fn 的不一致。请把编译后函数的返回值原样返回。",
+                        tried=at, expected=expected, got=diff)
 
 
 def _marked(inputs: list[torch.Tensor]) -> list[int]:
@@ -363,7 +631,15 @@ def _bounded_wrong(bounds: list[tuple[int, Any, Any]], tried: tuple[str, str], g
                  "你给动态的批大小这一维指定了范围（min/max），但任务要求所有不小于 2 的批大小只编译一次，没有上限："
                  "超出范围的批大小会被拒绝或重新编译。请不要限定范围。",
                  tried=tried, expected=("batch sizes from 2 up, no upper bound", "不小于 2 的批大小，没有上限"),
-                 got=(f"a range on {shown}; {got[0]}", f"范围 {shown}；{got[1]}"))
+                 got=(f"a range on {shown}; {got[0]}", f"第 {dim} 维的范围：min={low}，max={high}；{got[1]}"))
+
+
+#: What lab07.2 says to an answer that leaves Dynamo's settings changed.
+_ONCE_ADVICE = ("Make the batch dimension dynamic for this function only: mark it on the input, or tell "
+                "torch.compile (lecture 07, section 5). A setting changed only for the duration of one call of the "
+                "compiled function and put back before that call returns is fine.",
+                "请只针对这个函数让批大小这一维成为动态的：在输入上标记这一维，或者告诉 torch.compile（第 07 讲第 5 节）。"
+                "只在编译后函数的一次调用期间修改、并在这次调用返回前恢复的设置是可以的。")
 
 
 @task("lab07.2", "compile once for three batch sizes", "三种批大小只编译一次", hints=[
@@ -379,8 +655,10 @@ def _bounded_wrong(bounds: list[tuple[int, Any, Any]], tried: tuple[str, str], g
      "may vary; the features dimension must stay fixed.",
      "请使用给你的 backend：检查器通过它统计编译次数。只有批大小这一维（第 0 维）可以变化；特征这一维必须保持不变。"),
 ], time_limit=120)
+@_keeps_dynamo_settings(_ONCE_ADVICE)
 def _compile_once(answer: Any) -> None:
     need_callable(answer, "compile_once")
+    settings = _dynamo_state()
     for what, fn, features, batches in _hidden_functions():
         gen = torch.Generator().manual_seed(27)
         inputs = [torch.randn(b, features, generator=gen) for b in batches]
@@ -390,6 +668,12 @@ def _compile_once(answer: Any) -> None:
         one = ("1 compile", "编译 1 次")
         with _fresh_dynamo():
             compiled = answer(fn, backend)
+            # settings changed by compile_once and put back only by a later call are changed meanwhile
+            changed = _restore_dynamo_state(settings)
+            if changed:
+                raise _settings_wrong(changed, _ONCE_ADVICE, (
+                    f"{tried[0]}: Dynamo's settings when compile_once returned, before any call",
+                    f"{tried[1]}：compile_once 返回时、尚未调用时的 Dynamo 设置"))
             if not callable(compiled):
                 raise Wrong("return the compiled function.", "请返回编译后的函数。", tried=tried, got=describe(compiled))
             for x in inputs:
@@ -402,6 +686,21 @@ def _compile_once(answer: Any) -> None:
                                                                 f"{tried[1]}；批大小 {x.shape[0]}"),
                                              (f"{type(exc).__name__}: {first_line(str(exc))}",
                                               f"{type(exc).__name__}：{first_line(str(exc))}")) from None
+                    low_only = [(d, low) for t in inputs for d, low, high in
+                                ((r.dim, r.min, r.max) for r in getattr(t, "_dynamo_dynamic_range", set()))
+                                if low is not None and high is None]
+                    if isinstance(exc, AssertionError) and low_only:
+                        raise Wrong("torch failed on your mark: on this torch, mark_dynamic given a min but no max "
+                                    "stops with an AssertionError inside torch. A dimension marked without any "
+                                    "range already covers every batch size from 2 up, so no min is needed.",
+                                    "torch 在处理你的标记时出错：在这个版本的 torch 中，只给 mark_dynamic 指定 min 而不指定 max，"
+                                    "会在 torch 内部抛出 AssertionError。不指定任何范围的标记本来就覆盖所有不小于 2 的批大小，因此不需要 min。",
+                                    tried=(f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}"),
+                                    expected=one,
+                                    got=(f"dim {low_only[0][0]}: min={low_only[0][1]}, max=None; "
+                                         f"{type(exc).__name__}: {first_line(str(exc))}",
+                                         f"第 {low_only[0][0]} 维：min={low_only[0][1]}，max=None；"
+                                         f"{type(exc).__name__}：{first_line(str(exc))}")) from None
                     if type(exc).__name__ != "ConstraintViolationError" or not marked:
                         raise
                     raise Wrong(f"you marked dim {marked[0]} as dynamic, but fn needs it to be exactly {features} "
@@ -411,12 +710,17 @@ def _compile_once(answer: Any) -> None:
                                 "所以 Dynamo 拒绝了这个标记。批大小是第 0 维。",
                                 tried=tried, expected=one,
                                 got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
-                diff = differs(out, fn(x))
+                at = (f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}")
+                changed = _restore_dynamo_state(settings)
+                if changed:
+                    raise _settings_wrong(changed, _ONCE_ADVICE, (f"{at[0]}: Dynamo's settings after that call",
+                                                                  f"{at[1]}：这次调用之后的 Dynamo 设置"))
+                want = fn(x)
+                diff = differs(out, want)
                 if diff:
                     raise Wrong("the compiled function gives a different result from the original.",
-                                "编译后的函数与原函数结果不同。",
-                                tried=(f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}"),
-                                expected=describe(fn(x)), got=diff)
+                                "编译后的函数与原函数结果不同。", tried=at, expected=describe(want), got=diff)
+                _same_gradients(out, want, fn, at)
             marked = _marked(inputs)
         n = len(backend.graphs)
         if _bounded(inputs):
@@ -443,6 +747,14 @@ def _compile_once(answer: Any) -> None:
         if marked and 0 not in marked:
             raise Wrong(f"you marked dim {marked[0]} as dynamic, but the batch is dim 0.",
                         f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维。", tried=tried, expected=one, got=got)
+        if all(backend.dynamic):
+            raise Wrong("every graph already had a dynamic batch size, yet later calls compiled again: what was "
+                        "compiled is thrown away between calls (Dynamo's cache reset, or a new function compiled "
+                        "for each call), so nothing is reused. Compile once and keep the compiled function.",
+                        "每张计算图的批大小本来就已经是动态的，之后的调用却仍然重新编译：编译的结果在两次调用之间被丢弃了"
+                        "（Dynamo 的缓存被重置，或每次调用都编译一个新函数），因此没有任何复用。请只编译一次，并保留编译后的函数。",
+                        tried=tried, expected=one,
+                        got=(f"{n} compiles, each with a dynamic batch size", f"编译 {n} 次，每次的批大小都是动态的"))
         if n == 2:
             raise Wrong("the second batch size compiled again: Dynamo makes a dimension dynamic only after it has "
                         "seen it change. Tell Dynamo before the first call that the batch dimension varies "
@@ -461,6 +773,8 @@ def _compile_once(answer: Any) -> None:
 # -- lab07.3 ---------------------------------------------------------------------------
 
 _KINDS = ("shape", "dtype", "requires_grad", "stride")
+#: The shapes of x lab07.3 tries: any matrix but 1 x 1 (the task says so), small ones and a single row or column.
+_GUARD_SHAPES = ((5, 4), (3, 6), (4, 4), (2, 3), (2, 2), (1, 3), (5, 1), (1, 5))
 #: What torch's recompile reason says when each part of TENSOR_MATCH fails.
 #: A new number of dimensions is a shape change too; torch then reports a rank mismatch.
 _REASONS = {"shape": ("size mismatch", "rank mismatch"), "dtype": ("dtype mismatch",),
@@ -499,17 +813,32 @@ def _changed(new: torch.Tensor, x: torch.Tensor) -> list[str]:
     if new.device != x.device:
         out.append("device")
     if type(new) is not type(x):  # e.g. nn.Parameter: the guard checks the tensor's class first
-        out.append(f"type ({type(new).__name__}, not {type(x).__name__})")
+        out.append("type")
     return out
 
 
-#: How the details name each kind in 中文 (the kind itself is the argument the learner receives).
-_KIND_ZH = {"shape": "形状", "dtype": "dtype", "requires_grad": "requires_grad", "stride": "步长"}
+#: How the details name each part in 中文 (the kind itself is the argument the learner receives).
+_KIND_ZH = {"shape": "形状", "dtype": "dtype", "requires_grad": "requires_grad", "stride": "步长", "device": "设备"}
+
+
+def _named(parts: list[str], new: torch.Tensor, x: torch.Tensor) -> tuple[str, str]:
+    """``parts`` (:func:`_changed`) as (English, 中文) words; the class names the two classes."""
+    en = [f"type ({type(new).__name__}, not {type(x).__name__})" if part == "type" else part for part in parts]
+    zh = [f"类（{type(new).__name__}，而不是 {type(x).__name__}）" if part == "type" else _KIND_ZH[part]
+          for part in parts]
+    return ", ".join(en), "、".join(zh)
+
+
+def _zh_word(word: str) -> str:
+    """``word`` set into 中文 text: a Latin word gets a space on each side."""
+    return f" {word} " if word.isascii() else word
 
 
 def _layout(t: torch.Tensor) -> tuple[str, str]:
-    return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}",
-            f"形状 {tuple(t.shape)}，{t.dtype}，步长 {t.stride()}，requires_grad={t.requires_grad}")
+    kind = "" if type(t) is torch.Tensor else f", class {type(t).__name__}"
+    kind_zh = "" if type(t) is torch.Tensor else f"，类 {type(t).__name__}"
+    return (f"shape {tuple(t.shape)}, {t.dtype}, stride {t.stride()}, requires_grad={t.requires_grad}{kind}",
+            f"形状 {tuple(t.shape)}，{t.dtype}，步长 {t.stride()}，requires_grad={t.requires_grad}{kind_zh}")
 
 
 def _same_values(new: torch.Tensor, x: torch.Tensor) -> bool:
@@ -555,15 +884,19 @@ def _recompiled(fn: Callable[..., Any], first: tuple[Any, ...], then: tuple[Any,
      "tensor too.",
      "请返回一个新张量，并保持 x 不变：原地修改（以 _ 结尾的方法）也会改变调用者手里的张量。"),
 ])
+@_keeps_dynamo_settings(("fail_guard only builds a new tensor; leave Dynamo's settings alone.",
+                         "fail_guard 只需构造一个新张量；请不要改动 Dynamo 的设置。"))
 def _fail_guard(answer: Any) -> None:
     need_callable(answer, "fail_guard")
     gen = torch.Generator().manual_seed(73)
-    for shape in ((5, 4), (3, 6), (4, 4)):
+    # small sizes too: a change computed from x's sizes (its first two rows, pairs of entries) can leave a small
+    # x's shape as it was; and a single row or column: a transposed copy of such a matrix keeps x's strides
+    for shape in _GUARD_SHAPES:
         x = torch.randn(shape, generator=gen)
         for kind in _KINDS:
             tried = (f"fail_guard(x, {kind!r}) with x of shape {shape}, float32, contiguous",
                      f"fail_guard(x, {kind!r})，x 的形状为 {shape}，float32，连续存储")
-            only = (f"only the {kind} changed", f"只有{_KIND_ZH[kind]}改变")
+            only = (f"only the {kind} changed", f"只有{_zh_word(_KIND_ZH[kind])}改变")
             given = x.clone()
             new = answer(given, kind)
             if not isinstance(new, torch.Tensor):
@@ -577,28 +910,42 @@ def _fail_guard(answer: Any) -> None:
             changed = _changed(new, x)
             got = _layout(new)
             if not changed:
+                why = ("", "")
+                if kind == "shape":
+                    why = (" On this x your new shape is x's own: a shape computed from x's sizes (keeping some of "
+                           "its rows, regrouping its entries) can come out the same for a small x. The new shape "
+                           "must differ from x's for every x.",
+                           "在这个 x 上，你的新形状就是 x 自己的形状：由 x 的尺寸算出的形状（保留其中几行、重新分组元素）"
+                           "在 x 很小时可能与原来相同。新形状必须对每个 x 都与 x 的形状不同。")
+                elif kind == "stride" and 1 in shape:
+                    why = (" This x has a dimension of size 1: transposed, such a matrix already counts as "
+                           "contiguous, so making it contiguous copies nothing, and transposing back gives x's own "
+                           "strides. Choose a layout whose strides differ from x's for every x.",
+                           "这个 x 有一维的尺寸是 1：这样的矩阵转置后已经算是连续的，所以再让它连续不会复制任何东西，"
+                           "转置回来得到的仍是 x 自己的步长。请选择一种对每个 x 都与 x 的步长不同的内存布局。")
                 raise Wrong(f"the new tensor matches x in every part of the guard, so nothing would recompile. "
-                            f"Change the tensor's {kind}.",
-                            f"新张量在守卫的每一项上都与 x 相同，因此不会重新编译。请改变张量的 {kind}。",
+                            f"Change the tensor's {kind}." + why[0],
+                            f"新张量在守卫的每一项上都与 x 相同，因此不会重新编译。请改变张量的 {kind}。" + why[1],
                             tried=tried, expected=only, got=got)
             if kind == "stride" and changed[0] == "shape":
-                raise Wrong("the shape changed as well (a transpose swaps the sizes of a non-square matrix); keep "
-                            "x's shape and change only the strides, i.e. the order in which the same shape is laid "
-                            "out in memory.",
-                            "形状也变了（对非方阵转置会交换各维尺寸）；请保持 x 的形状不变，只改变步长，即同样形状的数据在内存中的排列顺序。",
+                raise Wrong("the shape changed as well (a transpose swaps the sizes of a non-square matrix, a slice "
+                            "with a step drops rows or columns); keep x's shape and change only the strides, i.e. "
+                            "the order in which the same shape is laid out in memory.",
+                            "形状也变了（对非方阵转置会交换各维尺寸，带步长的切片会去掉一些行或列）；请保持 x 的形状不变，只改变步长，即同样形状的数据在内存中的排列顺序。",
                             tried=tried, expected=(f"shape {tuple(x.shape)} with other strides",
                                                    f"形状仍为 {tuple(x.shape)}，步长不同"), got=got)
             if kind in changed and len(changed) > 1:
-                others = ", ".join(c for c in changed if c != kind)
-                raise Wrong(f"the {kind} changed, but so did: {others}. The recompile reason names only the first "
+                others = _named([c for c in changed if c != kind], new, x)
+                raise Wrong(f"the {kind} changed, but so did: {others[0]}. The recompile reason names only the first "
                             "difference Dynamo checks, so a second change can hide behind it; change the "
                             f"{kind} only.",
-                            f"{kind} 改变了，但下列属性也变了：{others}。重新编译的原因只说出 Dynamo 检查到的第一处不同，"
+                            f"{kind} 改变了，但下列属性也变了：{others[1]}。重新编译的原因只说出 Dynamo 检查到的第一处不同，"
                             f"第二处改变可能被它掩盖；请只改变 {kind}。",
                             tried=tried, expected=only, got=got)
             if kind not in changed:
-                raise Wrong(f"you changed the {', '.join(changed)}, not the {kind}.",
-                            f"你改变的是 {', '.join(changed)}，而不是 {kind}。",
+                named = _named(changed, new, x)
+                raise Wrong(f"you changed the {named[0]}, not the {kind}.",
+                            f"你改变的是{' ' if named[1][0].isascii() else ''}{named[1]}，而不是 {kind}。",
                             tried=tried, expected=only, got=got)
             if kind != "shape" and not _same_values(new, x):
                 where = ("", "") if kind != "stride" else (
@@ -640,6 +987,46 @@ def _has_cond(gm: torch.fx.GraphModule) -> bool:
     return any(node.target is torch.ops.higher_order.cond for node in gm.graph.nodes)
 
 
+def _layer_reads(exported: Any) -> tuple[list[str], list[tuple[set[str], set[str]]]]:
+    """Where the exported graph reads Router's layers: the layers (``small``, ``large``) whose parameters an
+    op outside every torch.cond reads, and for each cond node the layers its (true, false) branch reads."""
+    gm = exported.graph_module
+    layer_of = {name: target.split(".")[0]
+                for name, target in exported.graph_signature.inputs_to_parameters.items()}
+    conds = [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.cond]
+    outside = sorted({layer_of[n.name] for n in gm.graph.nodes if n.op == "placeholder" and n.name in layer_of
+                      and any(user not in conds for user in n.users)})
+    branches = []
+    for node in conds:
+        operands = list(node.args[3])
+        reads = []
+        for branch in node.args[1:3]:
+            sub = getattr(gm, branch.target)
+            holders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+            reads.append({layer_of[operand.name] for holder, operand in zip(holders, operands)
+                          if isinstance(operand, torch.fx.Node) and operand.name in layer_of
+                          and any(user.op != "output" for user in holder.users)})
+        branches.append((reads[0], reads[1]))
+    return outside, branches
+
+
+def _after_cond(gm: torch.fx.GraphModule) -> list[str]:
+    """The ops of the exported graph that work on a torch.cond's result (reading an item of it, copying or
+    aliasing it does not count), by name."""
+    seen, todo, found = set(), [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.cond], []
+    plain = {"getitem", "clone", "alias", "detach", "view"}
+    while todo:
+        for user in todo.pop().users:
+            if user in seen or user.op != "call_function":
+                continue
+            seen.add(user)
+            todo.append(user)
+            name = getattr(user.target, "__name__", str(user.target)).split(".")[0]
+            if name not in plain and name not in found:
+                found.append(name)
+    return found
+
+
 def _router_probes() -> list[Probe]:
     gen = torch.Generator().manual_seed(47)
     out = []
@@ -661,7 +1048,47 @@ def _router_probes() -> list[Probe]:
     edge[0, 0] = -2.0
     out.append(Probe(("x with norm exactly 2.0 (x.norm() > 2.0 is False)",
                       "范数恰好为 2.0 的 x（x.norm() > 2.0 为 False）"), (edge,)))
+    # x.norm() is exactly 2.0 in float32, but (x * x).sum() > 4.0, the square root of the sum of squares, the norm
+    # taken in float64 and the norm of the row norms all round above (found by a search over random directions)
+    out.append(Probe(("x whose x.norm() is exactly 2.0, while the same norm computed another way rounds above 2.0",
+                      "x.norm() 恰好为 2.0 的 x，而用别的方式计算同一个范数会舍入到 2.0 以上"),
+                     (torch.tensor(_ROUNDS_ABOVE),)))
+    # Router takes any x whose last dimension is 4: a single vector, a batch of matrices
+    vector = torch.randn(4, generator=gen)
+    batch = torch.randn(2, 3, 4, generator=gen)
+    out.append(Probe(("x of shape (4,) with norm 3 (the large branch)", "形状为 (4,)、范数为 3 的 x（large 分支）"),
+                     (3 * vector / vector.norm(),)))
+    out.append(Probe(("x of shape (2, 3, 4) with norm 1.5 (the small branch)",
+                      "形状为 (2, 3, 4)、范数为 1.5 的 x（small 分支）"), (1.5 * batch / batch.norm(),)))
+    out.append(Probe(("x of shape (2, 3, 4) with norm 4 (the large branch)",
+                      "形状为 (2, 3, 4)、范数为 4 的 x（large 分支）"), (4 * batch / batch.norm(),)))
     return out
+
+
+#: A float32 (3, 4) x whose x.norm() is exactly 2.0 while other ways of computing its norm round above 2.0.
+_ROUNDS_ABOVE = [[-0.4771292805671692, -0.670286238193512, 0.5143404603004456, 0.5899408459663391],
+                 [-0.18854598701000214, 0.05863465741276741, -1.1891828775405884, 0.029812535271048546],
+                 [0.9080755114555359, -0.29159268736839294, 0.55143803358078, 0.2067480832338333]]
+
+
+def _any_rank(model: Callable[..., Any]) -> Callable[..., Any]:
+    """``model``, with an error on an x that is not a matrix turned into feedback that names the input."""
+    def run(x: torch.Tensor) -> Any:
+        try:
+            return model(x)
+        except Exception as exc:
+            if x.dim() == 2:
+                raise
+            raise Wrong(f"CondRouter failed on an x of shape {tuple(x.shape)}, where Router works: Router takes an x "
+                        "of any shape whose last dimension is 4 (its layers do), and its x.norm() is the norm of all "
+                        "of x, whatever its number of dimensions. Something in your forward only works for a matrix.",
+                        f"CondRouter 在形状为 {tuple(x.shape)} 的 x 上出错了，而 Router 可以正常运行：Router 接受最后一维为 4 "
+                        "的任意形状的 x（它的层接受这样的输入），它的 x.norm() 是整个 x 的范数，与 x 有几维无关。"
+                        "你的 forward 中有某个操作只适用于矩阵。",
+                        tried=(f"CondRouter()(x) with x of shape {tuple(x.shape)}",
+                               f"CondRouter()(x)，x 的形状为 {tuple(x.shape)}"),
+                        expected="Router()(x)", got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
+    return run
 
 
 def _other_branch(reference: Router) -> Callable[[Any, Any, Probe], bool]:
@@ -691,10 +1118,25 @@ def _swapped_everywhere(model: Callable[..., Any], reference: Router) -> Callabl
     return swapped
 
 
+def _aliasing_line(message: str) -> str:
+    """The line of torch's refusal that names the aliasing (its first line only says tracing failed)."""
+    lines = [line.strip() for line in message.splitlines() if "aliasing" in line]
+    return lines[0] if lines else first_line(message)
+
+
 def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mistake]:
     other_branch = _other_branch(reference)
     swapped = _swapped_everywhere(model, reference)
     return [
+        Mistake("norm computed another way", lambda got, want, probe: "computed another way" in _label(probe)[0]
+                and other_branch(got, want, probe),
+                "on this input x.norm() is exactly 2.0, so Router takes the small branch; your model takes the large "
+                "one: it computes the norm another way (the square root of a sum of squares, squares compared with "
+                "4.0, a norm in float64, a norm of row norms), and here that rounds above 2.0. Router's predicate is "
+                "x.norm() > 2.0, with the norm computed as x.norm() computes it.",
+                "在这个输入上 x.norm() 恰好为 2.0，所以 Router 走 small 分支；你的模型走了 large 分支：它用别的方式计算范数"
+                "（平方和的平方根、把平方和与 4.0 比较、在 float64 中求范数、对各行范数再求范数），在这里舍入到了 2.0 以上。"
+                "Router 的条件是 x.norm() > 2.0，范数按 x.norm() 的方式计算。"),
         Mistake("another measure of size", lambda got, want, probe: "evenly" in _label(probe)[0]
                 and other_branch(got, want, probe),
                 "your model takes the other branch on this input: Router decides by x.norm(), the Euclidean norm "
@@ -709,6 +1151,12 @@ def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mista
                 "your model returns the other branch's result on every input: the first function torch.cond gets "
                 "runs when the predicate is True.",
                 "你的模型在每个输入上返回的都是另一个分支的结果：torch.cond 的第一个函数在条件为 True 时运行。"),
+        Mistake("relu or 0.5 on both branches", lambda got, want, probe: differs(got, want) is not None and (
+                    _same(got, torch.relu(want)) or _same(got, want * 0.5)),
+                "your model applies one branch's last step to the other branch's result too: the relu belongs to the "
+                "large branch only, the factor 0.5 to the small branch only. Keep each inside its branch.",
+                "你的模型把某个分支的最后一步也用在了另一个分支的结果上：relu 只属于 large 分支，乘以 0.5 只属于 small 分支。"
+                "请把它们各自留在自己的分支里。"),
         Mistake("another predicate", other_branch,
                 "your model takes the other branch on this input, though not on every input: its predicate is not "
                 "Router's. Router compares x.norm(), the Euclidean norm of all of x, with 2.0.",
@@ -730,6 +1178,8 @@ def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mista
      "including what happens when the norm is exactly 2.0.",
      "保留 self.small 和 self.large（检查器会加载一个 Router 的权重），并保持 Router 的条件完全不变，包括范数恰好为 2.0 时的情况。"),
 ])
+@_keeps_dynamo_settings(("CondRouter only needs torch.cond in its forward; leave Dynamo's settings alone.",
+                         "CondRouter 只需在 forward 中使用 torch.cond；请不要改动 Dynamo 的设置。"))
 def _cond_router(answer: Any) -> None:
     model = answer() if isinstance(answer, type) else answer
     if not isinstance(model, nn.Module):
@@ -748,17 +1198,27 @@ def _cond_router(answer: Any) -> None:
                     got=first_line(str(exc))) from None
     model.eval()
     probes = _router_probes()
-    run_probes(model, reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",
+    run_probes(_any_rank(model), reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",
                generic=("run eagerly, CondRouter gives a different result from Router.",
                         "在 eager 模式下，CondRouter 的结果与 Router 不同。"))
     with _fresh_dynamo(), contextlib.redirect_stderr(io.StringIO()):
         try:
             exported = torch.export.export(model, probes[0].args)
         except Exception as exc:
-            raise Wrong("torch.export refused the model: a Python decision on a tensor value (an `if`, or bool() of "
-                        "a tensor) cannot be exported; let torch.cond take the predicate as a tensor and make the "
+            if "aliasing" in str(exc):
+                raise Wrong("torch.export refused the model: a branch of torch.cond returns a tensor it did not "
+                            "compute itself (one of its operands, or a tensor computed before torch.cond, returned "
+                            "unchanged). Each branch does its own branch's work on the operands and returns what it "
+                            "computed.",
+                            "torch.export 拒绝了这个模型：torch.cond 的某个分支返回了一个不是它自己计算出的张量（它的某个操作数，"
+                            "或在 torch.cond 之前算好的张量，原样返回）。每个分支都应当在操作数上完成本分支的计算，并返回计算结果。",
+                            tried="torch.export.export(CondRouter(), (x,))",
+                            expected=("an ExportedProgram", "一个 ExportedProgram"),
+                            got=f"{type(exc).__name__}: {_aliasing_line(str(exc))}") from None
+            raise Wrong("torch.export refused the model: a Python decision on a tensor value (an `if`, float() or "
+                        "bool() of a tensor) cannot be exported; let torch.cond take the predicate as a tensor and make the "
                         "choice, as the exercise asks.",
-                        "torch.export 拒绝了这个模型：依据张量数值的 Python 判断（`if`，或对张量调用 bool()）无法导出；"
+                        "torch.export 拒绝了这个模型：依据张量数值的 Python 判断（`if`，或对张量调用 float()、bool()）无法导出；"
                         "请按题目要求让 torch.cond 以张量形式接收条件并完成选择。",
                         tried="torch.export.export(CondRouter(), (x,))", expected=("an ExportedProgram", "一个 ExportedProgram"),
                         got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
@@ -769,7 +1229,48 @@ def _cond_router(answer: Any) -> None:
                         tried="torch.export.export(CondRouter(), (x,))",
                         expected=("a torch.ops.higher_order.cond node", "一个 torch.ops.higher_order.cond 节点"),
                         got=("no cond node", "没有 cond 节点"))
+        outside, branches = _layer_reads(exported)
+        expected = ("self.large read only inside the branch for x.norm() > 2.0, self.small only inside the other",
+                    "self.large 只在 x.norm() > 2.0 的分支内读取，self.small 只在另一个分支内读取")
+        where = ("torch.export.export(CondRouter(), (x,)): the layers its graph reads, outside and inside torch.cond",
+                 "torch.export.export(CondRouter(), (x,))：图在 torch.cond 之外和之内读取的层")
+        if outside:
+            raise Wrong("the exported graph runs " + " and ".join(f"self.{n}" for n in outside) + " before "
+                        "torch.cond, outside its branches: that work is done on every call, whichever branch is "
+                        "chosen, and torch.cond only picks among results computed already. Put each branch's work "
+                        "inside its branch function, so that only the chosen branch runs.",
+                        "导出的图在 torch.cond 之前、在分支之外运行了 " + " 和 ".join(f"self.{n}" for n in outside) +
+                        "：无论选中哪个分支，每次调用都会做这部分计算，torch.cond 只是在已经算好的结果中挑选。"
+                        "请把每个分支的计算放进它自己的分支函数里，使运行时只执行被选中的分支。",
+                        tried=where, expected=expected,
+                        got=(f"outside torch.cond: {', '.join('self.' + n for n in outside)}",
+                             f"torch.cond 之外：{'、'.join('self.' + n for n in outside)}"))
+        for true_reads, false_reads in branches:
+            if true_reads != {"large"} or false_reads != {"small"}:
+                shown = (lambda reads: ", ".join(sorted("self." + n for n in reads)) or "none")
+                shown_zh = (lambda reads: "、".join(sorted("self." + n for n in reads)) or "无")
+                raise Wrong("each branch of torch.cond must run its own layer and only that one: the branch for "
+                            "x.norm() > 2.0 runs self.large, the other runs self.small.",
+                            "torch.cond 的每个分支都应当只运行自己的那一层：x.norm() > 2.0 的分支运行 self.large，另一个分支运行 self.small。",
+                            tried=where, expected=expected,
+                            got=(f"true branch reads {shown(true_reads)}; false branch reads {shown(false_reads)}",
+                                 f"true 分支读取 {shown_zh(true_reads)}；false 分支读取 {shown_zh(false_reads)}"))
+        after = _after_cond(exported.graph_module)
+        if after:
+            raise Wrong("the exported graph works on torch.cond's result after torch.cond, outside its branches: "
+                        f"{', '.join(after)}. Such a step belongs to one branch, not after the choice (choosing it "
+                        "again with the predicate does not put it inside the branch). Do each branch's whole work "
+                        "inside its function: the relu in the large branch, the factor 0.5 in the small one.",
+                        "导出的图在 torch.cond 之后、在分支之外对它的结果做了计算："
+                        f"{'、'.join(after)}。这样的步骤属于某一个分支，而不应放在选择之后（再用条件选择一次，并不能把它放进分支里）。"
+                        "请把每个分支的全部计算放进它自己的函数里：relu 放在 large 分支，乘以 0.5 放在 small 分支。",
+                        tried=("torch.export.export(CondRouter(), (x,)): the ops of its graph after torch.cond",
+                               "torch.export.export(CondRouter(), (x,))：图中位于 torch.cond 之后的运算"),
+                        expected=("torch.cond's result returned as it is", "原样返回 torch.cond 的结果"),
+                        got=(f"after torch.cond: {', '.join(after)}", f"torch.cond 之后：{'、'.join(after)}"))
         runnable = exported.module()
+        # exported for x of shape (3, 4): its shapes are fixed, so only those probes run through it
+        probes = [p for p in probes if tuple(p.args[0].shape) == (3, 4)]
         run_probes(runnable, reference, probes, mistakes=_router_mistakes(reference, runnable),
                    what="the exported program",
                    generic=("the exported program gives a different result from Router.",
