@@ -54,18 +54,23 @@ def make_recording_backend(names, *, clone=True, first_graph_only=False, recompi
     return backend, store
 
 
+_EVERY_RELU = (torch.relu, torch.nn.functional.relu, torch.relu_, "method")  # "method": x.relu() and x.relu_()
+
+
 def _is_relu(node, spellings):
     if node.op == "call_function":
         return node.target in spellings
-    return "method" in spellings and node.op == "call_method" and node.target == "relu"
+    return "method" in spellings and node.op == "call_method" and node.target in ("relu", "relu_")
 
 
 def _was_in_place(node):
-    """inplace as a keyword (nn.ReLU(inplace=True)) or by position (F.relu(h, True))."""
+    """relu_ (torch.relu_, x.relu_()), or inplace as a keyword (nn.ReLU(inplace=True)) or by position (F.relu(h, True))."""
+    if node.target in (torch.relu_, "relu_"):
+        return True
     return node.kwargs.get("inplace", node.args[1] if len(node.args) > 1 else False)
 
 
-def make_swap(spellings=(torch.relu, torch.nn.functional.relu, "method"), recompile=True,
+def make_swap(spellings=_EVERY_RELU, recompile=True,
               copy_kwargs=False, erase=True, bounds=None, in_place="aware"):
     """in_place: "aware" clamps in place where the relu was in place; "keyword" reads only a keyword inplace;
     "never" / "always" do not look."""
@@ -198,7 +203,7 @@ def test_lab08_2_swapping_only_torch_relu_names_the_functional_spelling():
 
 
 def test_lab08_2_swapping_without_the_method_spelling_names_call_method():
-    result = expect_wrong("lab08.2", make_swap(spellings=(torch.relu, torch.nn.functional.relu)))
+    result = expect_wrong("lab08.2", make_swap(spellings=(torch.relu, torch.nn.functional.relu, torch.relu_)))
     assert "call_method" in result.en and "call_method" in result.zh
 
 
@@ -316,7 +321,7 @@ def test_lab08_1_new_lists_on_every_backend_call_are_named():
 def test_lab08_2_a_clamp_after_the_relu_is_named():
     def clamp_after(gm, example_inputs):
         for node in list(gm.graph.nodes):
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
                 with gm.graph.inserting_after(node):
                     clamp = gm.graph.call_function(torch.clamp, (node,), {"min": 0})
                 node.replace_all_uses_with(clamp, delete_user_cb=lambda user: user is not clamp)
@@ -324,13 +329,13 @@ def test_lab08_2_a_clamp_after_the_relu_is_named():
         return gm.forward
     result = expect_wrong("lab08.2", clamp_after)
     assert "reads the relu's output" in result.en and "读取的是 relu 的输出" in result.zh
-    assert "Match all three spellings" not in result.en
+    assert "Match every spelling" not in result.en
 
 
 def test_lab08_2_retargeting_the_relu_node_in_place_passes():
     def retarget(gm, example_inputs):
         for node in gm.graph.nodes:
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
                 in_place = _was_in_place(node)
                 node.op, node.target = "call_function", torch.clamp_ if in_place else torch.clamp
                 node.args, node.kwargs = (node.args[0],), {"min": 0}
@@ -365,7 +370,7 @@ def test_lab08_2_in_place_by_reading_the_module_instead_of_the_node_is_named():
     # inplace read from whether the relu is spelled F.relu: every nn.ReLU becomes in place
     def by_spelling(gm, example_inputs):
         for node in list(gm.graph.nodes):
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
                 clamp = torch.clamp_ if node.target is torch.nn.functional.relu else torch.clamp
                 with gm.graph.inserting_after(node):
                     new = gm.graph.call_function(clamp, (node.args[0],), {"min": 0})
@@ -375,13 +380,13 @@ def test_lab08_2_in_place_by_reading_the_module_instead_of_the_node_is_named():
         return gm.forward
     result = expect_wrong("lab08.2", by_spelling)
     assert "not in place became a clamp that changes its input in place" in result.en
-    assert "只有 inplace=True 的 relu 才换成原地运算的 clamp" in result.zh
+    assert "只有 inplace=True 的 relu" in result.zh
 
 
 def test_lab08_2_in_place_aware_answers_written_differently_pass():
     def method_in_place(gm, example_inputs):
         for node in list(gm.graph.nodes):
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
                 name = "clamp_min_" if _was_in_place(node) else "clamp"
                 with gm.graph.inserting_before(node):
                     new = gm.graph.call_method(name, (node.args[0],), {"min": 0} if name == "clamp" else {})
@@ -392,25 +397,44 @@ def test_lab08_2_in_place_aware_answers_written_differently_pass():
         gm.recompile()
         return gm.forward
 
-    def reroute_later_readers(gm, example_inputs):
-        # out of place everywhere; after an in-place relu, later readers of its input read the clamp instead
-        order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    def clamp_then_copy_back(gm, example_inputs):
+        # an in-place relu: an out-of-place clamp, then its values copied back into the relu's input
         for node in list(gm.graph.nodes):
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_method("clamp", (node.args[0],), {"min": 0})
+                if _was_in_place(node):
+                    with gm.graph.inserting_after(new):
+                        new = gm.graph.call_method("copy_", (node.args[0], new))
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+
+    for answer in (method_in_place, clamp_then_copy_back):
+        expect_passed("lab08.2", answer)
+
+
+def test_lab08_2_an_out_of_place_clamp_with_later_readers_moved_to_it_is_named():
+    # right values everywhere, but the in-place relu no longer changes the tensor itself (here the caller's x)
+    def reroute_later_readers(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, _EVERY_RELU):
                 source = node.args[0]
                 with gm.graph.inserting_after(node):
                     new = gm.graph.call_function(torch.clamp, (source,), {"min": 0})
                 node.replace_all_uses_with(new)
                 if _was_in_place(node):
+                    order = {n: i for i, n in enumerate(gm.graph.nodes)}
                     for user in list(source.users):
-                        if user is not new and order.get(user, len(order)) > order[node]:
+                        if user is not new and order[user] > order[new]:
                             user.replace_input_with(source, new)
                 gm.graph.erase_node(node)
         gm.recompile()
         return gm.forward
-
-    for answer in (method_in_place, reroute_later_readers):
-        expect_passed("lab08.2", answer)
+    result = expect_wrong("lab08.2", reroute_later_readers)
+    assert "the caller's x is left as it was" in result.en and "调用方的 x 保持原样" in result.zh
+    assert "F.relu(x, inplace=True)" in result.tried[0] and "F.relu(x, inplace=True)" in result.tried[1]
 
 
 def test_lab08_3_subtracting_two_nodes_is_named():
@@ -689,10 +713,14 @@ def test_lab08_3_another_exception_for_a_graph_over_the_limit_is_named():
 # -- found by a third adversarial review (issue 30) and the fix round's own attack -----------------
 
 def _recording_with(*, keep=lambda t: t.detach().clone(), give=lambda t, kept: t, key=lambda name: name,
-                    match=lambda node, store: node.name in store):
-    """A recording backend whose recorder stores ``keep(t)`` under ``key(name)`` and returns ``give(t, kept)``."""
+                    match=lambda node, store: node.name in store, store=lambda names: {name: [] for name in names},
+                    add=lambda values, kept: values.append(kept)):
+    """A recording backend whose recorder stores ``keep(t)`` under ``key(name)`` (with ``add``) and returns
+    ``give(t, kept)``; ``store(names)`` makes the store."""
+    made_store = store
+
     def make(names):
-        store = {name: [] for name in names}
+        store = made_store(names)
 
         class Rec(nn.Module):
             def __init__(self, name):
@@ -701,7 +729,7 @@ def _recording_with(*, keep=lambda t: t.detach().clone(), give=lambda t, kept: t
 
             def forward(self, t):
                 kept = keep(t)
-                store.setdefault(key(self.name), []).append(kept)
+                add(store.setdefault(key(self.name), []), kept)
                 return give(t, kept)
 
         def backend(gm, example_inputs):
@@ -751,10 +779,11 @@ def test_lab08_1_storing_under_other_keys_is_named():
 
 
 def test_lab08_1_recorders_written_differently_pass():
-    for answer in (_recording_with(give=lambda t, kept: t.clone()),  # a copy, still attached: same values and grads
-                   _recording_with(give=lambda t, kept: t * 1),
+    from collections import defaultdict
+    for answer in (_recording_with(give=lambda t, kept: t.view_as(t)),  # a view of t: in-place changes reach t
                    _recording_with(keep=lambda t: t.clone().detach()),
-                   _recording_with(keep=lambda t: t.data.clone())):
+                   _recording_with(keep=lambda t: t.data.clone()),
+                   _recording_with(store=lambda names: defaultdict(list, {name: [] for name in names}))):
         expect_passed("lab08.1", answer)
 
 
@@ -762,7 +791,7 @@ def _swap_with(clamp, *, args=lambda node: (node.args[0],), kwargs=lambda node: 
     """Swap every relu for ``clamp(in_place)`` called with ``args(node)``, ``kwargs(node)``."""
     def relu_to_clamp(gm, example_inputs):
         for node in list(gm.graph.nodes):
-            if _is_relu(node, (torch.relu, torch.nn.functional.relu, "method")):
+            if _is_relu(node, _EVERY_RELU):
                 with gm.graph.inserting_after(node):
                     new = gm.graph.create_node(op, clamp(_was_in_place(node)), args(node), kwargs(node))
                 node.replace_all_uses_with(new)
@@ -842,3 +871,200 @@ def test_lab08_3_an_unknown_way_of_skipping_ops_lists_the_graphs_ops():
     assert "its ops are the nodes sum_1, gt, cond, getitem, mul" in result.en
     assert "它的算子是节点 sum_1, gt, cond, getitem, mul" in result.zh
     assert "call_method nodes too" not in result.en  # the old, misleading diagnosis
+
+
+# -- found by a fourth adversarial review (lab08 findings 1-12) -------------------------------------
+
+@pytest.mark.parametrize("give", [lambda t, kept: t.clone(), lambda t, kept: t * 1], ids=["clone", "times_one"])
+def test_lab08_1_a_recorder_returning_a_new_tensor_is_named(give):
+    # x.mul_(2) on the model's input then changes the copy, not the caller's x
+    result = expect_wrong("lab08.1", _recording_with(give=give))
+    assert "a recorder returned a copy of its input" in result.en and "有记录器返回了输入的副本" in result.zh
+    assert "the caller's x unchanged" in result.got[0] and "调用方的 x 没有变" in result.got[1]
+
+
+def test_lab08_1_storing_the_tensor_and_returning_a_copy_is_named():
+    # the store aliases the caller's x: the caller's later changes would reach it
+    result = expect_wrong("lab08.1", _recording_with(keep=lambda t: t.detach(), give=lambda t, kept: t.clone()))
+    assert "returned a copy of its input" in result.en and "返回了输入的副本" in result.zh
+
+
+def test_lab08_1_a_copy_in_another_dtype_is_named():
+    result = expect_wrong("lab08.1", _recording_with(keep=lambda t: t.detach().clone().float()))
+    assert "their dtype is torch.float32" in result.en and "dtype 是 torch.float32" in result.zh
+    assert "float64" in result.tried[0] and "float64" in result.tried[1]
+
+
+def test_lab08_1_a_store_filled_lazily_is_named():
+    result = expect_wrong("lab08.1", _recording_with(store=lambda names: {}))
+    assert "a key for every name, each an empty list" in result.en and "每个名字都有一个键，对应一个空列表" in result.zh
+    assert result.got == "{}"
+
+
+def test_lab08_1_a_recorder_that_replaces_the_list_is_named():
+    def replace(values, kept):
+        values[:] = [kept]
+    result = expect_wrong("lab08.1", _recording_with(add=replace))
+    assert "replaced what the list held instead of adding to it" in result.en and "替换掉列表里原有的内容" in result.zh
+    assert "backend started a new list" not in result.en
+    assert result.got[0] == "1 tensor" and result.expected[0] == "2 tensors"
+
+
+def test_lab08_1_one_buffer_for_every_call_is_named():
+    buffers = {}
+
+    def into_buffer(t):
+        key = (tuple(t.shape), t.dtype)
+        if key not in buffers:
+            buffers[key] = t.detach().clone()
+        return buffers[key].copy_(t.detach())
+    result = expect_wrong("lab08.1", _recording_with(keep=into_buffer))
+    assert "share their memory" in result.en and "共用同一块内存" in result.zh
+
+
+def test_lab08_1_a_stored_output_the_caller_changes_is_named():
+    # the model's output is stored without a copy: the caller changing what it got back changes the store
+    def make(names):
+        backend, store = _recording_with()(names)
+        original = backend
+
+        def aliasing(gm, example_inputs):
+            returned = original(gm, example_inputs)
+            for name, sub in gm.named_children():
+                if sub.__class__.__name__ == "Rec" and sub.name == "add":
+                    sub.forward = lambda t, sub=sub: (store[sub.name].append(t.detach()), t)[1]
+            return returned
+        return aliasing, store
+    result = expect_wrong("lab08.1", make)
+    assert "the store holds that tensor itself" in result.en and "store 里保存的是那个张量本身" in result.zh
+
+
+def test_lab08_1_a_recorder_read_by_only_some_users_is_named():
+    # l_x_ has two users (mul_, add): only the last one is moved to the recorder
+    def make(names):
+        store = {name: [] for name in names}
+
+        def backend(gm, example_inputs):
+            for node in list(gm.graph.nodes):
+                if node.name in store:
+                    gm.add_submodule(f"rec_{node.name}", Recorder(node.name, store))
+                    with gm.graph.inserting_after(node):
+                        rec = gm.graph.call_module(f"rec_{node.name}", (node,))
+                    last = [user for user in node.users if user is not rec][-1]
+                    last.replace_input_with(node, rec)
+            gm.recompile()
+            return gm.forward
+        return backend, store
+    result = expect_wrong("lab08.1", make)
+    assert "while other users read the recorder" in result.en and "而其他使用者读取的是记录器" in result.zh
+    assert "output is unused" not in result.en
+
+
+def test_lab08_2_matching_relu_in_the_targets_name_is_named():
+    def by_target_name(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if node.op in ("call_function", "call_method") and "relu" in getattr(node.target, "__name__", node.target):
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_function(torch.clamp_ if _was_in_place(node) else torch.clamp,
+                                                 (node.args[0],), {"min": 0})
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    result = expect_wrong("lab08.2", by_target_name)
+    assert "the node leaky_relu (call_function leaky_relu) is no ReLU" in result.en
+    assert "节点 leaky_relu（call_function leaky_relu）并不是 ReLU" in result.zh
+
+
+def test_lab08_2_matching_relu_in_the_nodes_name_is_named():
+    def by_node_name(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if node.op in ("call_function", "call_method") and "relu" in node.name:
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_function(torch.clamp_ if _was_in_place(node) else torch.clamp,
+                                                 (node.args[0],), {"min": 0})
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    result = expect_wrong("lab08.2", by_node_name)
+    assert "in a node named y" in result.en and "not by their name" in result.en
+    assert "所在节点名为 y" in result.zh and "而不是按名字" in result.zh
+
+
+def test_lab08_2_an_inplace_argument_that_is_only_present_is_named():
+    # F.relu(g, False): inplace given by position and False
+    result = expect_wrong("lab08.2", _swap_present_is_in_place())
+    assert "a relu that was not in place became a clamp that changes its input in place" in result.en
+    assert "F.relu(h, False)" in result.en and "F.relu(h, False)" in result.zh
+    assert "F.relu(g, False)" in result.tried[0]
+
+
+def _swap_present_is_in_place():
+    def relu_to_clamp(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, _EVERY_RELU):
+                in_place = node.target in (torch.relu_, "relu_") or node.kwargs.get("inplace", False) or len(node.args) > 1
+                with gm.graph.inserting_after(node):
+                    new = gm.graph.call_function(torch.clamp_ if in_place else torch.clamp, (node.args[0],), {"min": 0})
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    return relu_to_clamp
+
+
+@pytest.mark.parametrize("spelling, named", [
+    ("method", "x.relu_()"), (torch.relu_, "torch.relu_"),
+], ids=["method_relu_", "torch_relu_"])
+def test_lab08_2_missing_an_in_place_spelling_is_named(spelling, named):
+    if spelling == "method":  # keep x.relu(), drop x.relu_()
+        def relu_to_clamp(gm, example_inputs):
+            for node in list(gm.graph.nodes):
+                if _is_relu(node, _EVERY_RELU) and node.target != "relu_":
+                    with gm.graph.inserting_after(node):
+                        new = gm.graph.call_function(torch.clamp_ if _was_in_place(node) else torch.clamp,
+                                                     (node.args[0],), {"min": 0})
+                    node.replace_all_uses_with(new)
+                    gm.graph.erase_node(node)
+            gm.recompile()
+            return gm.forward
+        answer = relu_to_clamp
+    else:
+        answer = make_swap(spellings=tuple(s for s in _EVERY_RELU if s is not spelling))
+    result = expect_wrong("lab08.2", answer)
+    assert "a relu is still in the graph: the in-place" in result.en and named in result.en and named in result.zh
+
+
+def test_lab08_3_returning_none_over_the_limit_is_named():
+    def make(n):
+        def backend(gm, example_inputs):
+            if sum(1 for node in gm.graph.nodes if node.op.startswith("call_")) > n:
+                return None
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", make)
+    assert "returned None instead of raising GraphTooLarge" in result.en and "而没有抛出 GraphTooLarge" in result.zh
+    assert "AssertionError" not in result.en and result.got[0] == "returned None"
+
+
+def test_lab08_1_one_list_shared_by_every_name_is_named():
+    # dict.fromkeys(names, []): every key holds the same list (it read as "a name that only starts with 'h'")
+    result = expect_wrong("lab08.1", _recording_with(store=lambda names: dict.fromkeys(names, [])))
+    assert "share one list object" in result.en and "共用同一个列表对象" in result.zh
+    assert "only starts with" not in result.en
+
+
+def test_lab08_3_refusing_only_when_the_compiled_model_runs_is_named():
+    def make(n):
+        def backend(gm, example_inputs):
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if ops > n:
+                def refuse(*args):
+                    raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+                return refuse
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", make)
+    assert "returned a function that raises GraphTooLarge when it is called" in result.en
+    assert "返回的函数在被调用时才抛出 GraphTooLarge" in result.zh

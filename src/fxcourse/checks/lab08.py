@@ -131,20 +131,51 @@ def _break_refs(model: _BreakThenMutate, x: torch.Tensor) -> dict[str, torch.Ten
         return {"z": z, "y": z / (z.abs().max().item() + 1.0)}
 
 
+class _ChangesItsInput(nn.Module):
+    """No parameters; changes its input in place, so the caller's tensor changes too (the placeholder l_x_ is
+    recorded before x.mul_(2) changes it). Called with float64 tensors."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2.0)
+        return x + 1.0
+
+
+def _changes_input_refs(model: _ChangesItsInput, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {"l_x_": x.clone(), "add": x * 2.0 + 1.0}
+
+
+#: What a case's model does to a recorded value after it is made: name -> (the value after it, the op's text).
+_CHANGED_LATER: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
+    "y": (lambda value: value + 1.0, "y.add_(1)"), "l_x_": (lambda value: value * 2.0, "x.mul_(2)")}
+
+
 def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Callable[..., dict[str, torch.Tensor]],
-                                     list[torch.Tensor]]]:
+                                     list[torch.Tensor], bool]]:
+    """(label, model, names, reference values, inputs, whether to call it once with gradients)."""
     two = seeded(_TwoLayer(), 81)
     xs_two = _inputs(810, (3, 5), (3, 5))
     brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
+    xs_own = [x.double() for x in _inputs(830, (3, 4), (3, 4))]
     return [
         (("a two-layer model (h = fc1(x); a = h.tanh(); h = fc2(a) * 2), names ['h', 'a']",
-          "两层模型（h = fc1(x); a = h.tanh(); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs, xs_two),
+          "两层模型（h = fc1(x); a = h.tanh(); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs,
+         xs_two, True),
         (("a model with a graph break (z = fc(x); s = z.abs().max().item(); y = z / (s + 1); "
           "y.add_(1)), names ['z', 'y']",
           "含图中断的模型（z = fc(x); s = z.abs().max().item(); y = z / (s + 1); y.add_(1)），名字 ['z', 'y']"),
-         brk, ["z", "y"], _break_refs, xs_brk),
+         brk, ["z", "y"], _break_refs, xs_brk, True),
+        (("a model that changes its input in place (x.mul_(2); return x + 1), called with float64 tensors, names "
+          "['l_x_', 'add'] (l_x_ is the placeholder of x); afterwards the caller changes the tensors it passed in "
+          "and got back",
+          "原地修改输入的模型（x.mul_(2); return x + 1），用 float64 张量调用，名字 ['l_x_', 'add']（l_x_ 是 x 的 "
+          "placeholder）；调用之后，调用方会修改它传入的和拿回的张量"),
+         _ChangesItsInput(), ["l_x_", "add"], _changes_input_refs, xs_own, False),
     ]
+
+
+def _tensors(count: int) -> tuple[str, str]:
+    return (f"{count} tensor" if count == 1 else f"{count} tensors"), f"{count} 个张量"
 
 
 def _stale_code(gm: fx.GraphModule) -> bool:
@@ -172,12 +203,13 @@ def _stale_code(gm: fx.GraphModule) -> bool:
 ])
 def _recording(answer: Any) -> None:
     need_callable(answer, "make_recording_backend")
-    for label, model, names, refs, xs in _recording_cases():
+    for label, model, names, refs, xs, with_grad in _recording_cases():
         made = answer(list(names))
         if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0])):
             raise Wrong("return a pair (backend, store).", "请返回一个二元组 (backend, store)。",
                         tried=f"make_recording_backend({names!r})", got=describe(made))
         backend, store = made
+        _check_fresh_store(names, store)
         wants = [refs(model, x) for x in xs]
         edited: list[fx.GraphModule] = []
         original: dict[int, set[str]] = {}  # id(gm) -> the node names Dynamo gave it, before the backend ran
@@ -198,19 +230,85 @@ def _recording(answer: Any) -> None:
             return returned
 
         compiled = _compile(model, watching)
+        held: list[torch.Tensor] = []  # what the caller passed in and got back: changed after the checks
+        history: list[tuple[dict[str, int], int]] = []  # after each call: the list lengths, the backend calls so far
         for x in xs:
+            x_eager, x_compiled = x.clone(), x.clone()
             with torch.no_grad():
-                want_out, got_out = model(x), _run(compiled, x)
-            if not _close(got_out, want_out):
+                want_out, got_out = model(x_eager), _run(compiled, x_compiled)
+            if not _close(got_out, want_out) or got_out.dtype != want_out.dtype:
                 raise Wrong("the compiled model's output changed: a recorder must return its input unchanged, and "
                             "only the recorded node's users should read from it.",
                             "编译后模型的输出变了：记录器必须原样返回输入，并且只让被记录节点的使用者改为读取它。",
                             tried=label, expected=_EAGER_OUTPUT,
                             got=_max_diff(got_out, want_out) if isinstance(got_out, torch.Tensor)
                             else describe(got_out))
-        _gradient_call(_with(label, _WITH_GRAD[0], _WITH_GRAD[1]), model, answer(list(names)), xs[0])
-        _check_store(label, store, names, wants, edited)
+            if not torch.equal(x_compiled, x_eager):
+                _input_not_changed(label, x, x_compiled, x_eager)
+            held.extend(t for t in (x_compiled, got_out) if isinstance(t, torch.Tensor))
+            history.append(({name: len(store.get(name) or []) if isinstance(store, dict) else 0 for name in names},
+                            len(edited)))
+        if with_grad:
+            _gradient_call(_with(label, _WITH_GRAD[0], _WITH_GRAD[1]), model, answer(list(names)), xs[0])
+        _check_store(label, store, names, wants, edited, history)
+        _check_copies(label, store, names, held)
         _check_rerouted(label, names, edited, original)
+
+
+def _check_fresh_store(names: list[str], store: Any) -> None:
+    """Before anything is compiled, store has a key for every name, each an empty list."""
+    fresh = isinstance(store, dict) and all(isinstance(store.get(name), list) and not store.get(name)
+                                            for name in names) and all(name in store for name in names)
+    if fresh and len({id(store[name]) for name in names}) < len(names):
+        raise Wrong("the names in store share one list object (every key holds the same list, as dict.fromkeys(names, "
+                    "[]) makes it), so a value recorded for one name shows up under every name. Give each name a list "
+                    "of its own.",
+                    "store 中的各个名字共用同一个列表对象（每个键对应的是同一个列表，dict.fromkeys(names, []) 就会这样），"
+                    "于是为一个名字记录的值会出现在所有名字下面。请给每个名字各建一个自己的列表。",
+                    tried=f"make_recording_backend({names!r})",
+                    expected=("a list of its own for each name", "每个名字各有自己的列表"),
+                    got=("one list shared by the names", "各名字共用一个列表"))
+    if not fresh:
+        shown = repr(dict(store)) if isinstance(store, dict) else describe(store)
+        raise Wrong("store should start as a dict with a key for every name, each an empty list, before anything "
+                    "is compiled (a name that no graph holds keeps its empty list).",
+                    "在编译任何东西之前，store 就应当是一个 dict，每个名字都有一个键，对应一个空列表"
+                    "（没有任何计算图含有的名字，就一直对应空列表）。",
+                    tried=f"make_recording_backend({names!r})",
+                    expected=repr({name: [] for name in names}), got=shown[:160])
+
+
+def _input_not_changed(label: tuple[str, str], x: torch.Tensor, got: torch.Tensor, want: torch.Tensor) -> None:
+    """The model changes its input in place; the compiled one left the caller's tensor otherwise."""
+    if torch.equal(got, x):
+        raise Wrong("the compiled model's output is right, but it no longer changes its input in place as the eager "
+                    "model does (x.mul_(2) changes the caller's x): a recorder returned a copy of its input, so the "
+                    "in-place op changed the copy. The recorder must return its input t itself, as the task says.",
+                    "编译后模型的输出是对的，但它不再像 eager 模型那样原地修改输入了（x.mul_(2) 会修改调用方的 x）："
+                    "有记录器返回了输入的副本，于是原地运算修改的是这个副本。记录器必须像题目说的那样返回输入 t 本身。",
+                    tried=label, expected=("the caller's x changed by x.mul_(2)", "调用方的 x 被 x.mul_(2) 修改"),
+                    got=("the caller's x unchanged", "调用方的 x 没有变"))
+    raise Wrong("after the call the caller's x differs from what the eager model leaves in it: a recorder must "
+                "return its input t itself, unchanged.",
+                "调用之后，调用方的 x 与 eager 模型留下的不同：记录器必须原样返回输入 t 本身。",
+                tried=label, expected=("x as eager leaves it", "eager 留下的 x"), got=_max_diff(got, want))
+
+
+def _check_copies(label: tuple[str, str], store: Any, names: list[str], held: list[torch.Tensor]) -> None:
+    """The recorded values stay as they are when the caller changes the tensors it passed in and got back."""
+    before = {name: [t.clone() for t in store[name]] for name in names}
+    for t in held:
+        t.add_(100.0)
+    changed = next((name for name in names if any(not torch.equal(t, b) for t, b in zip(store[name], before[name]))),
+                   None)
+    if changed is not None:
+        raise Wrong(f"a value recorded for {changed!r} changed when the caller changed, after the call, a tensor it "
+                    "passed in or got back: the store holds that tensor itself (or a view of it), not a copy. Store a "
+                    "copy, as the task says.",
+                    f"调用结束后，调用方修改了它传入或拿回的张量，{changed!r} 记录的值也跟着变了：store 里保存的是那个张量本身"
+                    "（或它的视图），而不是副本。请像题目说的那样保存副本。",
+                    tried=label, expected=("the recorded values unchanged", "记录的值保持不变"),
+                    got=(f"the values recorded for {changed!r} changed", f"{changed!r} 记录的值变了"))
 
 
 #: Added to a probe's label for the call made with autograd on.
@@ -305,6 +403,18 @@ def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.Gr
                             got=(f"{node.name!r} read by {', '.join(sorted(u.name for u in node.users))}",
                                  f"{node.name!r} 被 {', '.join(sorted(u.name for u in node.users))} 读取"))
             direct = sorted(user.name for user in node.users if user.op != "call_module")
+            read = [user.name for user in node.users if user.op == "call_module" and user.users]
+            if direct and read:
+                raise Wrong(f"node(s) {', '.join(direct)} still read {node.name!r} itself, while other users read the "
+                            f"recorder {read[0]}: every user of the named node other than the recorder must read from "
+                            "the recorder, so that nothing reads the value, or changes it in place, before the recorder "
+                            "has copied it.",
+                            f"节点 {', '.join(direct)} 仍然直接读取 {node.name!r}，而其他使用者读取的是记录器 {read[0]}："
+                            "除记录器之外，指定节点的每个使用者都必须改为读取记录器，这样在记录器复制这个值之前，"
+                            "没有谁会读取它或原地修改它。",
+                            tried=label, expected=(f"{node.name!r} read only by its recorder",
+                                                   f"{node.name!r} 只被它的记录器读取"),
+                            got=(f"also read by {', '.join(direct)}", f"还被 {', '.join(direct)} 读取"))
             if direct:
                 raise Wrong(f"node(s) {', '.join(direct)} still read {node.name!r} itself, not the recorder: the recorder's "
                             "output is unused, so a pass that removes unused nodes would drop it. Move every other "
@@ -317,7 +427,7 @@ def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.Gr
 
 
 def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
-                 edited: list[fx.GraphModule]) -> None:
+                 edited: list[fx.GraphModule], history: list[tuple[dict[str, int], int]]) -> None:
     if not isinstance(store, dict):
         raise Wrong("store should be a dict from node name to a list of recorded tensors.",
                     "store 应当是从节点名到已记录张量列表的 dict。", tried=label, got=describe(store))
@@ -392,13 +502,34 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
                         "并返回修改后模块的 forward，让记录器在每次调用时运行；再次追踪计算图的后端只会在假张量上运行它一次。",
                         tried=label, got=", ".join(type(t).__name__ for t in got))
         if 0 < len(got) < calls and all(_close(t, wants[calls - len(got) + i][name]) for i, t in enumerate(got)):
+            # the list got no longer from one call to the next although the backend was not called in between
+            replaced = any(backend_calls == before_calls and lengths[name] <= before[name]
+                           for (lengths, backend_calls), (before, before_calls) in zip(history[1:], history[:-1]))
+            if replaced:
+                raise Wrong(f"{name!r} holds only the value of the last call: each call of the compiled model replaced "
+                            "what the list held instead of adding to it (the backend was not called again in "
+                            "between). Each recorder call adds one value to the list and keeps the earlier ones.",
+                            f"{name!r} 只保留了最后一次调用的值：编译后的模型每调用一次，就替换掉列表里原有的内容，而不是往里追加"
+                            "（这期间后端并没有被再次调用）。记录器每次调用都要往列表里追加一个值，并保留之前的值。",
+                            tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
+                            expected=_tensors(calls), got=_tensors(len(got)))
             raise Wrong(f"{name!r} holds only the values of the last {len(got)} call(s): the earlier ones were lost "
                         "when Dynamo called your backend again for a new shape and the backend started a new list. "
                         "Every graph's recorders append to the lists of the one store, made once.",
                         f"{name!r} 只保留了最后 {len(got)} 次调用的值：Dynamo 因为新形状再次调用后端时，后端新建了列表，"
                         "之前的值就丢了。所有计算图的记录器都要追加到同一个 store 的列表里，这些列表只创建一次。",
                         tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
-                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
+                        expected=_tensors(calls), got=_tensors(len(got)))
+        blocks = len({t.untyped_storage().data_ptr() for t in got})
+        if blocks < len(got) == calls:
+            raise Wrong(f"the tensors recorded for {name!r} share their memory: the recorder reuses one tensor (a "
+                        "buffer it copies each value into, or the same tensor appended again), so a later call "
+                        "overwrites what earlier calls recorded. Store a new copy at every call.",
+                        f"为 {name!r} 记录的张量共用同一块内存：记录器反复使用同一个张量（每次把值复制进去的缓冲区，"
+                        "或者再次追加的同一个张量），于是后面的调用覆盖了前面记录的值。每次调用都要保存一份新的副本。",
+                        tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
+                        expected=(f"{calls} separate copies", f"{calls} 份各自独立的副本"),
+                        got=(f"{len(got)} tensors in {blocks} block(s) of memory", f"{len(got)} 个张量只占用 {blocks} 块内存"))
         longer = sorted({n.name for gm in edited for n in gm.graph.nodes
                          if n.name != name and n.name.startswith(name) and n.op not in ("call_module", "output")})
         if len(got) > calls and longer:
@@ -408,24 +539,34 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
                         f"{name!r} 记录的张量比调用次数还多：名字只是以 {name!r} 开头的节点（{', '.join(longer)}，另一个节点）"
                         "也被记在了它名下。请把 node.name 与每个名字做完全相等的比较。",
                         tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
-                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
+                        expected=_tensors(calls), got=_tensors(len(got)))
         if len(got) != calls:
             raise Wrong(f"{name!r} should get one tensor per call of the compiled model. A new input shape makes "
                         "Dynamo compile again and call the backend again: edit every graph you are given, each time.",
                         f"编译后的模型每调用一次，{name!r} 应当记录一个张量。新的输入形状会让 Dynamo 重新编译并再次调用后端："
                         "每次收到的每一张图都要修改。",
                         tried=_with(label, f", called {calls} times", f"，调用 {calls} 次"),
-                        expected=(f"{calls} tensors", f"{calls} 个张量"), got=(f"{len(got)} tensors", f"{len(got)} 个张量"))
+                        expected=_tensors(calls), got=_tensors(len(got)))
         for i, (t, want) in enumerate(zip(got, wants)):
             if _close(t, want[name]):
+                if t.dtype != want[name].dtype:
+                    raise Wrong(f"the values recorded for {name!r} are right, but their dtype is {t.dtype}, while the "
+                                f"node's value is {want[name].dtype}: store a copy of the value as it is, in its own "
+                                "dtype.",
+                                f"{name!r} 记录的数值是对的，但 dtype 是 {t.dtype}，而节点的值是 {want[name].dtype}："
+                                "请按原样保存值的副本，保持它自己的 dtype。",
+                                tried=_with(label, f", call {i + 1}", f"，第 {i + 1} 次调用"),
+                                expected=(f"dtype {want[name].dtype}", f"dtype 为 {want[name].dtype}"),
+                                got=(f"dtype {t.dtype}", f"dtype 为 {t.dtype}"))
                 continue
-            if name == "y" and _close(t, want[name] + 1.0):
-                raise Wrong("the recorded 'y' was changed later by y.add_(1): store a copy of the value, not the "
+            later, op = _CHANGED_LATER.get(name, (None, ""))
+            if later is not None and _close(t, later(want[name])):
+                raise Wrong(f"the recorded {name!r} was changed later by {op}: store a copy of the value, not the "
                             "tensor itself.",
-                            "记录下的 'y' 之后被 y.add_(1) 原地修改了：请保存值的副本，而不是张量本身。",
+                            f"记录下的 {name!r} 之后被 {op} 原地修改了：请保存值的副本，而不是张量本身。",
                             tried=_with(label, f", call {i + 1}", f"，第 {i + 1} 次调用"),
-                            expected=("y before y.add_(1)", "y.add_(1) 之前的 y"),
-                            got=("y after y.add_(1)", "y.add_(1) 之后的 y"))
+                            expected=(f"{name} before {op}", f"{op} 之前的 {name}"),
+                            got=(f"{name} after {op}", f"{op} 之后的 {name}"))
             other = next((o for o in names if o != name and _close(t, want[o])), None)
             if other is not None:
                 raise Wrong(f"the value recorded for {name!r} is the value of {other!r}: each recorder must store "
@@ -443,7 +584,7 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
 
 # -- exercise 2: swap relu for clamp ------------------------------------------------------
 
-_RELU_FUNCTIONS = (torch.relu, torch.nn.functional.relu)
+_RELU_FUNCTIONS = (torch.relu, torch.nn.functional.relu, torch.relu_)  # F.relu_ is torch.relu_
 _CLAMP_NAMES = ("clamp", "clip", "clamp_min")
 
 
@@ -484,7 +625,7 @@ def _clamp_target(node: fx.Node) -> bool | None:
 def _is_relu(node: fx.Node) -> bool:
     if node.op == "call_function":
         return any(node.target is f for f in _RELU_FUNCTIONS)
-    return node.op == "call_method" and node.target == "relu"
+    return node.op == "call_method" and node.target in ("relu", "relu_")
 
 
 def _is_clamp(node: fx.Node) -> bool:
@@ -499,12 +640,20 @@ def _clamp_input(node: fx.Node) -> Any:
 def _in_place(node: fx.Node) -> bool:
     """A relu (inplace=True) or a clamp that changes its input in place."""
     if _is_relu(node):
+        if node.target in (torch.relu_, "relu_"):
+            return True
         flag = node.kwargs.get("inplace", node.args[1] if len(node.args) > 1 else False)
         return flag is True
     return bool(_clamp_target(node))
 
 
 def _relu_kind(node: fx.Node) -> tuple[str, str]:
+    if node.target == "relu_":
+        return ("the in-place method call x.relu_() (a call_method node whose target is the string 'relu_')",
+                "原地方法调用 x.relu_()（target 为字符串 'relu_' 的 call_method 节点）")
+    if node.target is torch.relu_:
+        return ("the in-place function torch.relu_ (F.relu_ is the same function)",
+                "原地函数 torch.relu_（F.relu_ 就是同一个函数）")
     if node.op == "call_method":
         return ("the method call x.relu() (a call_method node whose target is the string 'relu')",
                 "方法调用 x.relu()（target 为字符串 'relu' 的 call_method 节点）")
@@ -564,12 +713,42 @@ class _ReLUReused(nn.Module):
 
 
 class _PositionalInplace(nn.Module):
-    """F.relu(h, True): inplace given by position, which Dynamo's graph keeps as a positional argument."""
+    """F.relu(h, True) and F.relu(g, False): inplace given by position, which Dynamo's graph keeps as a
+    positional argument."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x * 1.0
         r = torch.nn.functional.relu(h, True)  # changes h in place: h + r is 2 * relu(x)
-        return h + r
+        g = x - 0.5
+        s = torch.nn.functional.relu(g, False)  # leaves g as it is: g + s keeps g's negative entries
+        return h + r + g + s
+
+
+class _InPlaceSpellings(nn.Module):
+    """The in-place spellings of relu: the method x.relu_() and the function torch.relu_ (= F.relu_)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * 1.0
+        h.relu_()
+        g = x - 0.3
+        torch.relu_(g)
+        return h + g * 2
+
+
+class _ReLUOfInput(nn.Module):
+    """An in-place relu of the model's input: the caller's tensor changes too."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.relu(x, inplace=True) * 2
+
+
+class _NotReLUs(nn.Module):
+    """Nodes that are no ReLU though their name or their target's name says relu."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        relu = x.sigmoid()  # a call_method node named relu
+        out = torch.nn.functional.leaky_relu(x, 0.1) + torch.relu(relu - 0.5)
+        return out + torch.nn.functional.relu6(x * 4)
 
 
 class _IntegerReLUs(nn.Module):
@@ -641,9 +820,24 @@ def _swap(answer: Any) -> None:
                "在每个 relu 之后再次读取其输入的模型：h = fc(x); out = h + act(h)，其中 act = nn.ReLU(inplace=True)；"
                "a = out - 1; return a + plain(a)，其中 plain = nn.ReLU()"),
               seeded(_ReLUReused(), 89), _inputs(890, (6, 4))[0]),
-             (("a function whose relu gets inplace by position: h = x * 1.0; r = F.relu(h, True); return h + r",
-               "relu 的 inplace 以位置参数给出的函数：h = x * 1.0; r = F.relu(h, True); return h + r"),
+             (("a function whose relus get inplace by position: h = x * 1.0; r = F.relu(h, True); g = x - 0.5; "
+               "s = F.relu(g, False); return h + r + g + s",
+               "relu 的 inplace 以位置参数给出的函数：h = x * 1.0; r = F.relu(h, True); g = x - 0.5; "
+               "s = F.relu(g, False); return h + r + g + s"),
               _PositionalInplace(), _inputs(891, (3, 4))[0]),
+             (("a function with the in-place spellings: h = x * 1.0; h.relu_(); g = x - 0.3; torch.relu_(g); "
+               "return h + g * 2",
+               "使用原地写法的函数：h = x * 1.0; h.relu_(); g = x - 0.3; torch.relu_(g); return h + g * 2"),
+              _InPlaceSpellings(), _inputs(893, (3, 4))[0]),
+             (("a function whose in-place relu changes its input: return F.relu(x, inplace=True) * 2 (the caller's x "
+               "is compared with eager's after the call)",
+               "其中原地 relu 会修改输入的函数：return F.relu(x, inplace=True) * 2（调用之后，会把调用方的 x 与 eager 的比较）"),
+              _ReLUOfInput(), _inputs(894, (3, 4))[0]),
+             (("a function with nodes that are no ReLU: relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + "
+               "torch.relu(relu - 0.5); return out + F.relu6(x * 4)",
+               "含有并非 ReLU 的节点的函数：relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + torch.relu(relu - 0.5); "
+               "return out + F.relu6(x * 4)"),
+              _NotReLUs(), _inputs(895, (3, 4))[0] * 2),
              (("a function of an integer (int64) tensor: out = torch.relu(x - 3) + (x - 5).relu(); "
                "return out * 2 + F.relu(x - 4, inplace=True)",
                "接收整数（int64）张量的函数：out = torch.relu(x - 3) + (x - 5).relu(); "
@@ -652,8 +846,11 @@ def _swap(answer: Any) -> None:
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
         in_place: list[tuple[str, bool]] = []  # (the relu input's name, whether the relu was in place)
+        others: list[tuple[fx.GraphModule, dict[str, tuple[str, Any]]]] = []  # the nodes that are no relu
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
+            others.append((gm, {n.name: (n.op, n.target) for n in gm.graph.nodes
+                                if n.op in _OPS and not _is_relu(n)}))
             inputs = [n.args[0] for n in gm.graph.nodes if _is_relu(n) and n.args]
             in_place.extend((n.args[0].name, _in_place(n)) for n in gm.graph.nodes
                             if _is_relu(n) and n.args and isinstance(n.args[0], fx.Node))
@@ -662,10 +859,11 @@ def _swap(answer: Any) -> None:
             return returned
 
         compiled = _compile(model, watching)
+        x_eager, x_compiled = x.clone(), x.clone()
         with torch.no_grad():
-            want = model(x)
+            want = model(x_eager)
             try:
-                got = _run(compiled, x)
+                got = _run(compiled, x_compiled)
             except TypeError as exc:
                 if "inplace" not in str(exc):
                     raise
@@ -682,7 +880,7 @@ def _swap(answer: Any) -> None:
                 raise Wrong(*_FLOAT_BOUND, tried=label, expected=_EAGER_OUTPUT,
                             got=f"RuntimeError: {str(exc).splitlines()[0][:120]}") from None
         for relu_inputs, returned, gm in seen:
-            _check_swapped_graph(label, relu_inputs, returned, gm)
+            _check_swapped_graph(label, relu_inputs, returned, gm, others)
         if isinstance(got, torch.Tensor) and got.dtype != want.dtype:
             en, zh = _FLOAT_BOUND if _float_bound(seen) is not None else (
                 "the compiled model's output has another dtype than eager's: each clamp must keep its input's "
@@ -691,11 +889,53 @@ def _swap(answer: Any) -> None:
             raise Wrong(en, zh, tried=label, expected=(f"dtype {want.dtype}", f"dtype 为 {want.dtype}"),
                         got=(f"dtype {got.dtype}", f"dtype 为 {got.dtype}"))
         if not _close(got, want):
+            _name_replaced_non_relu(label, seen, others)
             _name_in_place_mistake(label, in_place, seen, got, want)
             raise Wrong("the compiled model's output changed, although every relu became a clamp.",
                         "每个 relu 都换成了 clamp，但编译后模型的输出变了。",
                         tried=label, expected=_EAGER_OUTPUT,
                         got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
+        if not torch.equal(x_compiled, x_eager):
+            _name_replaced_non_relu(label, seen, others)
+            if torch.equal(x_compiled, x):
+                raise Wrong("the compiled model's output is right, but the caller's x is left as it was, while the "
+                            "eager model's in-place relu changes it: where a relu is in place, its clamp must change its "
+                            "input in place too (the in-place form of clamp). An out-of-place clamp whose result the later "
+                            "readers use gives them the right values, but the tensor itself, and whoever else holds it, "
+                            "such as the caller, is left unchanged.",
+                            "编译后模型的输出是对的，但调用方的 x 保持原样，而 eager 模型里原地运算的 relu 会修改它：relu 是原地运算时，"
+                            "它的 clamp 也必须原地修改输入（用 clamp 的原地版本）。非原地的 clamp 即使让之后的读取者改用它的结果，"
+                            "读到的数值虽然对，张量本身以及持有它的其他人（例如调用方）看到的却仍是原来的值。",
+                            tried=label, expected=("the caller's x changed by the in-place relu",
+                                                   "调用方的 x 被原地 relu 修改"),
+                            got=("the caller's x unchanged", "调用方的 x 没有变"))
+            raise Wrong("the compiled model's output is right, but the caller's x differs after the call from what the "
+                        "eager model leaves in it: a clamp must change its input in place exactly where the relu it "
+                        "replaces does.",
+                        "编译后模型的输出是对的，但调用之后调用方的 x 与 eager 模型留下的不同：只有在被替换的 relu 原地修改输入的地方，"
+                        "clamp 才能原地修改输入，而且在那里必须这样做。",
+                        tried=label, expected=("x as eager leaves it", "eager 留下的 x"), got=_max_diff(x_compiled, x_eager))
+
+
+def _name_replaced_non_relu(label: tuple[str, str], seen: list[tuple[list[fx.Node], Any, fx.GraphModule]],
+                            others: list[tuple[fx.GraphModule, dict[str, tuple[str, Any]]]]) -> None:
+    """Name a node that was no relu but is gone from the graph the backend returned (or runs another target)."""
+    for (_, returned, gm), (_, before) in zip(seen, others):
+        after = {n.name: (n.op, n.target) for n in (_edited_graph(returned, gm) or gm).graph.nodes}
+        gone = next((name for name, kept in before.items() if after.get(name) != kept), None)
+        if gone is None:
+            continue
+        op, target = before[gone]
+        shown = getattr(target, "__name__", target)
+        raise Wrong(f"the node {gone} ({op} {shown}) is no ReLU, but your backend replaced it: pick the ReLU nodes by "
+                    "their op and target, as the task lists them. A node's name (Dynamo names a node after the "
+                    "variable it was assigned to), or a target whose name merely contains 'relu' (leaky_relu, "
+                    "relu6), does not make it a ReLU.",
+                    f"节点 {gone}（{op} {shown}）并不是 ReLU，你的后端却把它替换了：请像题目列出的那样，按 op 和 target "
+                    "挑出 ReLU 节点。节点的名字（Dynamo 用它被赋值给的变量来命名节点），或者 target 的名字里碰巧含有 'relu'"
+                    "（leaky_relu、relu6），都不能说明它是 ReLU。",
+                    tried=label, expected=(f"the node {gone} left as it is", f"节点 {gone} 保持原样"),
+                    got=(f"the node {gone} replaced", f"节点 {gone} 被替换了"))
 
 
 def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, bool]],
@@ -713,18 +953,21 @@ def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, boo
                     "after the relu; your clamp leaves its input as it was, so that later read sees the values from "
                     "before the relu. Where a relu is in place, the clamp must change its input in place too; where it "
                     "is not, it must not. inplace can come as a keyword (nn.ReLU(inplace=True) gives "
-                    "F.relu(h, inplace=True)) or by position (F.relu(h, True)): the graph keeps it the way it was given.",
+                    "F.relu(h, inplace=True)) or by position (F.relu(h, True)): the graph keeps it the way it was given; "
+                    "x.relu_() and torch.relu_ are always in place.",
                     "inplace=True 的 relu 会原地修改它的输入，而模型在 relu 之后还会再次读取这个输入；你的 clamp 没有改动它的输入，"
                     "于是之后的读取看到的是 relu 之前的值。relu 是原地运算时，clamp 也必须原地修改它的输入；relu 不是原地运算时，"
                     "clamp 也不能是。inplace 既可能是关键字参数（nn.ReLU(inplace=True) 变成 F.relu(h, inplace=True)），"
-                    "也可能是位置参数（F.relu(h, True)）：计算图按它被传入的方式保留它。",
+                    "也可能是位置参数（F.relu(h, True)）：计算图按它被传入的方式保留它；x.relu_() 和 torch.relu_ 则总是原地运算。",
                     tried=label, expected=_EAGER_OUTPUT, got=got_line)
     if any(not was and any(clamps.get(name, [])) for name, was in in_place):
         raise Wrong("a relu that was not in place became a clamp that changes its input in place, and the model "
                     "reads that input again after the relu, so it now sees clamped values. Only a relu with "
-                    "inplace=True becomes an in-place clamp.",
+                    "inplace=True (or an in-place spelling, relu_) becomes an in-place clamp; inplace=False given by "
+                    "position, as in F.relu(h, False), is not in place either.",
                     "一个不是原地运算的 relu 被换成了原地修改输入的 clamp，而模型在 relu 之后还会再次读取这个输入，"
-                    "于是读到的是被 clamp 过的值。只有 inplace=True 的 relu 才换成原地运算的 clamp。",
+                    "于是读到的是被 clamp 过的值。只有 inplace=True 的 relu（或原地写法 relu_）才换成原地运算的 clamp；"
+                    "以位置参数给出的 inplace=False（如 F.relu(h, False)）同样不是原地运算。",
                     tried=label, expected=_EAGER_OUTPUT, got=got_line)
 
 
@@ -733,7 +976,8 @@ def _clamp_min(node: fx.Node) -> Any:
     return node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
 
 
-def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], returned: Any, gm: fx.GraphModule) -> None:
+def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], returned: Any, gm: fx.GraphModule,
+                         others: list[tuple[fx.GraphModule, dict[str, tuple[str, Any]]]]) -> None:
     edited = _edited_graph(returned, gm)
     no_relu = ("no relu node", "没有 relu 节点")
     if edited is None:
@@ -742,24 +986,34 @@ def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], ret
                     "请像讲义中那样返回修改后 GraphModule 的 forward，这样运行的才是你修改过的计算图。",
                     tried=label, expected=("the edited module's forward", "修改后模块的 forward"), got=describe(returned))
     left = [n for n in edited.graph.nodes if _is_relu(n)]
-    unused = [n for n in left if not n.users]
+    clamped = {_clamp_input(n) for n in edited.graph.nodes if _is_clamp(n)}
+    # a relu with no users whose input a clamp reads: replaced but not removed (x.relu_() has no users at all)
+    unused = [n for n in left if not n.users and n.args and n.args[0] in clamped]
     if unused:
         raise Wrong("the relu's users now read from the clamp, but the relu node itself is still in the graph "
                     "(with no users): remove it from the graph.",
                     "relu 的使用者已经改为读取 clamp，但 relu 节点本身仍留在计算图中（没有任何使用者）：请把它从计算图中删除。",
                     tried=label, expected=no_relu,
                     got=(f"node {unused[0].name} with no users", f"节点 {unused[0].name}，没有使用者"))
-    if left and all(_is_clamp(user) for user in left[0].users):
+    if left and left[0].users and all(_is_clamp(user) for user in left[0].users):
         raise Wrong("a clamp node reads the relu's output, so the relu still runs: the clamp must read the relu's "
                     "input, and the relu node goes.",
                     "有一个 clamp 节点读取的是 relu 的输出，所以 relu 仍在运行：clamp 必须读取 relu 的输入，并删除 relu 节点。",
                     tried=label, expected=no_relu,
                     got=(f"node {left[0].name} read by {', '.join(u.name for u in left[0].users)}",
                          f"节点 {left[0].name} 被 {', '.join(u.name for u in left[0].users)} 读取"))
+    if left or len([n for n in edited.graph.nodes if _is_clamp(n)]) < len(relu_inputs):
+        _name_replaced_non_relu(label, [(relu_inputs, returned, gm)], [o for o in others if o[0] is gm])
     if left:
         en, zh = _relu_kind(left[0])
-        raise Wrong(f"a relu is still in the graph: {en}. Match all three spellings.",
-                    f"计算图里仍有 relu：{zh}。三种写法都要匹配。",
+        if "relu" not in left[0].name:
+            en, zh = (f"{en}, in a node named {left[0].name}: Dynamo names a node after the variable it was assigned "
+                      "to, so pick the ReLU nodes by their op and target, not by their name.",
+                      f"{zh}，所在节点名为 {left[0].name}：Dynamo 用节点被赋值给的变量来命名节点，所以要按 op 和 target "
+                      "挑出 ReLU 节点，而不是按名字。")
+        else:
+            en, zh = f"{en}. Match every spelling the task lists.", f"{zh}。题目列出的每种写法都要匹配。"
+        raise Wrong(f"a relu is still in the graph: {en}", f"计算图里仍有 relu：{zh}",
                     tried=label, expected=no_relu,
                     got=(f"node {left[0].name}: {left[0].op} {getattr(left[0].target, '__name__', left[0].target)}",
                          f"节点 {left[0].name}：{left[0].op} {getattr(left[0].target, '__name__', left[0].target)}"))
@@ -922,7 +1176,9 @@ def _limit_run(make: Any, limit: int, fn: Any, args: tuple[torch.Tensor, ...]) -
 
     def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
         graphs.append(gm)
-        return backend(gm, example_inputs)
+        returned = backend(gm, example_inputs)
+        _RETURNED[id(gm)] = returned
+        return returned
 
     compiled = _compile(fn, watching)
     try:
@@ -935,6 +1191,9 @@ def _limit_run(make: Any, limit: int, fn: Any, args: tuple[torch.Tensor, ...]) -
 
 
 _REF_GRAPHS: dict[str, list[fx.GraphModule]] = {}
+
+#: What the learner's backend returned for each graph (by id of the graph) in the current check of lab08.3.
+_RETURNED: dict[int, Any] = {}
 
 
 def _reference_graphs(what: str, fn: Any, args: tuple[torch.Tensor, ...]) -> list[fx.GraphModule]:
@@ -1053,6 +1312,7 @@ def _limited(answer: Any) -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 
     need_callable(answer, "make_limited_backend")
+    _RETURNED.clear()
     x, y = _inputs(86, (6,), (6,))
     two_tensors = ("a function of two tensors with 3 ops", "接收两个张量、含 3 个算子的函数")
     cases = [(4, _chain(3), ("a chain of 3 ops", "3 个算子组成的链")),
@@ -1165,6 +1425,17 @@ def _limited(answer: Any) -> None:
                         got=str(inner)[:120])
         if not too_big:
             _refused_small(label, limit, sizes, graphs, inner)
+        big = next(gm for gm in graphs if _ops(gm) > limit)
+        if id(big) in _RETURNED and not callable(_RETURNED[id(big)]):
+            returned = _RETURNED[id(big)]
+            raise Wrong(f"for a graph over the limit your backend returned {describe(returned)} instead of raising "
+                        "GraphTooLarge: a backend refuses a graph by raising the exception, not by returning. Dynamo "
+                        "then failed on its own, because a backend must return something callable.",
+                        f"对于超过上限的计算图，你的后端返回了 {describe(returned, lang='zh')}，而没有抛出 GraphTooLarge："
+                        "后端要通过抛出异常来拒绝计算图，而不是通过返回值。Dynamo 随后自己报错了，因为后端必须返回一个可调用对象。",
+                        tried=label, expected=(f"GraphTooLarge raised ({max(too_big)} ops > {limit})",
+                                               f"抛出 GraphTooLarge（{max(too_big)} 个算子 > {limit}）"),
+                        got=(f"returned {describe(returned)}", f"返回了 {describe(returned, lang='zh')}"))
         if type(inner).__name__ != "GraphTooLarge":
             raise Wrong(f"your backend raised {type(inner).__name__}, not the GraphTooLarge exception defined at the "
                         "top of the lab: refuse a graph over the limit with GraphTooLarge. If you did not raise "
@@ -1174,6 +1445,15 @@ def _limited(answer: Any) -> None:
                         f"拒绝超过上限的计算图。如果 {type(inner).__name__} 不是你主动抛出的，那就来自你的后端所运行的代码"
                         "（请阅读下面的信息）。", tried=label,
                         expected="GraphTooLarge", got=f"{type(inner).__name__}: {str(inner)[:120]}")
+        if not isinstance(exc, BackendCompilerFailed) and callable(_RETURNED.get(id(big))):
+            raise Wrong("your backend accepted the graph and returned a function that raises GraphTooLarge when it is "
+                        "called: the refusal comes only when the compiled model runs, not while torch.compile compiles "
+                        "it. Refuse in the backend itself: raise GraphTooLarge there, so that torch.compile reports "
+                        "BackendCompilerFailed.",
+                        "你的后端接受了这张计算图，返回的函数在被调用时才抛出 GraphTooLarge：拒绝发生在编译后的模型运行时，"
+                        "而不是在 torch.compile 编译时。请在后端本身里拒绝：在那里抛出 GraphTooLarge，"
+                        "这样 torch.compile 才会报告 BackendCompilerFailed。",
+                        tried=label, expected="BackendCompilerFailed", got=f"{type(exc).__name__}: {str(exc)[:120]}")
         if not isinstance(exc, BackendCompilerFailed):
             raise Wrong("torch.compile should surface your exception as BackendCompilerFailed.",
                         "torch.compile 应当把你的异常包装成 BackendCompilerFailed 抛出。", tried=label,
