@@ -443,28 +443,31 @@ def _fullgraph(model: Any, args: tuple[Any, ...]) -> Captured:
     return compiled, graphs, 0, sum(_fx_ops(g.gm) for g in rec.graphs), _summary(graphs, [], "")
 
 
-def _dynamo(model: Any, args: tuple[Any, ...]) -> Captured:
-    cap = _capture(model, args, {}, _eager, "eager")
+def _dynamo(model: Any, args: tuple[Any, ...], backend: Callable[..., Any] | None = None,
+            name: str = "eager") -> Captured:
+    cap = _capture(model, args, {}, backend or _eager, name)
     first = [g for g in cap.graphs if g.call == 1]
     return (cap._compiled, cap.graph_count, cap.break_count, sum(_fx_ops(g.gm) for g in first),
             _summary(cap.graph_count, cap.breaks, cap.skip_reason))
 
 
-def _export(model: Any, args: tuple[Any, ...]) -> Captured:
+def _exported(model: Any, args: tuple[Any, ...]) -> tuple[Any, int]:
+    """torch.export's program of the model (a function wrapped as a module) and its ATen calls;
+    export's own failure is the row's reason, as it is."""
     module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
     program = torch.export.export(module, fresh(args))
-    ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
+    return program, sum(1 for n in program.graph.nodes if n.op == "call_function")
+
+
+def _export(model: Any, args: tuple[Any, ...]) -> Captured:
+    program, ops = _exported(model, args)
     return program.module(), 1, None, ops, only("one graph of ATen ops", "一个由 ATen 算子组成的计算图")
 
 
 def _inductor(model: Any, args: tuple[Any, ...]) -> Captured:
     from .capture import _lookup
 
-    backend, name = _lookup("inductor")
-    cap = _capture(model, args, {}, backend, name)
-    first = [g for g in cap.graphs if g.call == 1]
-    return (cap._compiled, cap.graph_count, cap.break_count, sum(_fx_ops(g.gm) for g in first),
-            _summary(cap.graph_count, cap.breaks, cap.skip_reason))
+    return _dynamo(model, args, *_lookup("inductor"))
 
 
 def _aoti(model: Any, args: tuple[Any, ...]) -> Captured:
@@ -474,9 +477,7 @@ def _aoti(model: Any, args: tuple[Any, ...]) -> Captured:
 
     from torch._inductor import aoti_compile_and_package, aoti_load_package
 
-    module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
-    program = torch.export.export(module, fresh(args))
-    ops = sum(1 for n in program.graph.nodes if n.op == "call_function")
+    program, ops = _exported(model, args)
     with tempfile.TemporaryDirectory() as folder:  # the loaded library stays mapped after removal
         path = aoti_compile_and_package(program, package_path=str(Path(folder) / "model.pt2"))
         loaded = aoti_load_package(path)
@@ -493,8 +494,7 @@ def _iree(model: Any, args: tuple[Any, ...]) -> Captured:
 
     from .lowering import lowering
 
-    module = model if isinstance(model, torch.nn.Module) else _AsModule(model)
-    program = torch.export.export(module, fresh(args))  # its failure is the row's reason, as is
+    program, _ = _exported(model, args)
     stage = lowering(program, stages=("torch", "linalg-on-tensors")).stage("linalg-on-tensors")
     vmfb = ireec.compile_str(stage.text, target_backends=["llvm-cpu"],
                              extra_args=["--iree-llvmcpu-target-cpu=host"])
