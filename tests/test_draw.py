@@ -319,6 +319,31 @@ def test_bad_inputs_are_explained():
         draw(fx.symbolic_trace(lambda x: x), focus=3)
 
 
+def test_exported_program_inputs_keep_their_colours_and_legend_in_chinese(monkeypatch):
+    """In zh the labels say 模型参数 / 用户输入, and the colours and legend still follow the kind
+    (a 中文 label once made every input 'other input')."""
+    class Small(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x)
+
+    ep = torch.export.export(Small(), (torch.randn(2, 3),))
+    fills = {}
+    for lang in ("en", "zh"):
+        monkeypatch.setenv("FXCOURSE_LANG", lang)
+        source = draw(ep).to_text()
+        fills[lang] = {n: re.search(r'fillcolor="([^"]+)"', _attrs(source, n)).group(1)
+                       for n in ("p_lin_weight", "x")}
+        if lang == "zh":
+            assert _labels(source)["p_lin_weight"].split("\n")[1] == "placeholder: 模型参数 lin.weight"
+            assert ">参数<" in source and ">用户输入<" in source and ">其他输入<" not in source
+            assert "输入：其他类型" not in source and ">parameter<" not in source
+    assert fills["zh"] == fills["en"] and len(set(fills["en"].values())) == 2
+
+
 def test_a_large_exported_program_groups_its_weights_with_their_module():
     model = nn.Sequential(*[_Block() for _ in range(40)])
     ep = torch.export.export(model, (torch.randn(2, 4),))

@@ -52,6 +52,11 @@ STYLES: dict[str, tuple[str, tuple[str, str]]] = {
     "rewired": ('fillcolor="#ffffff" color="#bc4c00" penwidth=2', ("rewired: new inputs (orange edges)", "重新连线：新的输入（橙色的边）")),
     "same": ('fillcolor="#ffffff" color="#999999" fontcolor="#555555"', ("unchanged", "未改变")),
 }
+# the swatch's word for a kind that is not an identifier (an opcode, a TorchScript kind), in 中文
+_SWATCH_ZH = {"parameter": "参数", "buffer": "缓冲区", "constant": "常量", "user input": "用户输入",
+              "other input": "其他输入", "module": "模块", "outside": "范围外", "more": "更多",
+              "break": "图中断", "added": "新增", "removed": "删除", "changed": "改动",
+              "rewired": "重新连线", "same": "未变"}
 _SWATCH = {"call_function": "#ffffff", "ts-node": "#ffffff", "same": "#ffffff", "rewired": "#ffffff",
            "ts-constant": "#ffffff", "break": "#ffe0e0"}
 
@@ -168,7 +173,8 @@ def _legend_row(kind: str) -> str:
     fill = _SWATCH.get(kind) or attrs.split('fillcolor="', 1)[-1].split('"', 1)[0]
     if not fill.startswith("#"):
         fill = "#ffffff"
-    return (f'<tr><td bgcolor="{fill}"><font point-size="9">{_html(kind)}</font></td>'
+    word = only(kind, _SWATCH_ZH.get(kind, kind))
+    return (f'<tr><td bgcolor="{fill}"><font point-size="9">{_html(word)}</font></td>'
             f'<td align="left"><font point-size="9">{_html(text)}</font></td></tr>')
 
 

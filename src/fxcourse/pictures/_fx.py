@@ -15,6 +15,7 @@ from torch import fx
 from ._dot import Dot, cut, lines
 from .._lang import only, pick
 from ..viewers._node_text import arg_text, dtype_text, meta_value, shape_text, target_text
+from ..viewers._graph_source import _INPUT_KINDS, _INPUT_KINDS_ZH
 from ..errors import FxCourseError
 
 __all__ = ["fx_dot", "module_path"]
@@ -50,9 +51,12 @@ def _full(dot: Dot, nodes: Sequence[fx.Node], shapes: bool, input_kinds: dict[st
 def node_kind(n: fx.Node, input_kinds: dict[str, str]) -> str:
     """The legend entry of ``n``: its opcode, or its input kind in an ExportedProgram."""
     if n.op == "placeholder" and input_kinds:
-        kind = input_kinds.get(n.name, "").split(" ", 1)[0]
-        kind = "user input" if input_kinds.get(n.name, "").startswith("user input") else kind
-        return _KIND.get(kind, "other input")
+        label = input_kinds.get(n.name, "")
+        for key, en in _INPUT_KINDS.items():  # the label is in the reader's language
+            for word in (en, _INPUT_KINDS_ZH.get(key, en)):
+                if label == word or label.startswith(word + " "):
+                    return _KIND.get(en, "other input")
+        return "other input"
     return n.op
 
 
