@@ -16,8 +16,8 @@ if BOOK_LANG not in ("en", "zh"):
 ZH = BOOK_LANG == "zh"
 
 project = "fxcourse"
-author = "fxcourse authors"
-copyright = "fxcourse authors"
+author = "fxcourse 课程作者" if ZH else "fxcourse authors"
+copyright = author
 # zh_CN switches Sphinx's labels and its Chinese search splitter (word segmentation with jieba).
 language = "zh_CN" if ZH else "en"
 html_title = "PyTorch 如何把 Python 变成计算图" if ZH else "How PyTorch turns Python into graphs"
