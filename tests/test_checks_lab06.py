@@ -175,7 +175,7 @@ def _sizes(fn, calls, *, reset=True, code=lambda fn, compiled: fn.__code__, befo
 def test_lab06_3_forgetting_reset_is_caught():
     result = expect_wrong("lab06.3", lambda fn, calls: _sizes(fn, calls, reset=False))
     assert "empty cache" in result.en and "空缓存" in result.zh
-    assert result.expected == "[1, 1, 2, 2, 3]"
+    assert result.expected == "[1, 1, 2, 3, 4]" and "_affine" in result.tried
     assert "reset()" not in result.en
 
 
@@ -196,7 +196,8 @@ def test_lab06_3_counting_graphs_instead_of_entries_is_caught():
         return sizes
 
     result = expect_wrong("lab06.3", graph_counts)
-    assert "graph counts" in result.en and "计算图的数量" in result.zh and "_halves" in result.tried
+    assert "graphs compiled for fn and its resume function" in result.en and "计算图数量" in result.zh
+    assert "_halves" in result.tried
 
 
 def test_lab06_3_counting_before_each_call_is_caught():
@@ -318,7 +319,7 @@ def test_lab06_3_counting_the_resume_functions_entries_is_named():
             sizes.append(sum(len(frame.entries) for frame in walk(fn)))
         return sizes
     result = expect_wrong("lab06.3", with_resume)
-    assert "resume function's cache entries" in result.en and "恢复函数的缓存条目" in result.zh
+    assert "compiled for the resume function as well" in result.en and "恢复函数编译的内容也算进去" in result.zh
     assert "_halves" in result.tried and "earlier compile" not in result.en  # not blamed on a stale cache
 
 
@@ -454,6 +455,50 @@ def test_lab06_4_a_breadth_first_search_passes():
     expect_passed("lab06.4", breadth_first)
 
 
+def test_lab06_4_a_search_by_code_object_passes_too():
+    # finding 3 of the independent attack: two __resume_at_* globals can hold one code object (_recurses);
+    # the task now says listing it once per name or once per code object are both accepted
+    def breadth_first_by_code_object(fn, *args):
+        torch.compiler.reset()
+        torch.compile(fn, backend="eager")(*args)
+        found, queue = {}, [fn.__code__]
+        while queue:
+            code = queue.pop(0)
+            for entry in _debug_get_cache_entry_list(code):
+                for name in entry.code.co_names:
+                    resume = fn.__globals__[name].__code__ if name.startswith("__resume_at") else None
+                    if resume is not None and id(resume) not in found:
+                        found[id(resume)] = resume
+                        queue.append(resume)
+        return sorted(code.co_name for code in found.values())
+    expect_passed("lab06.4", breadth_first_by_code_object)
+
+
+def test_lab06_4_a_search_that_never_skips_a_visited_code_object_is_named():
+    def no_seen_set(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        names, todo = [], [fn.__code__]
+        while todo:
+            for entry in _debug_get_cache_entry_list(todo.pop()):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at"):
+                        names.append(fn.__globals__[name].__code__.co_name)
+                        todo.append(fn.__globals__[name].__code__)
+        return sorted(names)
+    result = expect_wrong("lab06.4", no_seen_set)
+    assert "Remember the __resume_at_* names (or the code objects) you have already followed" in result.en
+    assert "记住已经跟随过的 __resume_at_* 名字（或代码对象）" in result.zh
+    assert "_recurses" in result.tried
+
+
+def test_lab06_4_calling_fn_with_its_first_argument_only_is_named():
+    reference = solution("lab06", "resume_names")
+    result = expect_wrong("lab06.4", lambda fn, *args: reference(fn, args[0]))
+    assert "first argument alone" in result.en and "只用第一个参数调用" in result.zh
+    assert result.tried == "resume_names(_two_args, torch.ones(2, 3), 2)"
+
+
 # -- found by a second adversarial review -----------------------------------------------------------
 
 def test_lab06_4_following_the_chain_only_two_deep_is_named():
@@ -469,9 +514,9 @@ def test_lab06_4_following_the_chain_three_deep_is_named():
 
 
 def test_lab06_4_a_recursive_walk_passes():
-    def recursive(fn, x):
+    def recursive(fn, *args):
         torch._dynamo.reset()
-        torch.compile(fn, backend="eager")(x)
+        torch.compile(fn, backend="eager")(*args)
         found = {}
 
         def visit(code):
@@ -608,15 +653,121 @@ def test_lab06_3_calling_fn_itself_is_named():
 
 
 def test_lab06_3_more_right_answers_pass():
-    def reset_the_code(fn, calls):
-        torch._dynamo.reset_code(fn.__code__)  # empties this code object's cache only
+    def compiler_reset(fn, calls):
+        torch.compiler.reset()
         compiled = torch.compile(fn, backend="aot_eager")
         sizes = []
         for args in calls:
             compiled(*args)
             sizes.append(len(_debug_get_cache_entry_list(compiled._torchdynamo_orig_callable.__code__)))
         return sizes
-    expect_passed("lab06.3", reset_the_code)
+    expect_passed("lab06.3", compiler_reset)
+    compiled_list = lambda fn, calls: (torch._dynamo.reset(), [  # noqa: E731
+        (c(*args), len(_debug_get_cache_entry_list(fn.__code__)))[1]
+        for c in [torch.compile(fn, backend="eager")] for args in calls])[1]
+    expect_passed("lab06.3", compiled_list)
+
+
+# -- fix round after the independent attack (findings of lab06) -------------------------------------
+
+def test_lab06_3_emptying_only_fns_code_object_is_named():
+    # reset_code leaves Dynamo's memory of the sizes it saw: the first call is compiled dynamic at once
+    def reset_the_code(fn, calls):
+        torch._dynamo.reset_code(fn.__code__)
+        compiled = torch.compile(fn, backend="eager")
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return sizes
+    result = expect_wrong("lab06.3", reset_the_code)
+    assert "still remembers the sizes" in result.en and "仍然记得之前编译 fn 时见过的尺寸" in result.zh
+    assert "_affine" in result.tried and "dynamic=True" not in result.en
+    assert result.got == "[1, 1, 1, 2, 3]"
+
+
+def test_lab06_3_subtracting_the_entries_already_there_is_named():
+    def baseline_subtracted(fn, calls):
+        base = len(_debug_get_cache_entry_list(fn.__code__))
+        compiled = torch.compile(fn, backend="eager")
+        sizes = []
+        for args in calls:
+            compiled(*args)
+            sizes.append(len(_debug_get_cache_entry_list(fn.__code__)) - base)
+        return sizes
+    result = expect_wrong("lab06.3", baseline_subtracted)
+    assert "subtracting the entries that were there" in result.en and "减去一开始就有的条目数" in result.zh
+    assert "Dynamo was not reset" in result.en and "Dynamo 没有被重置" in result.zh
+    assert "(ones(2, 3),)" in result.tried
+
+
+def test_lab06_3_a_setting_left_changed_by_the_answer_is_named_and_put_back():
+    def no_automatic_dynamic(fn, calls):
+        torch._dynamo.config.automatic_dynamic_shapes = False
+        return _sizes(fn, calls)
+    before = torch._dynamo.config.get_config_copy()
+    try:
+        result = expect_wrong("lab06.3", no_automatic_dynamic)
+        assert torch._dynamo.config.get_config_copy() == before
+        assert "left them changed" in result.en and "并且没有恢复" in result.zh
+        assert result.got == "torch._dynamo.config.automatic_dynamic_shapes: True -> False"
+        expect_passed("lab06.3", solution("lab06", "cache_sizes"))
+    finally:
+        torch._dynamo.config.automatic_dynamic_shapes = before["automatic_dynamic_shapes"]
+
+
+@pytest.mark.parametrize("task_id, name, setting", [
+    ("lab06.1", "predict", {"capture_scalar_outputs": True}),
+    ("lab06.2", "guard_inputs", {"assume_static_by_default": False}),
+    ("lab06.3", "cache_sizes", {"automatic_dynamic_shapes": False}),
+    ("lab06.4", "resume_names", {"recompile_limit": 1}),
+])
+def test_a_setting_the_notebook_changed_earlier_does_not_fail_the_reference(task_id, name, setting):
+    with torch._dynamo.config.patch(**setting):
+        before = torch._dynamo.config.get_config_copy()
+        expect_passed(task_id, solution("lab06", name))
+        assert torch._dynamo.config.get_config_copy() == before  # the notebook's settings are put back
+
+
+def test_a_wrong_answer_says_the_notebook_changed_a_setting():
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        result = expect_wrong("lab06.1", _predict(f6=(1, 0)))
+    assert "capture_scalar_outputs: True (default: False)" in result.en
+    assert "你的笔记本修改了 Dynamo 的部分设置" in result.zh and "capture_scalar_outputs: True (default: False)" in result.zh
+
+
+def test_lab06_1_pairs_given_as_breaks_then_graphs_are_named():
+    swapped = {name: (b, g) for name, (g, b) in solution("lab06", "predict")().items()}
+    result = expect_wrong("lab06.1", lambda: swapped)
+    assert "wrong order" in result.en and "顺序反了" in result.zh
+    assert "f2" in result.en and "f5" not in result.en  # f5's pair reads the same both ways
+
+
+def test_lab06_1_functions_as_keys_are_named():
+    right = solution("lab06", "predict")()
+    result = expect_wrong("lab06.1", lambda: {PUZZLES[name]: pair for name, pair in right.items()})
+    assert "function's name" in result.en and "函数名" in result.zh
+    assert "0x" not in result.got and "<function f1>" in result.got
+
+
+def test_lab06_2_a_view_at_another_storage_offset_is_named():
+    right = solution("lab06", "guard_inputs")()
+    inputs = {**right, "fails_on_x": (torch.ones(10)[4:].view(2, 3), 3, "double")}
+    result = expect_wrong("lab06.2", lambda: inputs)
+    assert "storage offset (4)" in result.en and "存储偏移（4）" in result.zh
+    assert "not the values" in result.en and "only in its storage offset" in result.en
+    assert "storage offset 4" in result.tried[0]
+    assert ". The TENSOR_MATCH guard" in result.en
+
+
+def test_lab06_2_sentences_after_a_full_stop_start_with_a_capital():
+    right = solution("lab06", "guard_inputs")()
+    for key, args in [("fails_on_factor", (torch.ones(2, 3), 3, "double")),
+                      ("fails_on_mode", (torch.ones(2, 3), 3, "double"))]:
+        result = expect_wrong("lab06.2", lambda: {**right, key: args})
+        assert ". The guard on" in result.en
+    result = expect_wrong("lab06.2", lambda: {**right, "passes": (torch.randn(2, 3), 3, "triple")})
+    assert ". A string argument" in result.en
 
 
 def test_lab06_4_resume_globals_picked_by_name_after_a_reset_are_named():
@@ -638,3 +789,18 @@ def test_lab06_4_reading_fns_original_code_is_named():
     result = expect_wrong("lab06.4", original_code)
     assert "no resume function found" in result.en and "没有找到任何恢复函数" in result.zh
     assert "_one_break" in result.tried
+
+
+def test_lab06_4_a_compiler_stance_left_changed_is_named_and_put_back():
+    from torch._dynamo import eval_frame
+    reference = solution("lab06", "resume_names")
+
+    def leaves_a_stance(fn, *args):
+        names = reference(fn, *args)
+        torch.compiler.set_stance("force_eager")
+        return names
+    before = eval_frame._stance
+    result = expect_wrong("lab06.4", leaves_a_stance)
+    assert eval_frame._stance == before
+    assert result.got == "torch.compiler stance: 'default' -> 'force_eager'"
+    assert "leave Dynamo's settings alone" in result.en and "请不要改动 Dynamo 的设置" in result.zh

@@ -16,11 +16,13 @@ import io
 import logging
 import numbers
 import re
+import types
 from typing import Any, Callable, Iterator
 
 import torch
 
 from . import Wrong, task
+from . import _dynamo_settings as settings
 from ..viewers._dynamo_cache import cache_entries, walk
 from .._text import first_line, quiet
 from ._probe import describe, need_callable
@@ -129,6 +131,50 @@ def graphs_and_breaks(fn: Callable[..., Any], *args: Any) -> tuple[int, int, lis
         torch._dynamo.reset()
     breaks = _break_records(messages)
     return len(graphs), len(breaks), breaks
+
+
+# -- Dynamo's process-wide settings ------------------------------------------------------
+
+def _with_default_dynamo(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Run a checker (the answer included) under Dynamo's default settings, whatever the learner's notebook
+    set before, and put the notebook's settings back afterwards. An answer that changes the settings and
+    leaves them changed is wrong (they would stay changed for every later compile in the notebook); when the
+    notebook's own settings differ from the defaults, a wrong verdict says so. ``advice`` says what to do
+    instead of changing them."""
+    def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
+        def checked(answer: Any) -> None:
+            learner = settings.dynamo_state()
+            defaults = settings.defaults()
+            notebook = [line.replace(" -> ", " (default: ", 1) + ")" for line in settings.set_state(defaults)]
+            outcome: BaseException | None = None
+            try:
+                checker(answer)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below unless the settings changed
+                outcome = exc
+            left = settings.restore(defaults)
+            settings.set_state(learner)
+            if left:
+                raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
+                            "(the checker has put them back): every later torch.compile in your notebook would run "
+                            f"with them. {advice[0]}",
+                            "你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：之后你的笔记本中的每一次 "
+                            f"torch.compile 都会沿用这些设置。{advice[1]}",
+                            tried=("Dynamo's settings before and after checking your answer",
+                                   "检查你的答案前后的 Dynamo 设置"),
+                            expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
+                            got="; ".join(left)) from None
+            if isinstance(outcome, Wrong) and notebook:
+                outcome.en += (" (Note: your notebook has changed some of Dynamo's settings: " + "; ".join(notebook)
+                               + ". The checker ran everything, your answer included, with Dynamo's defaults, as "
+                               "the task assumes.)")
+                outcome.zh += ("（注意：你的笔记本修改了 Dynamo 的部分设置：" + "；".join(notebook)
+                               + "。检查器按任务的假设，用 Dynamo 的默认设置运行了所有内容，包括你的答案。）")
+            if outcome is not None:
+                raise outcome
+        checked.__name__ = checker.__name__
+        checked.__doc__ = checker.__doc__
+        return checked
+    return wrap
 
 
 # -- exercise 1: predict graphs and breaks ----------------------------------------------
@@ -240,6 +286,8 @@ def _direction(said: int, truth: int, what_en: str, what_zh: str) -> tuple[str, 
      "把计算图和中断分开数：出现在任何张量运算之前的中断不会留下计算图，但 Dynamo 仍然发生了这次中断。"
      "练习后面的单元会把你的预测与 torch 报告的结果进行比较。"),
 ])
+@_with_default_dynamo(("predict() only returns your predictions; leave Dynamo's settings alone.",
+                      "predict() 只需返回你的预测；请不要改动 Dynamo 的设置。"))
 def _predict(answer: Any) -> None:
     need_callable(answer, "predict")
     predictions = answer()
@@ -247,6 +295,13 @@ def _predict(answer: Any) -> None:
         raise Wrong("predict() should return a dict from each function's name to a pair (graphs, breaks).",
                     "predict() 应返回一个 dict：键是函数名，值是 (graphs, breaks) 二元组。",
                     got=describe(predictions))
+    if any(callable(k) and getattr(k, "__name__", None) in PUZZLES for k in predictions):
+        raise Wrong("the keys are the functions themselves; key each prediction by the function's name, a str "
+                    "such as 'f1'.",
+                    "这些键是函数对象本身；请用函数名（一个 str，例如 'f1'）作为每个预测的键。",
+                    expected=", ".join(repr(name) for name in PUZZLES),
+                    got=", ".join(f"<function {k.__name__}>" if callable(k) and hasattr(k, "__name__") else repr(k)
+                                  for k in predictions))
     missing = [name for name in PUZZLES if name not in predictions]
     extra = sorted(str(k) for k in predictions if k not in PUZZLES)
     if missing or extra:
@@ -255,13 +310,27 @@ def _predict(answer: Any) -> None:
                     f"请为每个函数恰好给出一个预测，键为函数名（{', '.join(PUZZLES)}）；"
                     f"缺少：{', '.join(missing) or '无'}；不是题目中的函数：{', '.join(extra) or '无'}。",
                     expected=", ".join(PUZZLES), got=", ".join(map(str, predictions)))
-    off_en, off_zh, got = [], [], []
+    pairs = {}
     for name in PUZZLES:
         pair = _pair(predictions[name])
         if pair is None:
             raise Wrong(f"each prediction is a pair (graphs, breaks) of two ints; {name}'s is not.",
                         f"每个预测都应是由两个整数组成的 (graphs, breaks)；{name} 的预测不是。",
                         tried=name, got=repr(predictions[name]))
+        pairs[name] = pair
+    off = [name for name in PUZZLES if pairs[name] != _facts(name)]
+    if len(off) > 1 and all(pairs[name][::-1] == _facts(name) for name in off):
+        raise Wrong("the numbers are right but in the wrong order: each pair is (graphs, breaks), graphs first; "
+                    f"yours {'are' if len(off) > 1 else 'is'} (breaks, graphs) for {', '.join(off)}.",
+                    f"数字是对的，但顺序反了：每个二元组是 (graphs, breaks)，计算图数量在前；你给 {', '.join(off)} "
+                    "的是 (breaks, graphs)。",
+                    tried=("torch.compile(f) called once on x, for each function",
+                           "对每个函数，用 x 调用一次 torch.compile(f)"),
+                    expected=("(graphs, breaks) for each function", "每个函数的 (graphs, breaks)"),
+                    got="; ".join(f"{name}: {pairs[name]}" for name in off))
+    off_en, off_zh, got = [], [], []
+    for name in PUZZLES:
+        pair = pairs[name]
         truth = _facts(name)
         parts = [d for d in (_direction(pair[0], truth[0], "graphs", "计算图数量"),
                              _direction(pair[1], truth[1], "breaks", "中断数量")) if d]
@@ -271,7 +340,8 @@ def _predict(answer: Any) -> None:
             off_zh.append(f"{name}（{'，'.join(p[1] for p in parts)}）：{zh}")
             got.append(f"{name}: {pair}")
     if off_en:
-        raise Wrong(f"{len(off_en)} of {len(PUZZLES)} predictions are off. " + " | ".join(off_en),
+        raise Wrong(f"{len(off_en)} of {len(PUZZLES)} predictions {'is' if len(off_en) == 1 else 'are'} off. "
+                    + " | ".join(off_en),
                     f"{len(PUZZLES)} 个预测中有 {len(off_en)} 个不对。" + " | ".join(off_zh),
                     tried=("torch.compile(f) called once on x, for each function",
                            "对每个函数，用 x 调用一次 torch.compile(f)"),
@@ -343,7 +413,8 @@ def _show(args: tuple[Any, ...]) -> str:
     def one(a: Any) -> str:
         if isinstance(a, torch.Tensor):
             grad = ", requires_grad=True" if a.requires_grad else ""
-            return f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} stride {a.stride()}{grad}>"
+            offset = f" storage offset {a.storage_offset()}" if a.storage_offset() else ""
+            return f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} stride {a.stride()}{offset}{grad}>"
         return repr(a)
     return "(" + ", ".join(one(a) for a in args) + ")"
 
@@ -357,13 +428,38 @@ def _alone(args: tuple[Any, ...], name: str) -> tuple[Any, ...]:
 
 #: Why the named argument, changed on its own, still passed its guard: the idea to revisit.
 _STILL_PASSES = {
-    "x": ("the TENSOR_MATCH guard on x checks dtype, device, requires_grad, size and stride, not the values.",
-          "x 的 TENSOR_MATCH 守卫检查 dtype、device、requires_grad、尺寸和步长，不检查数值。"),
-    "factor": ("the guard on factor compares it with the value it was compiled with (EQUALS_MATCH).",
+    "x": ("The TENSOR_MATCH guard on x checks dtype, device, requires_grad, size and stride, not the values, "
+          "nor where x starts in its storage (its storage offset).",
+          "x 的 TENSOR_MATCH 守卫检查 dtype、device、requires_grad、尺寸和步长，不检查数值，也不检查 x 从其存储的哪个位置开始"
+          "（存储偏移）。"),
+    "factor": ("The guard on factor compares it with the value it was compiled with (EQUALS_MATCH).",
                "factor 的守卫把它与编译时的值进行比较（EQUALS_MATCH）。"),
-    "mode": ("the guard on mode compares it with the string it was compiled with (EQUALS_MATCH).",
+    "mode": ("The guard on mode compares it with the string it was compiled with (EQUALS_MATCH).",
              "mode 的守卫把它与编译时的字符串进行比较（EQUALS_MATCH）。"),
 }
+
+
+def _unguarded_changes(x: Any) -> tuple[str, str]:
+    """What ``x`` changed, compared with the first call's x, that TENSOR_MATCH does not look at."""
+    if not isinstance(x, torch.Tensor):
+        return "", ""
+    first = scale_args()[0]
+    en, zh = [], []
+    try:
+        same_values = x.shape == first.shape and bool(torch.equal(x.detach().to(first.dtype), first))
+    except Exception:
+        same_values = False
+    if not same_values:
+        en.append("its values")
+        zh.append("数值")
+    if x.storage_offset() != 0:
+        en.append(f"its storage offset ({x.storage_offset()})")
+        zh.append(f"存储偏移（{x.storage_offset()}）")
+    if not en:
+        return (" Your x matches the first call's x in everything the guard checks, and in its values too.",
+                "你的 x 在守卫检查的每一项上都与第一次调用的 x 相同，连数值也相同。")
+    return (f" Your x differs from the first call's x only in {' and '.join(en)}.",
+            f"你的 x 与第一次调用的 x 只在{'和'.join(zh)}上不同。")
 
 #: Why another argument failed its guard too (or made "passes" recompile).
 _ALSO_FAILS = {
@@ -371,7 +467,7 @@ _ALSO_FAILS = {
           "TENSOR_MATCH 固定了 x 的 dtype、device、requires_grad、尺寸 [2, 3] 和步长。"),
     "factor": ("Python ints are specialized: a factor other than the one compiled for fails its guard.",
                "Python 整数会被特化：与编译时不同的 factor 会让它的守卫失败。"),
-    "mode": ("a string argument is compared by value: any other mode fails its guard.",
+    "mode": ("A string argument is compared by value: any other mode fails its guard.",
              "字符串参数按值比较：任何其他 mode 都会让它的守卫失败。"),
 }
 
@@ -426,6 +522,8 @@ _A_RECOMPILE = ("a recompile", "重新编译了一次")
      "rather than changing one in place, since a tensor shared between tuples changes in all of them.",
      "每组参数都从第一次调用的参数出发，只改变一处；请构造新的张量而不是原地修改，因为几组参数共用的张量会在所有组里一起改变。"),
 ])
+@_with_default_dynamo(("guard_inputs() only builds arguments; leave Dynamo's settings alone.",
+                      "guard_inputs() 只需构造参数；请不要改动 Dynamo 的设置。"))
 def _guards(answer: Any) -> None:
     need_callable(answer, "guard_inputs")
     inputs = answer()
@@ -454,20 +552,23 @@ def _guards(answer: Any) -> None:
                      f"{key}：scale{_show(_alone(args, other))}（只取了你的 tuple 中的 {other}）")
             if other == name and not recompiled:
                 en, zh = _STILL_PASSES[name]
+                if name == "x":
+                    more_en, more_zh = _unguarded_changes(args[0])
+                    en, zh = en + more_en, zh + more_zh
                 raise Wrong(f"{key} did not make the call recompile: its {name} still passes the guard. {en}",
                             f"{key} 没有触发重新编译：它的 {name} 仍然通过了守卫。{zh}",
                             tried=tried, expected=(f"a failed guard on {name}", f"{name} 的守卫失败"),
                             got=("the cache entry was reused", "复用了缓存条目"))
             if other != name and recompiled:
                 if other == "x" and _shared_in_place(inputs, key):
-                    en, zh = ("its x is a tensor changed in place with requires_grad_() and shared with another "
+                    en, zh = ("Its x is a tensor changed in place with requires_grad_() and shared with another "
                               "tuple, so it fails x's guard here too.",
                               "它的 x 是一个被 requires_grad_() 原地修改、并与另一组参数共用的张量，所以在这里也让 x 的守卫失败了。")
                 else:
                     en, zh = _also_fails(other, args[_ARGS.index(other)])
-                raise Wrong(f"{key} fails the guard on {other} as well, not only the one on {name}: {en} "
+                raise Wrong(f"{key} fails the guard on {other} as well, not only the one on {name}. {en} "
                             f"Keep {other} exactly as in the first call.",
-                            f"{key} 不只让 {name} 的守卫失败，也让 {other} 的守卫失败了：{zh}"
+                            f"{key} 不只让 {name} 的守卫失败，也让 {other} 的守卫失败了。{zh}"
                             f"请让 {other} 与第一次调用时完全相同。",
                             tried=tried, expected=(f"no failed guard on {other}", f"{other} 的守卫没有失败"),
                             got="; ".join(reasons) or _A_RECOMPILE)
@@ -477,7 +578,7 @@ def _guards(answer: Any) -> None:
         if recompiled:
             en, zh = (_also_fails(other, passes[_ARGS.index(other)])
                       if not (other == "x" and _shared_in_place(inputs, "passes"))
-                      else ("its x was changed in place with requires_grad_() through another tuple.",
+                      else ("Its x was changed in place with requires_grad_() through another tuple.",
                             "它的 x 通过另一组参数被 requires_grad_() 原地修改了。"))
             raise Wrong(f"passes made the call recompile: it fails the guard on {other}. {en}",
                         f"passes 触发了重新编译：它让 {other} 的守卫失败了。{zh}",
@@ -513,9 +614,17 @@ def _times(x, k):
     return x * k
 
 
+def _affine(x):
+    return 2 * x - 1
+
+
 def _cache_cases() -> list[tuple[str, Callable[..., Any], list[tuple[Any, ...]]]]:
     f32, f64 = torch.float32, torch.float64
     return [
+        # First: with Dynamo's memory of an earlier compile's sizes kept, only dim 0 is dynamic at once, which
+        # tells such an answer apart from dynamic=True.
+        ("_affine", _affine, [(torch.ones(2, 3),), (torch.ones(2, 3),), (torch.ones(4, 3),), (torch.ones(4, 5),),
+                              (torch.ones(4, 5, dtype=f64),)]),
         ("_poly", _poly, [(torch.ones(3),), (torch.ones(3),), (torch.ones(4),), (torch.ones(5),),
                           (torch.ones(5, dtype=f64),)]),
         ("_halves", _halves, [(torch.ones(2, dtype=f32),), (torch.ones(2),), (torch.ones(2, 2),)]),
@@ -557,18 +666,18 @@ def _describe_calls(calls: list[tuple[Any, ...]]) -> str:
             dtype = "" if a.dtype == torch.float32 else f", {str(a.dtype).replace('torch.', '')}"
             return f"ones({', '.join(map(str, a.shape))}{dtype})"
         return repr(a)
-    return ", ".join("(" + ", ".join(one(a) for a in args) + ")" for args in calls)
+    return ", ".join("(" + ", ".join(one(a) for a in args) + ("," if len(args) == 1 else "") + ")" for args in calls)
 
 
 #: Known wrong results of lab06.3: predicate(got, want, graph counts, counts with the resume
 #: functions' entries), English, 中文.
 _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]], bool], str, str]] = [
     (lambda got, want, graphs, with_resume: got == graphs,
-     "those are graph counts (the same as counting the resume function's cache entries along with fn's): "
-     "count only the cache entries of fn's own code object. After a break the resume function has a cache of "
-     "its own, and one cache entry can hold more than one graph's worth of code.",
-     "这些是计算图的数量（与把恢复函数的缓存条目和 fn 的一起计数结果相同）：请只统计 fn 自己的代码对象上的缓存条目。"
-     "中断之后的恢复函数有自己的缓存，而且一个缓存条目并不等于一张计算图。"),
+     "those counts take in what Dynamo compiled for the resume function as well (they match the graphs compiled "
+     "for fn and its resume function together): after a break, the code after it is compiled into the resume "
+     "function, a code object with a cache of its own. Count only the cache entries of fn's own code object.",
+     "这些计数把 Dynamo 为恢复函数编译的内容也算进去了（它们与 fn 和恢复函数一共编译出的计算图数量相同）：中断之后的代码"
+     "被编译进恢复函数，它是一个独立的代码对象，有自己的缓存。请只统计 fn 自己的代码对象上的缓存条目。"),
     (lambda got, want, graphs, with_resume: all(g == 0 for g in got),
      "every count is 0: read the cache of the code object Dynamo compiled (fn's own, not the wrapper "
      "torch.compile returns), after calling the compiled function.",
@@ -622,9 +731,37 @@ def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]]
     return _SIZES[key][0]
 
 
+def _stale_args(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The first call whose arguments differ from the first call's. Compiled beforehand, its entry serves
+    that later call (so an answer that keeps it and subtracts it counts too few), and Dynamo remembers its
+    sizes, which differ from the first call's (so an answer that empties only fn's cache, not Dynamo's
+    memory, makes the first call's sizes dynamic at once)."""
+    first = _describe_calls(calls[:1])
+    return next(args for args in calls if _describe_calls([args]) != first)
+
+
 def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> None:
     """Compile ``fn`` once with other inputs, as an earlier experiment in a notebook would."""
-    torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float16), *calls[0][1:])
+    torch.compile(fn, backend="eager")(*_stale_args(calls))
+
+
+def _sizes_after_reset_code(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[int]:
+    """Counts of an answer that, after the checker's stale entry, empties fn's code object only
+    (``torch._dynamo.reset_code``) instead of resetting Dynamo; computed once."""
+    key = f"{label} reset_code"
+    if key not in _SIZES:
+        torch._dynamo.reset()
+        with quiet():
+            _leave_stale_entry(fn, calls)
+            torch._dynamo.reset_code(fn.__code__)
+            compiled = torch.compile(fn, backend="eager")
+            sizes = []
+            for args in calls:
+                compiled(*args)
+                sizes.append(len(cache_entries(fn.__code__)))
+        torch._dynamo.reset()
+        _SIZES[key] = (sizes, [], [])
+    return _SIZES[key][0]
 
 
 def _signatures(calls: list[tuple[Any, ...]], dtypes: bool = True, others: bool = True) -> list[int]:
@@ -709,6 +846,10 @@ def _name_other_settings(label: str, fn: Callable[..., Any], calls: list[tuple[A
     ("Earlier experiments leave entries behind: start from an empty cache, then count after each call, in order.",
      "之前的实验会留下缓存条目：请从空缓存开始，然后按顺序在每次调用之后计数。"),
 ])
+@_with_default_dynamo(("Compile with Dynamo's default settings, as the task says; to try another setting, use "
+                      "torch._dynamo.config.patch(...) in a with block, which puts it back.",
+                      "请按任务要求使用 Dynamo 的默认设置；想试试别的设置时，请在 with 块中使用 "
+                      "torch._dynamo.config.patch(...)，它会自动恢复原来的设置。"))
 def _cache_sizes(answer: Any) -> None:
     need_callable(answer, "cache_sizes")
     for label, fn, calls in _cache_cases():
@@ -722,6 +863,7 @@ def _cache_sizes(answer: Any) -> None:
         after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
         left = len(after)
         compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
+        kept_stale = any(entry.code is code for entry in after for code in stale)
         del stale, after
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
@@ -739,6 +881,25 @@ def _cache_sizes(answer: Any) -> None:
                         "runs it without Dynamo), and read the count after each of them.",
                         "在你的调用过程中 Dynamo 没有为 fn 编译任何东西：之后 fn 的代码对象上没有新的缓存条目。"
                         "请通过 torch.compile 返回的函数进行调用（直接调用 fn 会绕过 Dynamo 运行），并在每次调用之后读取计数。",
+                        tried=tried, expected=repr(want), got=repr(got))
+        if kept_stale and got[0] <= want[0]:
+            raise Wrong("the entry an earlier compile of fn left in its cache is still there after your calls: Dynamo "
+                        "was not reset. That old entry serves a later call that would otherwise add an entry of its "
+                        "own, so the counts stay off however the old entries are left out of them (subtracting the "
+                        "entries that were there at the start, say). Reset Dynamo before you compile fn, as the task "
+                        "says.",
+                        "之前编译 fn 留下的缓存条目在你的调用之后仍然在它的缓存里：Dynamo 没有被重置。这个旧条目会服务后面的某次调用，"
+                        "而那次调用本该新增一个自己的条目，所以无论怎样把旧条目从计数里去掉（例如减去一开始就有的条目数），计数都不对。"
+                        "请按任务要求，在编译 fn 之前重置 Dynamo。",
+                        tried=tried, expected=repr(want), got=repr(got))
+        if not kept_stale and got == _sizes_after_reset_code(label, fn, calls):
+            raise Wrong("fn's cache was emptied, but Dynamo still remembers the sizes it saw in the earlier compile of "
+                        "fn (automatic dynamic shapes), so it compiles the first call with its sizes dynamic at once. "
+                        "Reset Dynamo itself (torch._dynamo.reset() or torch.compiler.reset()), which empties every "
+                        "cache and forgets those sizes, as in a fresh process.",
+                        "fn 的缓存被清空了，但 Dynamo 仍然记得之前编译 fn 时见过的尺寸（自动动态形状），所以第一次调用就直接按动态尺寸编译。"
+                        "请重置 Dynamo 本身（torch._dynamo.reset() 或 torch.compiler.reset()），它会清空所有缓存并忘掉这些尺寸，"
+                        "就像一个新进程那样。",
                         tried=tried, expected=repr(want), got=repr(got))
         for matches, en, zh in _CACHE_MISTAKES:
             if matches(got, want, graph_counts, with_resume):
@@ -812,6 +973,29 @@ def _calls_itself(x, n=2):
     return _calls_itself(x + 1, n - 1)
 
 
+def _recurses(x, n=1):
+    """Calls itself once, with n = 0: fn's code gets two cache entries, and each names the resume function of
+    the first break under a global name of its own: two resume functions (two globals) that share one code
+    object, whose single cache entry names the resume function of the second break once."""
+    y = x + n
+    torch._dynamo.graph_break()
+    y = y * 2
+    torch._dynamo.graph_break()
+    if n == 0:
+        return y
+    return _recurses(y, n - 1)
+
+
+def _two_args(x, k=1):
+    """A second break only when k == 2: called with k = 2, not with x alone."""
+    y = x * k
+    torch._dynamo.graph_break()
+    if k == 2:
+        y = y + 1
+        torch._dynamo.graph_break()
+    return y - 1
+
+
 def _branchy(x):
     if x.mean() > 0:
         return x + 1
@@ -831,22 +1015,55 @@ def _far_breaks_function() -> Callable[..., Any]:
 _FAR_BREAKS = _far_breaks_function()
 
 
-def _resume_cases() -> list[tuple[str, Callable[..., Any]]]:
-    return [("_no_break", _no_break), ("_one_break", _one_break), ("_two_breaks", _two_breaks),
-            ("_branchy", _branchy), ("_far_breaks", _FAR_BREAKS), ("_four_breaks", _four_breaks),
-            ("_seven_breaks", _seven_breaks), ("_calls_itself", _calls_itself)]
+def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...]]]:
+    x = torch.ones(2, 3)
+    return [("_no_break", _no_break, (x,)), ("_one_break", _one_break, (x,)), ("_two_breaks", _two_breaks, (x,)),
+            ("_branchy", _branchy, (x,)), ("_far_breaks", _FAR_BREAKS, (x,)), ("_four_breaks", _four_breaks, (x,)),
+            ("_seven_breaks", _seven_breaks, (x,)), ("_calls_itself", _calls_itself, (x,)),
+            ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2))]
 
 
-_NAMES: dict[str, list[str]] = {}
+def _names_by(fn: Callable[..., Any], once: str) -> list[str]:
+    """Sorted code names of the resume functions reachable from fn's cache entries, each listed once per
+    ``__resume_at_*`` global name (``once="name"``), once per code object (``"code"``; the task accepts
+    both), or every time it is reached (``"never"``, capped)."""
+    names: list[str] = []
+    todo, seen = [fn.__code__], {"code": {id(fn.__code__)}, "name": set(), "never": set()}[once]
+    while todo and len(names) < 200:
+        code = todo.pop(0)
+        for entry in cache_entries(code):
+            for name in entry.code.co_names:
+                resume = fn.__globals__.get(name)
+                if not name.startswith("__resume_at") or not isinstance(resume, types.FunctionType):
+                    continue
+                key = {"code": id(resume.__code__), "name": name, "never": None}[once]
+                if key is not None and key in seen:
+                    continue
+                seen.add(key)
+                names.append(resume.__code__.co_name)
+                todo.append(resume.__code__)
+    return sorted(names)
 
 
-def _reference_names(label: str, fn: Callable[..., Any], x: torch.Tensor) -> list[str]:
+_NAMES: dict[str, dict[str, list[str]]] = {}
+
+
+def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, list[str]]:
+    """The resume functions' names after one call with ``args``: "want" (one per ``__resume_at_*`` global
+    reached, as the reference solution lists them), "by code" (also right) and "no dedupe" (see :func:`_names_by`), and "first arg" (want, after a call with
+    ``args[0]`` alone); computed once."""
     if label not in _NAMES:
+        out = {}
+        for what, call in (("first arg", args[:1]), ("want", args)):
+            torch._dynamo.reset()
+            with quiet():
+                torch.compile(fn, backend="eager")(*call)
+            out[what] = _names_by(fn, "name")
+        # every code object the course's viewer walks to is named, and nothing else
+        assert set(out["want"]) == {frame.name for frame in walk(fn)[1:]}
+        out["by code"], out["no dedupe"] = _names_by(fn, "code"), _names_by(fn, "never")
         torch._dynamo.reset()
-        with quiet():
-            torch.compile(fn, backend="eager")(x)
-        _NAMES[label] = sorted(frame.name for frame in walk(fn)[1:])
-        torch._dynamo.reset()
+        _NAMES[label] = out
     return _NAMES[label]
 
 
@@ -914,11 +1131,13 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
      "把它当作一次搜索：维护一个待访问的代码对象列表，从 fn 自己的代码对象开始；对每个代码对象查看它的所有缓存条目"
      "（被再次编译过的代码对象有多个条目），并把找到的每个恢复函数都加进这个列表。"),
 ])
+@_with_default_dynamo(("resume_names only compiles fn and reads its caches; leave Dynamo's settings alone.",
+                      "resume_names 只需编译 fn 并读取它的缓存；请不要改动 Dynamo 的设置。"))
 def _resume(answer: Any) -> None:
     need_callable(answer, "resume_names")
-    x = torch.ones(2, 3)
-    for label, fn in _resume_cases():
-        want = _reference_names(label, fn, x)
+    for label, fn, args in _resume_cases():
+        variants = _reference_names(label, fn, args)
+        want = variants["want"]
         torch._dynamo.reset()
         # Leave stale entries behind, as an earlier experiment in a notebook would: a missing reset shows.
         with quiet():
@@ -926,18 +1145,33 @@ def _resume(answer: Any) -> None:
         stale = [entry.code for entry in cache_entries(fn.__code__)]
         try:
             with quiet():
-                got = answer(fn, x)
+                got = answer(fn, *args)
             reset = not any(entry.code is code for entry in cache_entries(fn.__code__) for code in stale)
         finally:
             del stale
             torch._dynamo.reset()
-        tried = f"resume_names({label}, torch.ones(2, 3))"
+        tried = f"resume_names({label}, torch.ones(2, 3){''.join(f', {a!r}' for a in args[1:])})"
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
             raise Wrong("return a list of names (str).", "请返回由名字（str）组成的 list。",
                         tried=tried, expected=(f"a list of {len(want)} str", f"由 {len(want)} 个 str 组成的 list"),
                         got=describe(got))
-        if got == want:
+        if got == want or got == variants["by code"]:  # the task accepts either reading of a shared code object
             continue
+        if reset and got == variants["no dedupe"]:
+            raise Wrong("a resume function reached more than once is listed, and searched, once each time: a code object "
+                        "that two global names share is searched twice, and the names its cache entries refer to come "
+                        "twice. Remember the __resume_at_* names (or the code objects) you have already followed, and search "
+                        "each one once.",
+                        "被多次到达的恢复函数，每到达一次就被列出和搜索一次：两个全局变量名共用的代码对象被搜索了两次，"
+                        "它的缓存条目所引用的名字也就出现了两次。请记住已经跟随过的 __resume_at_* 名字（或代码对象），每个只搜索一次。",
+                        tried=tried, expected=repr(want), got=repr(got))
+        if len(args) > 1 and got == variants["first arg"]:
+            raise Wrong("those are the resume functions of a call with the first argument alone: call the compiled fn "
+                        "with every argument in args, as the task says; another value of a later argument can take "
+                        "other branches and other breaks.",
+                        "这些是只用第一个参数调用时的恢复函数：请按任务要求，用 args 中的全部参数调用编译后的 fn；"
+                        "后面的参数取别的值时，可能走别的分支、发生别的中断。",
+                        tried=tried, expected=repr(want), got=repr(got))
         if reset and len(got) > len(want) and set(got) <= set(want):
             raise Wrong("some names come more often than they should, though the cache was reset: a reset empties the "
                         "caches, but the __resume_at_* globals of earlier compiles stay in fn.__globals__. Start from "

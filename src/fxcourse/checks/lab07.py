@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from . import Wrong, task
+from . import _dynamo_settings as dynamo_settings
 from .._text import first_line, quiet
 from ._probe import Mistake, Probe, describe, differs, need_callable, run_probes
 from .lab06 import _break_records, _guard_failures, dynamo_log
@@ -35,33 +36,9 @@ def _fresh_dynamo() -> Iterator[None]:
         torch._dynamo.reset()
 
 
-def _dynamo_state() -> tuple[dict[str, Any], Any]:
-    """Dynamo's process-wide settings an answer could change: its config and torch.compiler's stance."""
-    from torch._dynamo import eval_frame
-    return torch._dynamo.config.get_config_copy(), eval_frame._stance
-
-
-def _restore_dynamo_state(before: tuple[dict[str, Any], Any]) -> list[str]:
-    """Put back what changed since ``before`` (:func:`_dynamo_state`); return what had changed, as
-    ``name: before -> now`` lines."""
-    from torch._dynamo import eval_frame
-    config, stance = before
-    now_config, now_stance = _dynamo_state()
-    changed = [f"torch._dynamo.config.{key}: {config[key]!r} -> {now_config[key]!r}"
-               for key in sorted(config) if key in now_config and now_config[key] != config[key]]
-    for key in sorted(config):
-        if key in now_config and now_config[key] != config[key]:
-            setattr(torch._dynamo.config, key, config[key])
-    if now_stance != stance:
-        changed.append(f"torch.compiler stance: {getattr(stance, 'stance', stance)!r} -> "
-                       f"{getattr(now_stance, 'stance', now_stance)!r}")
-        eval_frame._set_stance(stance)
-    return changed
-
-
 def _settings_wrong(changed: list[str], advice: tuple[str, str], tried: tuple[str, str]) -> Wrong:
     """The feedback for an answer that left Dynamo's process-wide settings changed (``changed``:
-    :func:`_restore_dynamo_state`'s lines), seen at the moment ``tried`` names."""
+    :func:`settings.restore`'s lines), seen at the moment ``tried`` names."""
     return Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
                  "(the checker has put them back): every torch.compile run meanwhile in your notebook would "
                  f"run with them. {advice[0]}",
@@ -77,13 +54,13 @@ def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any],
     compile in the learner's notebook). ``advice`` says what to do instead."""
     def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
         def checked(answer: Any) -> None:
-            before = _dynamo_state()
+            before = dynamo_settings.dynamo_state()
             outcome: BaseException | None = None
             try:
                 checker(answer)
             except BaseException as exc:  # noqa: BLE001 - re-raised below unless the settings changed
                 outcome = exc
-            changed = _restore_dynamo_state(before)
+            changed = dynamo_settings.restore(before)
             if changed:
                 raise _settings_wrong(changed, advice, ("Dynamo's settings before and after checking your answer",
                                                         "检查你的答案前后的 Dynamo 设置")) from None
@@ -658,7 +635,7 @@ _ONCE_ADVICE = ("Make the batch dimension dynamic for this function only: mark i
 @_keeps_dynamo_settings(_ONCE_ADVICE)
 def _compile_once(answer: Any) -> None:
     need_callable(answer, "compile_once")
-    settings = _dynamo_state()
+    settings = dynamo_settings.dynamo_state()
     for what, fn, features, batches in _hidden_functions():
         gen = torch.Generator().manual_seed(27)
         inputs = [torch.randn(b, features, generator=gen) for b in batches]
@@ -669,7 +646,7 @@ def _compile_once(answer: Any) -> None:
         with _fresh_dynamo():
             compiled = answer(fn, backend)
             # settings changed by compile_once and put back only by a later call are changed meanwhile
-            changed = _restore_dynamo_state(settings)
+            changed = dynamo_settings.restore(settings)
             if changed:
                 raise _settings_wrong(changed, _ONCE_ADVICE, (
                     f"{tried[0]}: Dynamo's settings when compile_once returned, before any call",
@@ -711,7 +688,7 @@ def _compile_once(answer: Any) -> None:
                                 tried=tried, expected=one,
                                 got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
                 at = (f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}")
-                changed = _restore_dynamo_state(settings)
+                changed = dynamo_settings.restore(settings)
                 if changed:
                     raise _settings_wrong(changed, _ONCE_ADVICE, (f"{at[0]}: Dynamo's settings after that call",
                                                                   f"{at[1]}：这次调用之后的 Dynamo 设置"))
