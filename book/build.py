@@ -44,9 +44,9 @@ LAB_NOTE = {
 OUTPUTS_NOTE = {
     ("en", True): "To make this book, every notebook was run again, in English, on the machine "
                   "that built it; the outputs are what that run printed.",
-    ("en", False): "The outputs are the ones stored in the course's notebooks (made on torch "
-                   "2.14.1 on a CPU-only machine, in the course's bilingual mode, so some lines "
-                   "print English and 中文); nothing was re-executed to make this book.",
+    ("en", False): "The outputs are the ones stored in the course's notebooks (made "
+                   "on torch 2.14.1 on a CPU-only machine, in the course's bilingual mode, so some "
+                   "lines print English and 中文); nothing was re-executed to make this book.",
     ("zh", True): "生成本书时，每个笔记本都在生成本书的机器上以中文模式重新运行过一遍，页面上的输出就是这次运行打印的内容。",
     ("zh", False): "页面上的输出是课程笔记本中保存的输出（在仅有 CPU 的机器上、torch 2.14.1 下以中英文对照模式生成，"
                    "所以有些行同时打印英文和中文）；生成本书时没有重新执行任何代码。",
