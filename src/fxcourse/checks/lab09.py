@@ -449,7 +449,7 @@ _FUSED_MISTAKES = [
            "留在同一张图里，它们就会融合成一个内核。让峰值保持为张量。"),
           ("Each generated kernel and each extern call shows in inductor_code(your_function, x).to_text(); aim for one "
            "kernel row and nothing else, with the same values as normalise.",
-           "inductor_code(your_function, x).to_text() 会列出每个生成的内核和每个外部调用；目标是只有一行内核，"
+           "inductor_code(你的函数, x).to_text() 会列出每个生成的内核和每个外部调用；目标是只有一行内核，"
            "没有别的，并且数值与 normalise 相同。"),
       ])
 def _fused(answer: Any) -> None:
@@ -807,7 +807,7 @@ def _compile_failed(exc: BaseException, label: tuple[str, str]) -> Wrong:
      "op packet; the backward op has its own entry, because autograd differentiates silu with its own formula "
      "before your forward decomposition runs.",
      "第 09 讲第 3 节“分解与 Core ATen”：表的键是 `.default` 这样的重载，而不是算子包（packet）；"
-     "反向算子要单独登记，因为自动微分（autograd）在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
+     "反向算子要单独注册，因为自动微分（autograd）在你的前向分解生效之前，就已经用 silu 自己的公式求导了。"),
 ])
 def _decompose(make_table: Any) -> None:
     from ..viewers.inductor import aot_graphs

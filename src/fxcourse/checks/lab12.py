@@ -121,7 +121,7 @@ def _half_switched(model: nn.Module) -> nn.Module:
 def _weights_cases() -> list[tuple[tuple[str, str], Callable[[], nn.Module], nn.Module, list[torch.Tensor]]]:
     return [
         (("a conv + batch-norm model in training mode whose running statistics were updated",
-          "处于训练模式、运行统计量已更新的 conv + batch norm 模型"),
+          "处于训练模式、运行统计量已更新的卷积 + 批归一化模型"),
          _ConvNorm,
          _with_grads(_trained_norm(121), *_inputs(1211, (2, 2, 5, 5))), _inputs(1210, (3, 2, 5, 5), (1, 2, 4, 6))),
         (("a linear model with dropout, in training mode except its dropout",
@@ -305,7 +305,7 @@ def _not_in_files(state: dict[str, torch.Tensor], folder: str, names: list[str])
     ("Lecture course/12_saving_compiled.ipynb, section '3 · Loading a pickle runs code': a whole pickled "
      "module is refused, a state_dict (parameters and buffers) loads. The fresh model then takes the loaded "
      "values and must be in eval mode; the model you were given keeps its mode.",
-     "讲义 course/12_saving_compiled.ipynb 第“3 · 加载 pickle 会执行代码”节：整个被 pickle 的模块会被拒绝，"
+     "第 12 讲第 3 节“加载 pickle 会执行代码”：整个被 pickle 的模块会被拒绝，"
      "state_dict（参数和缓冲区）可以加载。新模型随后装入这些值，并且必须处于 eval 模式；传入的模型保持原来的模式。"),
 ])
 def _check_weights(answer: Any) -> None:
@@ -436,7 +436,7 @@ def _check_weights(answer: Any) -> None:
             if any(m.training for m in got_model.modules()):
                 raise Wrong("The model you returned is in training mode (dropout and batch norm then behave "
                             "differently); the lab asks for it in eval mode.",
-                            "你返回的模型处于训练模式（此时 dropout 和 batch norm 的行为不同）；实验要求它处于 eval 模式。",
+                            "你返回的模型处于训练模式（此时 dropout 和批归一化的行为不同）；实验要求它处于 eval 模式。",
                             tried=tried, expected="model.training == False", got="model.training == True")
             state = got_model.state_dict()
             missing = [k for k, v in before.state.items() if k not in state or not torch.equal(state[k], v)]
@@ -644,7 +644,7 @@ def _export_refusal(exc: BaseException, model: nn.Module, tried: Any) -> Wrong |
     ("Lecture course/12_saving_compiled.ipynb, section '4 · torch.export.save and load', and lecture 10's "
      "section on dynamic shapes: a Dim names a dimension, the same Dim object in two inputs says they are equal, "
      "and a Dim can carry a max. Save the program itself with the export module's save function.",
-     "讲义 course/12_saving_compiled.ipynb 第“4 · torch.export.save 与 load”节，以及第 10 讲关于动态形状的部分："
+     "第 12 讲第 4 节“torch.export.save 与 load”，以及第 10 讲关于动态形状的部分："
      "Dim 给一个维度命名，两个输入中用同一个 Dim 对象表示它们相等，Dim 还可以带上 max。用 export 模块的保存函数保存程序本身。"),
 ], time_limit=120)
 def _check_export(answer: Any) -> None:
@@ -1063,7 +1063,7 @@ class _AllowListWatch:
      "default weights-only mode refuses a file before calling anything in it. A file is safe exactly when that "
      "loader, with its default options and nothing added to its allow-list, reads the whole file; a file it "
      "refuses, and a file it cannot read at all, is unsafe.",
-     "讲义 course/12_saving_compiled.ipynb 第“3 · 加载 pickle 会执行代码”节：torch.load 默认的仅权重模式会在调用文件中的"
+     "第 12 讲第 3 节“加载 pickle 会执行代码”：torch.load 默认的仅权重模式会在调用文件中的"
      "任何东西之前拒绝它。当且仅当该加载器在默认选项下、不往允许列表里添加任何东西时能读取整个文件，这个文件才是安全的；"
      "它拒绝的文件，以及它根本读不了的文件，都是不安全的。"),
 ])
