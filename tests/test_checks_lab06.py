@@ -262,7 +262,7 @@ def test_lab06_4_dropping_duplicate_names_is_caught():
 
 def test_lab06_4_unsorted_names_are_caught():
     result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, order=lambda n: sorted(n, reverse=True)))
-    assert "not sorted" in result.en and "排好序" in result.zh
+    assert "sorted as strings" in result.en and "sorted() 给出的顺序" in result.zh
 
 
 def test_lab06_4_another_right_answer_passes():
@@ -435,7 +435,7 @@ def test_lab06_4_forgetting_the_reset_is_named():
 def test_lab06_4_names_in_discovery_order_are_named():
     # every chain of breaks is discovered in line order; line 9 before line 11 is not sorted as strings
     result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, order=list))
-    assert "not sorted" in result.en and "没有排序" in result.zh
+    assert "not in the order asked for" in result.en and "按字符串排序" in result.zh
     assert "_far_breaks" in result.tried
 
 
@@ -777,7 +777,7 @@ def test_lab06_4_resume_globals_picked_by_name_after_a_reset_are_named():
         return sorted(v.__code__.co_name for k, v in fn.__globals__.items() if k.startswith("__resume_at")
                       and v.__code__.co_name.startswith(f"torch_dynamo_resume_in_{fn.__name__}_at"))
     result = expect_wrong("lab06.4", by_prefix)
-    assert "though the cache was reset" in result.en and "尽管缓存已经重置过" in result.zh
+    assert "though no old cache entry is left" in result.en and "尽管已经没有旧的缓存条目" in result.zh
     assert "Reset Dynamo before" not in result.en
 
 
@@ -804,3 +804,58 @@ def test_lab06_4_a_compiler_stance_left_changed_is_named_and_put_back():
     assert eval_frame._stance == before
     assert result.got == "torch.compiler stance: 'default' -> 'force_eager'"
     assert "leave Dynamo's settings alone" in result.en and "请不要改动 Dynamo 的设置" in result.zh
+
+
+def _search_by_code(fn, *args, reset=True, reset_code=False):
+    """A search that lists each resume code object once; the reset is optional (a learner may skip it)."""
+    if reset:
+        torch._dynamo.reset()
+    if reset_code:
+        torch._dynamo.reset_code(fn.__code__)
+    torch.compile(fn, backend="eager")(*args)
+    names, queue, seen = [], [fn.__code__], {id(fn.__code__)}
+    while queue:
+        code = queue.pop(0)
+        for entry in _debug_get_cache_entry_list(code):
+            for name in entry.code.co_names:
+                if name.startswith("__resume_at") and id(fn.__globals__[name].__code__) not in seen:
+                    resume = fn.__globals__[name].__code__
+                    seen.add(id(resume))
+                    names.append(resume.co_name)
+                    queue.append(resume)
+    return sorted(names)
+
+
+def test_lab06_4_no_reset_with_a_search_by_code_object_is_named():
+    # third attack: dedupe by code object hid the old entries until an earlier compile took another branch
+    # (witness: _two_args compiled with k == 2, then resume_names(_two_args, x): 2 names instead of 1)
+    result = expect_wrong("lab06.4", lambda fn, *args: _search_by_code(fn, *args, reset=False))
+    assert "Reset Dynamo before you compile fn" in result.en and "请在编译 fn 之前先重置 Dynamo" in result.zh
+    assert "_two_args" in result.tried
+
+
+def test_lab06_4_resetting_only_fns_code_is_named():
+    result = expect_wrong("lab06.4", lambda fn, *args: _search_by_code(fn, *args, reset=False, reset_code=True))
+    assert "reset_code" in result.en and "reset_code" in result.zh
+    assert "resume functions keep theirs" in result.en and "恢复函数仍保留着各自的缓存" in result.zh
+
+
+def test_lab06_4_a_numeric_sort_is_named_as_another_order():
+    def by_line(names):
+        return sorted(names, key=lambda n: int(n.rsplit("_", 1)[1]))
+    result = expect_wrong("lab06.4", lambda fn, *args: _walk(fn, *args, order=by_line))
+    assert "sorted as strings" in result.en and "按字符串排序" in result.zh
+
+
+def test_lab06_3_numpy_integer_counts_pass():
+    import numpy as np
+
+    def as_numpy(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        counts = []
+        for args in calls:
+            compiled(*args)
+            counts.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return list(np.array(counts))  # numpy.int64 items
+    expect_passed("lab06.3", as_numpy)

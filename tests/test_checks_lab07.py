@@ -581,6 +581,12 @@ def _config_left_changed(fn, backend):
     return torch.compile(fn, backend=backend)
 
 
+def _sources_left_changed(fn, backend):
+    # marks the input dynamic for every later compile in the process, not only for this function
+    torch.compiler.config.dynamic_sources = "L['x']"
+    return torch.compile(fn, backend=backend)
+
+
 def _stance_left_changed(fn, backend):
     compiled = torch.compile(fn, backend=backend, dynamic=True)
     torch.compiler.set_stance("eager_on_recompile")
@@ -589,13 +595,16 @@ def _stance_left_changed(fn, backend):
 
 @pytest.mark.parametrize("answer, named", [
     (_config_left_changed, "torch._dynamo.config.assume_static_by_default: True -> False"),
+    (_sources_left_changed, "torch.compiler.config.dynamic_sources: '' -> \"L['x']\""),
     (_stance_left_changed, "torch.compiler stance: 'default' -> 'eager_on_recompile'"),
-], ids=["config", "stance"])
+], ids=["config", "compiler-config", "stance"])
 def test_lab07_2_a_process_wide_setting_is_named_and_put_back(answer, named):
     from torch._dynamo import eval_frame
-    before = (torch._dynamo.config.get_config_copy(), eval_frame._stance)
+    before = (torch._dynamo.config.get_config_copy(), torch.compiler.config.get_config_copy(),
+              eval_frame._stance)
     result = expect_wrong("lab07.2", answer)
-    assert (torch._dynamo.config.get_config_copy(), eval_frame._stance) == before
+    assert (torch._dynamo.config.get_config_copy(), torch.compiler.config.get_config_copy(),
+            eval_frame._stance) == before
     assert "for the whole process" in result.en and "整个进程的 Dynamo 设置" in result.zh
     assert "for this function only" in result.en and "只针对这个函数" in result.zh
     assert named in result.got
@@ -954,3 +963,13 @@ def test_lab07_4_right_answers_with_other_shapes_of_code_pass():
                               lambda x: (self.small(x) * 0.5,), (x,))[0]
     for model in (Operands, OneTuple):
         expect_passed("lab07.4", model)
+
+
+def test_lab07_3_a_fixed_new_shape_is_named():
+    # every probe shape differs from 3 x 3, but for an x of shape 3 x 3 the "new" shape is x's own
+    def fixed(x, kind):
+        if kind == "shape":
+            return torch.zeros(3, 3)
+        return solution("lab07", "fail_guard")(x, kind)
+    result = expect_wrong("lab07.3", fixed)
+    assert "(3, 3)" in result.tried[0] and "every x" in result.en and "对每个 x" in result.zh

@@ -1068,3 +1068,63 @@ def test_lab08_3_refusing_only_when_the_compiled_model_runs_is_named():
     result = expect_wrong("lab08.3", make)
     assert "returned a function that raises GraphTooLarge when it is called" in result.en
     assert "返回的函数在被调用时才抛出 GraphTooLarge" in result.zh
+
+
+def _swap_placed(where, in_place_if=_was_in_place):
+    """Swap every relu for a clamp inserted after ``where(node)``, in place where ``in_place_if(node)``."""
+    def relu_to_clamp(gm, example_inputs):
+        for node in list(gm.graph.nodes):
+            if _is_relu(node, _EVERY_RELU):
+                with gm.graph.inserting_after(where(node)):
+                    new = gm.graph.call_function(torch.clamp_ if in_place_if(node) else torch.clamp,
+                                                 (node.args[0],), {"min": 0})
+                node.replace_all_uses_with(new)
+                gm.graph.erase_node(node)
+        gm.recompile()
+        return gm.forward
+    return relu_to_clamp
+
+
+def test_lab08_2_an_in_place_clamp_placed_before_its_relu_is_named():
+    # inserted right after the relu's input: y = h * 2 now reads the clamped h
+    # (witness: h = x * 1.0; y = h * 2; h.relu_(); return y + h, x = [-2, -1, 0.5, 3]: eager y + h = [-4, -2, 1.5, 9])
+    result = expect_wrong("lab08.2", _swap_placed(lambda node: node.args[0]))
+    assert "sits earlier in the graph than the relu it replaces" in result.en
+    assert "比它替换的 relu 更靠前" in result.zh
+    assert "h.relu_()" in result.tried[0] and "y = h * 2" in result.tried[1]
+
+
+def test_lab08_2_clamping_in_place_when_nothing_else_reads_the_input_is_named():
+    # "no one reads it again, so in place is safe": but the caller's x (or the model's weight) is read by the caller
+    answer = _swap_placed(lambda node: node, lambda node: _was_in_place(node) or len(node.args[0].users) == 1)
+    result = expect_wrong("lab08.2", answer)
+    assert "F.relu(self.w)" in result.tried[0]
+    assert ("caller's x differs" in result.en and "调用方的 x" in result.zh) or \
+        ("changed the model's own w" in result.en and "修改了模型自己的 w" in result.zh)
+
+
+def test_lab08_2_clamping_a_parameter_in_place_is_named():
+    # only the parameter's relu clamped in place: the caller's x is fine, the model's weight is not
+    answer = _swap_placed(lambda node: node,
+                          lambda node: _was_in_place(node) or "parameters_w" in node.args[0].name)
+    result = expect_wrong("lab08.2", answer)
+    assert "changed the model's own w" in result.en and "修改了模型自己的 w" in result.zh
+
+
+def test_lab08_3_skipping_unread_ops_unless_in_place_is_named():
+    # keeps add_ and mul_ (names end in _) but drops y[0] = 0.0 (operator.setitem) and the no_grad switches
+    def count(gm):
+        return sum(1 for n in gm.graph.nodes if n.op.startswith("call")
+                   and (n.users or str(getattr(n.target, "__name__", n.target)).endswith("_")))
+    result = expect_wrong("lab08.3", _limited_by(count))
+    assert "unless their name ends in _" in result.en and "名字又不以 _ 结尾" in result.zh
+    assert "setitem" in result.en and "_set_grad_enabled" in result.zh
+
+
+def test_lab08_3_counting_distinct_names_is_named():
+    import re as _re
+
+    def count(gm):
+        return len({_re.sub(r"_\d+$", "", n.name) for n in gm.graph.nodes if n.op.startswith("call")})
+    result = expect_wrong("lab08.3", _limited_by(count))
+    assert "count each kind of op once" in result.en and "只算了一次" in result.zh

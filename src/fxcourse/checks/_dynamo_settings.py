@@ -1,7 +1,9 @@
-"""Dynamo's process-wide settings (its config and torch.compiler's stance), as checkers keep them.
+"""Dynamo's process-wide settings (its config, ``torch.compiler.config`` and torch.compiler's stance),
+as checkers keep them.
 
 An answer that changes them and leaves them changed would change every later compile in the
-learner's notebook; a checker reads them before and after the answer and puts them back. Used by
+learner's notebook (``torch.compiler.config.dynamic_sources`` marks inputs dynamic for every
+later compile, as ``torch._dynamo.config`` settings do); a checker reads them before and after the answer and puts them back. Used by
 the lab06 and lab07 checkers.
 
 >>> before = dynamo_state()
@@ -11,29 +13,53 @@ the lab06 and lab07 checkers.
 ['torch._dynamo.config.capture_scalar_outputs: False -> True']
 >>> dynamo_state()[0] == before[0]
 True
+>>> torch.compiler.config.dynamic_sources = "L['x']"
+>>> restore(before) == ["torch.compiler.config.dynamic_sources: '' -> " + repr("L['x']")]
+True
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-__all__ = ["defaults", "dynamo_state", "flip", "restore", "set_state"]
+__all__ = ["defaults", "dynamo_state", "flip", "restore", "run_kept", "set_state"]
+
+
+#: ``torch.compiler.config``'s keys appear in the config dict with this prefix
+COMPILER = "torch.compiler.config."
+
+
+def _modules() -> list[tuple[str, Any]]:
+    """(prefix of the keys, config module): Dynamo's own config, then torch.compiler's."""
+    return [("", torch._dynamo.config), (COMPILER, torch.compiler.config)]
+
+
+def _where(key: str) -> tuple[Any, str, str]:
+    """The config module holding ``key``, the attribute's name there, and its full name for a message."""
+    if key.startswith(COMPILER):
+        return torch.compiler.config, key[len(COMPILER):], key
+    return torch._dynamo.config, key, f"torch._dynamo.config.{key}"
 
 
 def dynamo_state() -> tuple[dict[str, Any], Any]:
-    """Dynamo's process-wide settings an answer could change: its config and torch.compiler's stance."""
+    """Dynamo's process-wide settings an answer could change: its config, ``torch.compiler.config``
+    (keys prefixed with ``COMPILER``) and torch.compiler's stance."""
     from torch._dynamo import eval_frame
-    return torch._dynamo.config.get_config_copy(), eval_frame._stance
+    config = {prefix + key: value for prefix, module in _modules()
+              for key, value in module.get_config_copy().items()}
+    return config, eval_frame._stance
 
 
 def defaults() -> tuple[dict[str, Any], Any]:
     """Dynamo's settings as a fresh process has them (no environment variable, no assignment)."""
     from torch._dynamo import eval_frame
     from torch.utils._config_module import _UNSET_SENTINEL
-    entries = torch._dynamo.config._config
-    config = {key: entries[key].default for key in torch._dynamo.config.get_config_copy()
-              if key in entries and entries[key].default is not _UNSET_SENTINEL}
+    config = {}
+    for prefix, module in _modules():
+        entries = module._config
+        config.update({prefix + key: entries[key].default for key in module.get_config_copy()
+                       if key in entries and entries[key].default is not _UNSET_SENTINEL})
     return config, eval_frame.DynamoStance()
 
 
@@ -46,8 +72,9 @@ def set_state(want: tuple[dict[str, Any], Any]) -> list[str]:
     changed = []
     for key in sorted(config):
         if key in now_config and now_config[key] != config[key]:
-            changed.append(f"torch._dynamo.config.{key}: {now_config[key]!r} -> {config[key]!r}")
-            setattr(torch._dynamo.config, key, config[key])
+            module, name, shown = _where(key)
+            changed.append(f"{shown}: {now_config[key]!r} -> {config[key]!r}")
+            setattr(module, name, config[key])
     if now_stance != stance:
         changed.append(f"torch.compiler stance: {getattr(now_stance, 'stance', now_stance)!r} -> "
                        f"{getattr(stance, 'stance', stance)!r}")
@@ -65,3 +92,24 @@ def flip(line: str) -> str:
     name, _, values = line.partition(": ")
     before, _, after = values.partition(" -> ")
     return f"{name}: {after} -> {before}"
+
+
+def run_kept(call: Callable[[], None], from_defaults: bool = False
+             ) -> tuple[BaseException | None, list[str], list[str]]:
+    """Run ``call()`` with Dynamo's settings kept: whatever it changes is put back. With
+    ``from_defaults`` it runs under Dynamo's defaults and the caller's own settings come back
+    afterwards. Returns what ``call`` raised (None if nothing), what it left changed (``name:
+    before -> after`` lines), and, with ``from_defaults``, which of the caller's settings differed
+    from the defaults (``name: now (default: d)``)."""
+    caller = dynamo_state()
+    start = defaults() if from_defaults else caller
+    differed = ([line.replace(" -> ", " (default: ", 1) + ")" for line in set_state(start)]
+                if from_defaults else [])
+    outcome: BaseException | None = None
+    try:
+        call()
+    except BaseException as exc:  # noqa: BLE001 - handed back to the caller, who re-raises it
+        outcome = exc
+    left = restore(start)
+    set_state(caller)
+    return outcome, left, differed

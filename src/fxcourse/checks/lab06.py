@@ -19,6 +19,7 @@ import re
 import types
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import torch
 
 from . import Wrong, task
@@ -143,16 +144,7 @@ def _with_default_dynamo(advice: tuple[str, str]) -> Callable[[Callable[[Any], N
     instead of changing them."""
     def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
         def checked(answer: Any) -> None:
-            learner = settings.dynamo_state()
-            defaults = settings.defaults()
-            notebook = [line.replace(" -> ", " (default: ", 1) + ")" for line in settings.set_state(defaults)]
-            outcome: BaseException | None = None
-            try:
-                checker(answer)
-            except BaseException as exc:  # noqa: BLE001 - re-raised below unless the settings changed
-                outcome = exc
-            left = settings.restore(defaults)
-            settings.set_state(learner)
+            outcome, left, notebook = settings.run_kept(lambda: checker(answer), from_defaults=True)
             if left:
                 raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
                             "(the checker has put them back): every later torch.compile in your notebook would run "
@@ -228,9 +220,11 @@ _NUDGE = {
            "追踪时 x.shape[0] 是已知的，所以 Dynamo 可以自己决定这个 if，并对尺寸加一个守卫。"),
     "f4": ("x.sum() > 0 depends on tensor values, which Dynamo does not have while tracing.",
            "x.sum() > 0 取决于张量的数值，而 Dynamo 在追踪时并不知道这些数值。"),
-    "f5": ("a break is still a break when no tensor operation comes before it: it leaves no graph behind, but "
-           "Dynamo takes it (and logs it).",
-           "即使前面没有任何张量运算，中断仍然是中断：它之前不留下计算图，但 Dynamo 确实发生了这次中断（并记录了它）。"),
+    "f5": ("a break is still a break when no tensor operation comes before it: it leaves no graph before it, but "
+           "Dynamo takes it (and logs it); the one graph is the tanh and the multiply after the print, traced in "
+           "the resume function.",
+           "即使前面没有任何张量运算，中断仍然是中断：它之前不留下计算图，但 Dynamo 确实发生了这次中断（并记录了它）；"
+           "唯一的计算图是 print 之后的 tanh 和乘法，在恢复函数中追踪得到。"),
     "f6": ("look for every line Dynamo cannot put in a graph; with Dynamo's default settings "
            "(capture_scalar_outputs=False) .item() is one of them.",
            "找出 Dynamo 无法放进计算图的每一行；在 Dynamo 的默认设置下（capture_scalar_outputs=False），"
@@ -867,6 +861,9 @@ def _cache_sizes(answer: Any) -> None:
         del stale, after
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
+        if isinstance(got, list) and all(isinstance(g, numbers.Integral) and not isinstance(g, (bool, np.bool_))
+                                         for g in got):
+            got = [int(g) for g in got]  # a NumPy integer (from np.array(...).tolist() or not) counts too
         if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
                 or len(got) != len(calls):
             raise Wrong("return a list with one count (an int) per call.", "请返回一个 list，每次调用对应一个计数（整数）。",
@@ -893,13 +890,16 @@ def _cache_sizes(answer: Any) -> None:
                         "请按任务要求，在编译 fn 之前重置 Dynamo。",
                         tried=tried, expected=repr(want), got=repr(got))
         if not kept_stale and got == _sizes_after_reset_code(label, fn, calls):
-            raise Wrong("fn's cache was emptied, but Dynamo still remembers the sizes it saw in the earlier compile of "
-                        "fn (automatic dynamic shapes), so it compiles the first call with its sizes dynamic at once. "
-                        "Reset Dynamo itself (torch._dynamo.reset() or torch.compiler.reset()), which empties every "
-                        "cache and forgets those sizes, as in a fresh process.",
-                        "fn 的缓存被清空了，但 Dynamo 仍然记得之前编译 fn 时见过的尺寸（自动动态形状），所以第一次调用就直接按动态尺寸编译。"
-                        "请重置 Dynamo 本身（torch._dynamo.reset() 或 torch.compiler.reset()），它会清空所有缓存并忘掉这些尺寸，"
-                        "就像一个新进程那样。",
+            raise Wrong("your counts are what a cache emptied only for fn gives (or a size marked dynamic before a "
+                        "call): Dynamo compiled the first call with its sizes dynamic at once. After emptying fn's "
+                        "cache alone, Dynamo still remembers the sizes it saw in the earlier compile of fn (automatic "
+                        "dynamic shapes). Reset Dynamo itself (torch._dynamo.reset() or torch.compiler.reset()), "
+                        "which empties every cache and forgets those sizes, as in a fresh process, and leave the "
+                        "sizes static as the task does.",
+                        "你的计数等于只清空 fn 的缓存（或在调用之前把某个尺寸标记为动态）时的结果：Dynamo 第一次调用就直接按动态尺寸编译了。"
+                        "只清空 fn 的缓存之后，Dynamo 仍然记得之前编译 fn 时见过的尺寸（自动动态形状）。请重置 Dynamo 本身"
+                        "（torch._dynamo.reset() 或 torch.compiler.reset()），它会清空所有缓存并忘掉这些尺寸，就像一个新进程那样；"
+                        "并且像任务那样保持尺寸为静态。",
                         tried=tried, expected=repr(want), got=repr(got))
         for matches, en, zh in _CACHE_MISTAKES:
             if matches(got, want, graph_counts, with_resume):
@@ -1015,12 +1015,33 @@ def _far_breaks_function() -> Callable[..., Any]:
 _FAR_BREAKS = _far_breaks_function()
 
 
-def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...]]]:
-    x = torch.ones(2, 3)
-    return [("_no_break", _no_break, (x,)), ("_one_break", _one_break, (x,)), ("_two_breaks", _two_breaks, (x,)),
-            ("_branchy", _branchy, (x,)), ("_far_breaks", _FAR_BREAKS, (x,)), ("_four_breaks", _four_breaks, (x,)),
-            ("_seven_breaks", _seven_breaks, (x,)), ("_calls_itself", _calls_itself, (x,)),
-            ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2))]
+def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], tuple[Any, ...]]]:
+    """(fn's name, fn, the args resume_names gets, the args of the earlier compile that leaves stale entries)."""
+    x, other = torch.ones(2, 3), torch.ones(3, dtype=torch.float64)
+    cases = [("_no_break", _no_break, (x,)), ("_one_break", _one_break, (x,)), ("_two_breaks", _two_breaks, (x,)),
+             ("_branchy", _branchy, (x,)), ("_far_breaks", _FAR_BREAKS, (x,)), ("_four_breaks", _four_breaks, (x,)),
+             ("_seven_breaks", _seven_breaks, (x,)), ("_calls_itself", _calls_itself, (x,)),
+             ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2))]
+    # last: the earlier compile took the k == 2 branch, so its stale entries reach a resume function that a call
+    # with x alone never reaches (a search that skips the reset lists it)
+    return [(label, fn, args, (other,)) for label, fn, args in cases] + [("_two_args", _two_args, (x,), (other, 2))]
+
+
+def _reachable_codes(fn: Callable[..., Any]) -> list[types.CodeType]:
+    """fn's code object and the code of every resume function its cache entries lead to, each once."""
+    codes: list[types.CodeType] = []
+    todo = [fn.__code__]
+    while todo:
+        code = todo.pop(0)
+        if any(code is seen for seen in codes):
+            continue
+        codes.append(code)
+        for entry in cache_entries(code):
+            for name in entry.code.co_names:
+                resume = fn.__globals__.get(name)
+                if name.startswith("__resume_at") and isinstance(resume, types.FunctionType):
+                    todo.append(resume.__code__)
+    return codes
 
 
 def _names_by(fn: Callable[..., Any], once: str) -> list[str]:
@@ -1052,7 +1073,8 @@ def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) 
     """The resume functions' names after one call with ``args``: "want" (one per ``__resume_at_*`` global
     reached, as the reference solution lists them), "by code" (also right) and "no dedupe" (see :func:`_names_by`), and "first arg" (want, after a call with
     ``args[0]`` alone); computed once."""
-    if label not in _NAMES:
+    key = f"{label}{len(args)}"
+    if key not in _NAMES:
         out = {}
         for what, call in (("first arg", args[:1]), ("want", args)):
             torch._dynamo.reset()
@@ -1063,8 +1085,8 @@ def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) 
         assert set(out["want"]) == {frame.name for frame in walk(fn)[1:]}
         out["by code"], out["no dedupe"] = _names_by(fn, "code"), _names_by(fn, "never")
         torch._dynamo.reset()
-        _NAMES[label] = out
-    return _NAMES[label]
+        _NAMES[key] = out
+    return _NAMES[key]
 
 
 #: Known wrong results of lab06.4: predicate(got, want, label), English, 中文.
@@ -1097,8 +1119,9 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
      "Dynamo 为 if 的每个分支各写一个恢复函数，改写后的字节码两个都会引用，尽管只运行过其中一个；"
      "这两个恢复函数同名：两个都要保留。"),
     (lambda got, want, label: sorted(got) == want,
-     "the names are right but not sorted: return them sorted.",
-     "名字都对，但没有排序：请排好序后返回。"),
+     "the names are right but not in the order asked for: return them sorted as strings, in the order sorted() "
+     "gives (a numeric order of the line numbers in the names is another order).",
+     "名字都对，但顺序不是题目要求的：请按字符串排序，即 sorted() 给出的顺序（按名字里的行号数值排序是另一种顺序）。"),
     (lambda got, want, label: label in ("_two_breaks", "_four_breaks", "_seven_breaks") and set(got) < set(want),
      "a function with several breaks has a resume function for each: the second is called from the first "
      "resume function's transformed code, the third from the second's, and so on. Look in the cache entries of "
@@ -1135,20 +1158,23 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
                       "resume_names 只需编译 fn 并读取它的缓存；请不要改动 Dynamo 的设置。"))
 def _resume(answer: Any) -> None:
     need_callable(answer, "resume_names")
-    for label, fn, args in _resume_cases():
+    for label, fn, args, earlier in _resume_cases():
         variants = _reference_names(label, fn, args)
         want = variants["want"]
         torch._dynamo.reset()
         # Leave stale entries behind, as an earlier experiment in a notebook would: a missing reset shows.
         with quiet():
-            torch.compile(fn, backend="eager")(torch.ones(3, dtype=torch.float64))
-        stale = [entry.code for entry in cache_entries(fn.__code__)]
+            torch.compile(fn, backend="eager")(*earlier)
+        stale = [(code, entry.code) for code in _reachable_codes(fn) for entry in cache_entries(code)]
         try:
             with quiet():
                 got = answer(fn, *args)
-            reset = not any(entry.code is code for entry in cache_entries(fn.__code__) for code in stale)
+            kept = [code for code, old in stale if any(entry.code is old for entry in cache_entries(code))]
+            reset = not kept
+            only_fn = bool(kept) and all(code is not fn.__code__ for code in kept)
         finally:
             del stale
+            kept = []
             torch._dynamo.reset()
         tried = f"resume_names({label}, torch.ones(2, 3){''.join(f', {a!r}' for a in args[1:])})"
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
@@ -1157,6 +1183,18 @@ def _resume(answer: Any) -> None:
                         got=describe(got))
         if got == want or got == variants["by code"]:  # the task accepts either reading of a shared code object
             continue
+        if not reset:
+            where = (("fn's own cache was emptied, but its resume functions keep theirs: a reset of one code object "
+                      "(reset_code) leaves the others' entries. ", "fn 自己的缓存清空了，但它的恢复函数仍保留着各自的缓存："
+                      "只重置一个代码对象（reset_code）不会清掉其他代码对象的条目。") if only_fn else ("", ""))
+            raise Wrong(f"{where[0]}cache entries from an earlier compile of fn (the checker compiles it first, with "
+                        "other inputs, as an earlier experiment in a notebook would) are still there after your answer, "
+                        "and their transformed code names resume functions of its own. Reset Dynamo before you compile "
+                        "fn (torch._dynamo.reset() empties every cache).",
+                        f"{where[1]}之前编译 fn 留下的缓存条目（检查器会先用别的输入编译它一次，就像笔记本里之前的实验那样）"
+                        "在你的答案运行之后仍然存在，它们改写后的代码也引用了各自的恢复函数。请在编译 fn 之前先重置 Dynamo"
+                        "（torch._dynamo.reset() 会清空所有缓存）。",
+                        tried=tried, expected=repr(want), got=repr(got))
         if reset and got == variants["no dedupe"]:
             raise Wrong("a resume function reached more than once is listed, and searched, once each time: a code object "
                         "that two global names share is searched twice, and the names its cache entries refer to come "
@@ -1173,11 +1211,14 @@ def _resume(answer: Any) -> None:
                         "后面的参数取别的值时，可能走别的分支、发生别的中断。",
                         tried=tried, expected=repr(want), got=repr(got))
         if reset and len(got) > len(want) and set(got) <= set(want):
-            raise Wrong("some names come more often than they should, though the cache was reset: a reset empties the "
-                        "caches, but the __resume_at_* globals of earlier compiles stay in fn.__globals__. Start from "
-                        "fn's own cache entries and follow only the names their transformed code refers to.",
-                        "有些名字出现的次数比应有的多，尽管缓存已经重置过：重置会清空缓存，但之前编译留下的 __resume_at_* "
-                        "全局变量仍然留在 fn.__globals__ 里。请从 fn 自己的缓存条目出发，只跟随它们改写后的字节码所引用的名字。",
+            raise Wrong("some names come more often than they should, though no old cache entry is left: either the reset "
+                        "came after you read the cache entries (reset first, then compile and call fn, then read), or "
+                        "you collected __resume_at_* globals from fn.__globals__, where the globals of earlier compiles "
+                        "stay after a reset. Start from fn's own cache entries after your call and follow only the "
+                        "names their transformed code refers to.",
+                        "有些名字出现的次数比应有的多，尽管已经没有旧的缓存条目：要么重置发生在你读取缓存条目之后（应先重置，再编译并调用 fn，"
+                        "然后读取），要么你是从 fn.__globals__ 里收集 __resume_at_* 全局变量的，而之前编译留下的全局变量在重置之后仍然留在那里。"
+                        "请在调用之后从 fn 自己的缓存条目出发，只跟随它们改写后的字节码所引用的名字。",
                         tried=tried, expected=repr(want), got=repr(got))
         if want and not got:
             raise Wrong("no resume function found, though fn has a graph break: the names are in the transformed code "

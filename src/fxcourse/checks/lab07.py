@@ -54,13 +54,7 @@ def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any],
     compile in the learner's notebook). ``advice`` says what to do instead."""
     def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
         def checked(answer: Any) -> None:
-            before = dynamo_settings.dynamo_state()
-            outcome: BaseException | None = None
-            try:
-                checker(answer)
-            except BaseException as exc:  # noqa: BLE001 - re-raised below unless the settings changed
-                outcome = exc
-            changed = dynamo_settings.restore(before)
+            outcome, changed, _ = dynamo_settings.run_kept(lambda: checker(answer))
             if changed:
                 raise _settings_wrong(changed, advice, ("Dynamo's settings before and after checking your answer",
                                                         "检查你的答案前后的 Dynamo 设置")) from None
@@ -868,7 +862,8 @@ def _fail_guard(answer: Any) -> None:
     gen = torch.Generator().manual_seed(73)
     # small sizes too: a change computed from x's sizes (its first two rows, pairs of entries) can leave a small
     # x's shape as it was; and a single row or column: a transposed copy of such a matrix keeps x's strides
-    for shape in _GUARD_SHAPES:
+    shapes = list(_GUARD_SHAPES)
+    for shape in shapes:  # grows: the shape an answer gives for "shape" is tried as x as well
         x = torch.randn(shape, generator=gen)
         for kind in _KINDS:
             tried = (f"fail_guard(x, {kind!r}) with x of shape {shape}, float32, contiguous",
@@ -935,6 +930,10 @@ def _fail_guard(answer: Any) -> None:
                             + where[1],
                             tried=tried, expected=(f"x's values, {only[0]}", f"x 的取值，{only[1]}"),
                             got=(f"other values: {got[0]}", f"取值不同：{got[1]}"))
+            new_shape = tuple(new.shape)
+            if (kind == "shape" and len(new_shape) == 2 and 0 not in new_shape and new_shape != (1, 1)
+                    and new_shape not in shapes and len(shapes) < len(_GUARD_SHAPES) + 3):
+                shapes.append(new_shape)  # a shape fixed in the answer is x's own for an x of that shape
             recompiled, reasons = _recompiled(_guarded, (x,), (new,))
             if not recompiled or not any(reason in r for reason in _REASONS[kind] for r in reasons):
                 raise Wrong(f"the {kind} changed, but the compiled function did not recompile because of it.",

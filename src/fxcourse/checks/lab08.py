@@ -742,6 +742,28 @@ class _ReLUOfInput(nn.Module):
         return torch.nn.functional.relu(x, inplace=True) * 2
 
 
+class _ReadBeforeInPlace(nn.Module):
+    """h is read (y = h * 2) before its in-place relu: a clamp placed earlier than the relu changes y."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x * 1.0
+        y = h * 2
+        h.relu_()
+        return y + h
+
+
+class _ReLUOfInputs(nn.Module):
+    """Out-of-place relus whose inputs nothing else reads: the model's input and its parameter. Neither
+    may change (the caller's x and the model's weight are compared after the call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.linspace(-1.0, 1.0, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) + torch.nn.functional.relu(self.w)
+
+
 class _NotReLUs(nn.Module):
     """Nodes that are no ReLU though their name or their target's name says relu."""
 
@@ -833,6 +855,14 @@ def _swap(answer: Any) -> None:
                "is compared with eager's after the call)",
                "其中原地 relu 会修改输入的函数：return F.relu(x, inplace=True) * 2（调用之后，会把调用方的 x 与 eager 的比较）"),
               _ReLUOfInput(), _inputs(894, (3, 4))[0]),
+             (("a function that reads h before its in-place relu: h = x * 1.0; y = h * 2; h.relu_(); return y + h",
+               "在原地 relu 之前读取 h 的函数：h = x * 1.0; y = h * 2; h.relu_(); return y + h"),
+              _ReadBeforeInPlace(), _inputs(896, (3, 4))[0]),
+             (("a model whose out-of-place relus take its input and its parameter w, which nothing else reads: "
+               "return torch.relu(x) + F.relu(self.w) (the caller's x and w are compared with eager's after the call)",
+               "非原地 relu 以模型的输入和参数 w 为输入、且没有别的节点读取它们的模型：return torch.relu(x) + F.relu(self.w)"
+               "（调用之后，会把调用方的 x 和 w 与 eager 的比较）"),
+              _ReLUOfInputs(), _inputs(897, (3, 4))[0]),
              (("a function with nodes that are no ReLU: relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + "
                "torch.relu(relu - 0.5); return out + F.relu6(x * 4)",
                "含有并非 ReLU 的节点的函数：relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + torch.relu(relu - 0.5); "
@@ -846,6 +876,8 @@ def _swap(answer: Any) -> None:
     for label, model, x in cases:
         seen: list[tuple[list[fx.Node], Any, fx.GraphModule]] = []
         in_place: list[tuple[str, bool]] = []  # (the relu input's name, whether the relu was in place)
+        # per graph: each node's place in the graph Dynamo gave, and where the in-place relus of each input were
+        orders: list[tuple[dict[str, int], dict[str, list[int]]]] = []
         others: list[tuple[fx.GraphModule, dict[str, tuple[str, Any]]]] = []  # the nodes that are no relu
 
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
@@ -854,12 +886,18 @@ def _swap(answer: Any) -> None:
             inputs = [n.args[0] for n in gm.graph.nodes if _is_relu(n) and n.args]
             in_place.extend((n.args[0].name, _in_place(n)) for n in gm.graph.nodes
                             if _is_relu(n) and n.args and isinstance(n.args[0], fx.Node))
+            relus: dict[str, list[int]] = {}
+            for k, n in enumerate(gm.graph.nodes):
+                if _is_relu(n) and _in_place(n) and n.args and isinstance(n.args[0], fx.Node):
+                    relus.setdefault(n.args[0].name, []).append(k)
+            orders.append(({n.name: k for k, n in enumerate(gm.graph.nodes)}, relus))
             returned = _code_first(answer)(gm, example_inputs)
             seen.append((inputs, returned, gm))
             return returned
 
         compiled = _compile(model, watching)
         x_eager, x_compiled = x.clone(), x.clone()
+        weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
         with torch.no_grad():
             want = model(x_eager)
             try:
@@ -891,10 +929,22 @@ def _swap(answer: Any) -> None:
         if not _close(got, want):
             _name_replaced_non_relu(label, seen, others)
             _name_in_place_mistake(label, in_place, seen, got, want)
+            _name_early_clamp(label, seen, orders, got, want)
             raise Wrong("the compiled model's output changed, although every relu became a clamp.",
                         "每个 relu 都换成了 clamp，但编译后模型的输出变了。",
                         tried=label, expected=_EAGER_OUTPUT,
                         got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
+        changed = [k for k, v in model.state_dict().items() if not torch.equal(v, weights[k])]
+        if changed:
+            raise Wrong(f"the compiled model's output is right, but it changed the model's own {changed[0]}: a relu "
+                        "that is not in place leaves its input alone, even when nothing else reads that input, and "
+                        "a parameter's relu reads the model's weight. Only a relu with inplace=True (or relu_) becomes "
+                        "an in-place clamp.",
+                        f"编译后模型的输出是对的，但它修改了模型自己的 {changed[0]}：非原地的 relu 不会改动它的输入，"
+                        "即使没有别的节点再读取这个输入；而参数的 relu 读取的正是模型的权重。只有 inplace=True 的 relu"
+                        "（或 relu_）才换成原地运算的 clamp。",
+                        tried=label, expected=(f"{changed[0]} unchanged", f"{changed[0]} 保持不变"),
+                        got=_max_diff(model.state_dict()[changed[0]], weights[changed[0]]))
         if not torch.equal(x_compiled, x_eager):
             _name_replaced_non_relu(label, seen, others)
             if torch.equal(x_compiled, x):
@@ -969,6 +1019,31 @@ def _name_in_place_mistake(label: tuple[str, str], in_place: list[tuple[str, boo
                     "于是读到的是被 clamp 过的值。只有 inplace=True 的 relu（或原地写法 relu_）才换成原地运算的 clamp；"
                     "以位置参数给出的 inplace=False（如 F.relu(h, False)）同样不是原地运算。",
                     tried=label, expected=_EAGER_OUTPUT, got=got_line)
+
+
+def _name_early_clamp(label: tuple[str, str], seen: list[tuple[list[fx.Node], Any, fx.GraphModule]],
+                      orders: list[tuple[dict[str, int], dict[str, list[int]]]], got: Any,
+                      want: torch.Tensor) -> None:
+    """Name an in-place clamp placed before a node that, in the graph Dynamo gave, read the clamp's input
+    before the relu did (so that node now reads clamped values)."""
+    for (_, returned, gm), (order, relus) in zip(seen, orders):
+        nodes = list((_edited_graph(returned, gm) or gm).graph.nodes)
+        place = {n: k for k, n in enumerate(nodes)}
+        for clamp in nodes:
+            source = _clamp_input(clamp) if _is_clamp(clamp) and _in_place(clamp) else None
+            if not isinstance(source, fx.Node) or source.name not in relus:
+                continue
+            relu_at = min(relus[source.name])
+            early = [u.name for u in source.users if u is not clamp and place.get(u, -1) > place[clamp]
+                     and order.get(u.name, relu_at) < relu_at]
+            if early:
+                raise Wrong(f"an in-place clamp sits earlier in the graph than the relu it replaces: {early[0]} reads "
+                            "the relu's input before the relu in the model, but after your clamp in the edited graph, "
+                            "so it now reads clamped values. Put each clamp where its relu was.",
+                            f"有一个原地 clamp 在计算图中的位置比它替换的 relu 更靠前：在模型里，{early[0]} 在 relu 之前读取 relu 的输入，"
+                            "而在修改后的计算图中它排在你的 clamp 之后，于是读到的是被 clamp 过的值。请把每个 clamp 放在它的 relu 原来的位置。",
+                            tried=label, expected=_EAGER_OUTPUT,
+                            got=_max_diff(got, want) if isinstance(got, torch.Tensor) else describe(got))
 
 
 def _clamp_min(node: fx.Node) -> Any:
@@ -1133,6 +1208,20 @@ def _changed_in_place(x: torch.Tensor) -> torch.Tensor:
     return y.cos()
 
 
+def _set_first(x: torch.Tensor) -> torch.Tensor:
+    # 3 ops (sin, setitem, cos): y[0] = 0.0 is an operator.setitem node that no node reads
+    y = x.sin()
+    y[0] = 0.0
+    return y.cos()
+
+
+def _no_grad_wave(x: torch.Tensor) -> torch.Tensor:
+    # 4 ops: torch.no_grad() puts two _set_grad_enabled nodes (no node reads them) around sin
+    with torch.no_grad():
+        y = x.sin()
+    return y.cos()
+
+
 def _skipping(skip: Callable[[fx.Node], bool]) -> Callable[[fx.GraphModule], int]:
     """A count of the ops that leaves out the nodes ``skip`` picks."""
     return lambda gm: sum(1 for n in gm.graph.nodes if n.op in _OPS and not skip(n))
@@ -1243,6 +1332,10 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "times has three sin ops). Count the nodes themselves, not their distinct targets.",
      "你把每一种算子只算了一次：target 相同的两个节点是两个算子（调用三次 sin 的链有三个 sin 算子）。"
      "请统计节点本身，而不是不同 target 的种数。"),
+    ("distinct names", lambda gm: len({re.sub(r"_\d+$", "", n.name) for n in gm.graph.nodes if n.op in _OPS}), False,
+     "you count each kind of op once: nodes named sin, sin_1 and sin_2 are three ops, not one. Count the nodes "
+     "themselves, not the distinct names they share.",
+     "你把每一种算子只算了一次：名为 sin、sin_1、sin_2 的节点是三个算子，而不是一个。请统计节点本身，而不是它们共用的名字有几种。"),
     ("get_attr counted", lambda gm: _ops(gm) + sum(1 for n in gm.graph.nodes if n.op == "get_attr"), False,
      "you count get_attr nodes as ops: a get_attr node only fetches an attribute of the module (here the two "
      "branches torch.cond chooses between); it computes nothing. Count only call_function, call_method and "
@@ -1267,6 +1360,14 @@ _LIMIT_MISTAKES: list[tuple[str, Callable[[fx.GraphModule], int], bool, str, str
      "read or not.",
      "你漏掉了结果没有被任何节点读取的算子：y.add_(1.0) 原地修改 y，没有谁需要它的返回值，但它照样是算子。"
      "请统计每一个 call_function、call_method 和 call_module 节点，不论它的结果有没有被读取。"),
+    ("unread ops skipped unless in place", _skipping(
+        lambda n: not n.users and not str(getattr(n.target, "__name__", n.target)).endswith("_")), False,
+     "you leave out ops whose result no node reads unless their name ends in _: y[0] = 0.0 is an operator.setitem "
+     "node and torch.no_grad() adds _set_grad_enabled nodes; no node reads their results, and their names do not "
+     "end in _, but each is an op. Count every call_function, call_method and call_module node, read or not.",
+     "你漏掉了结果没有被读取、名字又不以 _ 结尾的算子：y[0] = 0.0 是一个 operator.setitem 节点，torch.no_grad() 会加入 "
+     "_set_grad_enabled 节点；没有节点读取它们的结果，名字也不以 _ 结尾，但它们都是算子。请统计每一个 call_function、"
+     "call_method 和 call_module 节点，不论它的结果有没有被读取。"),
     ("python operators skipped", _skipping(_is_python_operator), False,
      "you leave out the Python operators: x > 0, a * b and cond[0] are call_function nodes whose targets come "
      "from Python's operator module (operator.gt, operator.mul, operator.getitem), and they are ops too.",
@@ -1349,6 +1450,18 @@ def _limited(answer: Any) -> None:
                                      "the results of add_ and mul_)",
                                      "y = x.sin(); y.add_(1.0); y.mul_(2.0); return y.cos()（4 个算子；add_ 和 mul_ "
                                      "的结果没有被任何节点读取）")),
+             (2, _set_first, ("y = x.sin(); y[0] = 0.0; return y.cos() (3 ops; y[0] = 0.0 is a setitem node "
+                              "that no node reads)",
+                              "y = x.sin(); y[0] = 0.0; return y.cos()（3 个算子；y[0] = 0.0 是一个没有被任何节点读取的 "
+                              "setitem 节点）")),
+             (3, _no_grad_wave, ("with torch.no_grad(): y = x.sin(); then return y.cos() (4 ops: sin, cos and two "
+                                 "_set_grad_enabled nodes)",
+                                 "with torch.no_grad(): y = x.sin()；然后 return y.cos()（4 个算子：sin、cos 和两个 "
+                                 "_set_grad_enabled 节点）")),
+             (4, _no_grad_wave, ("with torch.no_grad(): y = x.sin(); then return y.cos() (4 ops: sin, cos and two "
+                                 "_set_grad_enabled nodes)",
+                                 "with torch.no_grad(): y = x.sin()；然后 return y.cos()（4 个算子：sin、cos 和两个 "
+                                 "_set_grad_enabled 节点）")),
              (8, _chosen_pair, ("a function with torch.cond (5 ops; the two branches are get_attr nodes, each "
                                 "branch holds 2 ops of its own)",
                                 "含 torch.cond 的函数（5 个算子；两个分支是 get_attr 节点，每个分支内部各有 2 个算子）"))]
