@@ -5,8 +5,9 @@ For each model, ``fxcourse.compare_capture(..., paths="all", latency=True)`` tri
 capture systems and the three compiled paths (Inductor, export + AOTInductor, export +
 IREE), checks each on an input it never saw, and times eager and every path that matched
 eager in balanced orders (every path runs right after every other equally often; see
-``fxcourse.viewers._latency``), with the thread count fixed. Speed-up is eager's median
-time over the path's. The numbers are this machine's: the header says which.
+``fxcourse.viewers._latency``), with the thread count fixed. Everything runs under
+``torch.no_grad()``, as inference does (and as the capstone lecture does), so each compile
+time is that of the graph that is then timed. Speed-up is eager's median time over the path's. The numbers are this machine's: the header says which.
 
     python benchmarks/zoo.py                       # all five models, 1 thread
     python benchmarks/zoo.py --models mlp gate --threads 2 --out build/zoo.md
@@ -54,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in opts.models:
         model, args = zoo.example(name)
         start = time.perf_counter()
-        table = compare_capture(model, *args, second_args=second_input(name, args), paths="all",
-                                latency=True, threads=opts.threads)
+        with torch.no_grad():  # inference: each path compiles the graph that is then timed
+            table = compare_capture(model, *args, second_args=second_input(name, args), paths="all",
+                                    latency=True, threads=opts.threads)
         print(f"{name}: {time.perf_counter() - start:.0f} s; eager {table.eager.ms()} ms",
               file=sys.stderr)
         for row in table.rows:

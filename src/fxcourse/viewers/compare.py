@@ -508,7 +508,7 @@ def _iree(model: Any, args: tuple[Any, ...]) -> Captured:
 
     return run, 1, None, sum(stage.ops.values()), only(
         "lowered to linalg-on-tensors by torch-mlir, compiled for this CPU by IREE",
-        "由 torch-mlir 降级到 linalg-on-tensors，再由 IREE 编译到本机 CPU")
+        "由 torch-mlir 下降到 linalg-on-tensors，再由 IREE 编译到本机 CPU")
 
 
 def _host(value: Any) -> Any:
