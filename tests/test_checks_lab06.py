@@ -859,3 +859,73 @@ def test_lab06_3_numpy_integer_counts_pass():
             counts.append(len(_debug_get_cache_entry_list(fn.__code__)))
         return list(np.array(counts))  # numpy.int64 items
     expect_passed("lab06.3", as_numpy)
+
+
+def test_lab06_4_new_resume_globals_of_the_whole_module_are_named():
+    # fourth attack: the globals a compile adds include the resume functions of a helper fn calls
+    def globals_diff(fn, *args):
+        torch._dynamo.reset()
+        before = set(fn.__globals__)
+        torch.compile(fn, backend="eager")(*args)
+        return sorted(fn.__globals__[k].__code__.co_name for k in set(fn.__globals__) - before
+                      if k.startswith("__resume_at"))
+    result = expect_wrong("lab06.4", globals_diff)
+    assert "_calls_a_helper" in result.tried
+    assert "resume functions of other functions" in result.en and "其他函数的恢复函数" in result.zh
+
+
+def test_lab06_4_searching_once_per_code_name_is_named():
+    # fourth attack: two resume functions share a code name (one per branch); searching only the first misses
+    # the resume function that follows the branch the call took
+    def once_per_code_name(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        names, todo, searched = [], [fn.__code__], {fn.__code__.co_name}
+        while todo:
+            for entry in _debug_get_cache_entry_list(todo.pop(0)):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at"):
+                        code = fn.__globals__[name].__code__
+                        names.append(code.co_name)
+                        if code.co_name not in searched:
+                            searched.add(code.co_name)
+                            todo.append(code)
+        return sorted(names)
+    result = expect_wrong("lab06.4", once_per_code_name)
+    assert "_breaks_in_both_branches" in result.tried
+
+
+def test_lab06_3_marking_the_calls_dynamic_does_not_change_later_checks():
+    # fourth attack: the answer marked the checker's own tensors, which later reference counts reused
+    def mark_dyn(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        counts = []
+        for args in calls:
+            torch._dynamo.mark_dynamic(args[0], 0)
+            compiled(*args)
+            counts.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return counts
+
+    def reset_code_only(fn, calls):
+        torch._dynamo.reset_code(fn.__code__)
+        compiled = torch.compile(fn, backend="eager")
+        counts = []
+        for args in calls:
+            compiled(*args)
+            counts.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        return counts
+    expect_wrong("lab06.3", mark_dyn)
+    result = expect_wrong("lab06.3", reset_code_only)
+    assert "cache emptied only for fn" in result.en and "只清空 fn 的缓存" in result.zh
+
+
+def test_lab06_1_the_reference_passes_with_logging_disabled_in_the_notebook():
+    # the course's own cells call logging.disable(logging.WARNING); the graph-break log must still be read
+    import logging
+    right = solution("lab06", "predict")
+    logging.disable(logging.WARNING)
+    try:
+        expect_passed("lab06.1", right)
+    finally:
+        logging.disable(logging.NOTSET)

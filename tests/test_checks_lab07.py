@@ -973,3 +973,28 @@ def test_lab07_3_a_fixed_new_shape_is_named():
         return solution("lab07", "fail_guard")(x, kind)
     result = expect_wrong("lab07.3", fixed)
     assert "(3, 3)" in result.tried[0] and "every x" in result.en and "对每个 x" in result.zh
+
+
+class _NoOpAfterCond(torch.nn.Module):
+    """A right CondRouter that adds steps which change nothing after torch.cond."""
+
+    def __init__(self, then):
+        super().__init__()
+        self.small, self.large, self.then = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4), then
+
+    def forward(self, x):
+        y = torch.cond(x.norm() > 2.0, lambda t: torch.relu(self.large(t)), lambda t: self.small(t) * 0.5, (x,))
+        return self.then(y, x)
+
+
+@pytest.mark.parametrize("then", [
+    lambda y, x: y.to(x.dtype), lambda y, x: y.view_as(x), lambda y, x: y.reshape(x.shape).contiguous(),
+], ids=["to-dtype", "view_as", "reshape"])
+def test_lab07_4_a_step_that_changes_nothing_after_cond_passes(then):
+    # third attack: these were rejected, and the message showed torch's internal _assert_tensor_metadata
+    expect_passed("lab07.4", _NoOpAfterCond(then))
+
+
+def test_lab07_4_a_dtype_change_after_cond_is_still_work_after_the_choice():
+    result = expect_wrong("lab07.4", _NoOpAfterCond(lambda y, x: y.to(torch.float64)))
+    assert "_assert_tensor_metadata" not in result.en + str(result.got)

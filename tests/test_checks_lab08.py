@@ -1128,3 +1128,57 @@ def test_lab08_3_counting_distinct_names_is_named():
         return len({_re.sub(r"_\d+$", "", n.name) for n in gm.graph.nodes if n.op.startswith("call")})
     result = expect_wrong("lab08.3", _limited_by(count))
     assert "count each kind of op once" in result.en and "只算了一次" in result.zh
+
+
+def test_lab08_2_clamping_in_place_a_view_nothing_else_reads_is_named():
+    # fourth attack: "in place when the input is an intermediate node with one user" passes every placeholder probe,
+    # but x[0] and w[:4].view(-1) share the caller's and the model's memory
+    answer = _swap_placed(lambda node: node,
+                          lambda node: _was_in_place(node) or (node.args[0].op != "placeholder"
+                                                               and len(node.args[0].users) == 1))
+    result = expect_wrong("lab08.2", answer)
+    assert "torch.relu(x[0])" in result.tried[0]
+    assert ("caller's x differs" in result.en and "调用方的 x" in result.zh) or \
+        ("changed the model's own w" in result.en and "修改了模型自己的 w" in result.zh)
+
+
+@pytest.mark.parametrize("task_id, answer", [
+    ("lab08.2", lambda gm, example_inputs: gm.forward),  # a backend that changes nothing
+    ("lab08.3", lambda n: (lambda gm, example_inputs: gm.forward)),  # never refuses
+], ids=["swap", "limit"])
+def test_lab08_a_notebook_that_turned_dynamo_off_still_gets_its_answer_checked(task_id, answer):
+    # fourth attack: with force_eager (or config.disable) left on by the notebook, no backend was ever called
+    torch.compiler.set_stance("force_eager")
+    try:
+        result = expect_wrong(task_id, answer)
+    finally:
+        torch.compiler.set_stance("default")
+    assert "your notebook has changed some of Dynamo's settings" in result.en
+    assert "你的笔记本修改了 Dynamo 的部分设置" in result.zh
+
+
+def test_lab08_1_the_reference_passes_with_dynamo_disabled_in_the_notebook():
+    answer = solution("lab08", "make_recording_backend")  # the solution notebook's cells compile too
+    with torch._dynamo.config.patch(disable=True):
+        expect_passed("lab08.1", answer)
+
+
+def test_lab08_an_answer_that_leaves_dynamo_disabled_is_named():
+    def disabling(gm, example_inputs):
+        torch._dynamo.config.suppress_errors = True
+        return gm.forward
+    result = expect_wrong("lab08.2", disabling)
+    assert "for the whole process" in result.en and "整个进程的 Dynamo 设置" in result.zh
+    assert "suppress_errors" in result.got
+
+
+def test_lab08_3_a_limit_of_zero_is_a_limit():
+    def zero_is_no_limit(n):
+        def backend(gm, example_inputs):
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call"))
+            if n and ops > n:
+                raise RuntimeError(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", zero_is_no_limit)
+    assert "make_limited_backend(0)" in result.tried[0]

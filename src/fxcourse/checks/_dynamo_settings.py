@@ -4,7 +4,7 @@ as checkers keep them.
 An answer that changes them and leaves them changed would change every later compile in the
 learner's notebook (``torch.compiler.config.dynamic_sources`` marks inputs dynamic for every
 later compile, as ``torch._dynamo.config`` settings do); a checker reads them before and after the answer and puts them back. Used by
-the lab06 and lab07 checkers.
+the lab06, lab07 and lab08 checkers.
 
 >>> before = dynamo_state()
 >>> import torch
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["defaults", "dynamo_state", "flip", "restore", "run_kept", "set_state"]
+__all__ = ["defaults", "dynamo_state", "flip", "restore", "run_kept", "set_state", "with_default_dynamo"]
 
 
 #: ``torch.compiler.config``'s keys appear in the config dict with this prefix
@@ -113,3 +113,38 @@ def run_kept(call: Callable[[], None], from_defaults: bool = False
     left = restore(start)
     set_state(caller)
     return outcome, left, differed
+
+
+def with_default_dynamo(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """Run a checker (the answer included) under Dynamo's default settings, whatever the learner's notebook
+    set before, and put the notebook's settings back afterwards. An answer that changes the settings and
+    leaves them changed is wrong (they would stay changed for every later compile in the notebook); when the
+    notebook's own settings differ from the defaults, a wrong verdict says so. ``advice`` says what to do
+    instead of changing them."""
+    from . import Wrong  # the checks package imports the lab modules, which import this one
+
+    def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
+        def checked(answer: Any) -> None:
+            outcome, left, notebook = run_kept(lambda: checker(answer), from_defaults=True)
+            if left:
+                raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
+                            "(the checker has put them back): every later torch.compile in your notebook would run "
+                            f"with them. {advice[0]}",
+                            "你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：之后你的笔记本中的每一次 "
+                            f"torch.compile 都会沿用这些设置。{advice[1]}",
+                            tried=("Dynamo's settings before and after checking your answer",
+                                   "检查你的答案前后的 Dynamo 设置"),
+                            expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
+                            got="; ".join(left)) from None
+            if isinstance(outcome, Wrong) and notebook:
+                outcome.en += (" (Note: your notebook has changed some of Dynamo's settings: " + "; ".join(notebook)
+                               + ". The checker ran everything, your answer included, with Dynamo's defaults, as "
+                               "the task assumes.)")
+                outcome.zh += ("（注意：你的笔记本修改了 Dynamo 的部分设置：" + "；".join(notebook)
+                               + "。检查器按任务的假设，用 Dynamo 的默认设置运行了所有内容，包括你的答案。）")
+            if outcome is not None:
+                raise outcome
+        checked.__name__ = checker.__name__
+        checked.__doc__ = checker.__doc__
+        return checked
+    return wrap

@@ -73,6 +73,9 @@ def dynamo_log(artifact: str) -> Iterator[list[str]]:
     loggers = [logging.getLogger(name) for name in sorted(_internal.log_registry.get_artifact_log_qnames())
                if name.endswith(f".__{artifact}")]
     saved = [(lg, lg.level, lg.propagate) for lg in loggers]
+    # a notebook's logging.disable(logging.WARNING) (the course's own cells use it) would hide every record
+    disabled = logging.root.manager.disable
+    logging.disable(logging.NOTSET)
     handler = _Collect()
     for lg in loggers:
         lg.setLevel(logging.DEBUG)
@@ -85,6 +88,7 @@ def dynamo_log(artifact: str) -> Iterator[list[str]]:
             lg.removeHandler(handler)
             lg.setLevel(level)
             lg.propagate = propagate
+        logging.disable(disabled)
         if added:
             state.artifact_names.discard(artifact)
 
@@ -136,37 +140,8 @@ def graphs_and_breaks(fn: Callable[..., Any], *args: Any) -> tuple[int, int, lis
 
 # -- Dynamo's process-wide settings ------------------------------------------------------
 
-def _with_default_dynamo(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Run a checker (the answer included) under Dynamo's default settings, whatever the learner's notebook
-    set before, and put the notebook's settings back afterwards. An answer that changes the settings and
-    leaves them changed is wrong (they would stay changed for every later compile in the notebook); when the
-    notebook's own settings differ from the defaults, a wrong verdict says so. ``advice`` says what to do
-    instead of changing them."""
-    def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
-        def checked(answer: Any) -> None:
-            outcome, left, notebook = settings.run_kept(lambda: checker(answer), from_defaults=True)
-            if left:
-                raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
-                            "(the checker has put them back): every later torch.compile in your notebook would run "
-                            f"with them. {advice[0]}",
-                            "你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：之后你的笔记本中的每一次 "
-                            f"torch.compile 都会沿用这些设置。{advice[1]}",
-                            tried=("Dynamo's settings before and after checking your answer",
-                                   "检查你的答案前后的 Dynamo 设置"),
-                            expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
-                            got="; ".join(left)) from None
-            if isinstance(outcome, Wrong) and notebook:
-                outcome.en += (" (Note: your notebook has changed some of Dynamo's settings: " + "; ".join(notebook)
-                               + ". The checker ran everything, your answer included, with Dynamo's defaults, as "
-                               "the task assumes.)")
-                outcome.zh += ("（注意：你的笔记本修改了 Dynamo 的部分设置：" + "；".join(notebook)
-                               + "。检查器按任务的假设，用 Dynamo 的默认设置运行了所有内容，包括你的答案。）")
-            if outcome is not None:
-                raise outcome
-        checked.__name__ = checker.__name__
-        checked.__doc__ = checker.__doc__
-        return checked
-    return wrap
+#: run a checker under Dynamo's defaults; an answer that leaves a setting changed is wrong
+_with_default_dynamo = settings.with_default_dynamo
 
 
 # -- exercise 1: predict graphs and breaks ----------------------------------------------
@@ -853,7 +828,8 @@ def _cache_sizes(answer: Any) -> None:
             _leave_stale_entry(fn, calls)
         stale = [entry.code for entry in cache_entries(fn.__code__)]
         with quiet():
-            got = answer(fn, [tuple(c) for c in calls])
+            # copies: an answer may mark them (mark_dynamic), and the checker's own tensors must stay unmarked
+            got = answer(fn, [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in c) for c in calls])
         after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
         left = len(after)
         compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
@@ -1002,6 +978,33 @@ def _branchy(x):
     return x - 1
 
 
+def _breaks_in_both_branches(x):
+    """Each branch breaks, at another line: the two resume functions after the branch share one code name
+    (..._at_N), and only one of them was compiled; each leads to a resume function of its own."""
+    y = x * 2
+    torch._dynamo.graph_break()
+    if y.mean() > 0:
+        z = y + 1
+        torch._dynamo.graph_break()
+        return z * 2
+    z = y - 1
+    torch._dynamo.graph_break()
+    return z * 3
+
+
+def _breaking_helper(y):
+    torch._dynamo.graph_break()
+    return y + 1
+
+
+def _calls_a_helper(x):
+    """Calls a helper of the same module that breaks: Dynamo inlines the helper, and the helper's break gives
+    fn a resume function; a helper's own resume globals (from compiling it) are not fn's."""
+    y = x * 2
+    y = _breaking_helper(y)
+    return y - 1
+
+
 def _far_breaks_function() -> Callable[..., Any]:
     """Two breaks whose resume functions start at lines 9 and 11 of their own source: in discovery order
     (line 9 first) the names are not sorted ("..._at_11" sorts before "..._at_9")."""
@@ -1021,7 +1024,9 @@ def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], tupl
     cases = [("_no_break", _no_break, (x,)), ("_one_break", _one_break, (x,)), ("_two_breaks", _two_breaks, (x,)),
              ("_branchy", _branchy, (x,)), ("_far_breaks", _FAR_BREAKS, (x,)), ("_four_breaks", _four_breaks, (x,)),
              ("_seven_breaks", _seven_breaks, (x,)), ("_calls_itself", _calls_itself, (x,)),
-             ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2))]
+             ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2)),
+             ("_breaks_in_both_branches", _breaks_in_both_branches, (-x,)),
+             ("_calls_a_helper", _calls_a_helper, (x,))]
     # last: the earlier compile took the k == 2 branch, so its stale entries reach a resume function that a call
     # with x alone never reaches (a search that skips the reset lists it)
     return [(label, fn, args, (other,)) for label, fn, args in cases] + [("_two_args", _two_args, (x,), (other, 2))]

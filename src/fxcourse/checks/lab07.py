@@ -990,7 +990,7 @@ def _after_cond(gm: torch.fx.GraphModule) -> list[str]:
     """The ops of the exported graph that work on a torch.cond's result (reading an item of it, copying or
     aliasing it does not count), by name."""
     seen, todo, found = set(), [n for n in gm.graph.nodes if n.target is torch.ops.higher_order.cond], []
-    plain = {"getitem", "clone", "alias", "detach", "view"}
+    plain = {"getitem", "clone", "alias", "detach", "view", "_assert_tensor_metadata"}
     while todo:
         for user in todo.pop().users:
             if user in seen or user.op != "call_function":
@@ -998,9 +998,25 @@ def _after_cond(gm: torch.fx.GraphModule) -> list[str]:
             seen.add(user)
             todo.append(user)
             name = getattr(user.target, "__name__", str(user.target)).split(".")[0]
-            if name not in plain and name not in found:
+            if name not in plain and not _same_layout(user) and name not in found:
                 found.append(name)
     return found
+
+
+#: ops that may leave a tensor exactly as it was (same sizes, dtype and strides): a no-op then
+_LAYOUT_OPS = {"to", "_to_copy", "view_as", "reshape", "contiguous", "expand", "expand_as", "type_as", "flatten"}
+
+
+def _same_layout(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a layout op whose result has its input's sizes, dtype and strides (``y.to(x.dtype)``,
+    ``y.view_as(x)`` on a y already like x): it changes nothing, so it is no work after torch.cond."""
+    name = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+    source = node.args[0] if node.args else None
+    out = node.meta.get("val")
+    inp = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+    if name not in _LAYOUT_OPS or not isinstance(out, torch.Tensor) or not isinstance(inp, torch.Tensor):
+        return False
+    return out.shape == inp.shape and out.dtype == inp.dtype and out.stride() == inp.stride()
 
 
 def _router_probes() -> list[Probe]:

@@ -12,6 +12,7 @@ import torch
 from torch import fx, nn
 
 from . import Wrong, task
+from ._dynamo_settings import with_default_dynamo
 from .._text import quiet
 from ._probe import close, describe, need_callable, seeded
 
@@ -201,6 +202,9 @@ def _stale_code(gm: fx.GraphModule) -> bool:
      "Dynamo 对每张计算图各调用一次后端（图中断会产生两张图），而模型可能在某个值生成之后再原地修改它："
      "请保存副本，并让所有计算图共用同一个 store。"),
 ])
+@with_default_dynamo(("make_recording_backend only builds a backend that edits the graphs it gets; leave Dynamo's "
+                      "settings alone.",
+                      "make_recording_backend 只需构造一个修改所收到计算图的后端；请不要改动 Dynamo 的设置。"))
 def _recording(answer: Any) -> None:
     need_callable(answer, "make_recording_backend")
     for label, model, names, refs, xs, with_grad in _recording_cases():
@@ -764,6 +768,18 @@ class _ReLUOfInputs(nn.Module):
         return torch.relu(x) + torch.nn.functional.relu(self.w)
 
 
+class _ReLUOfViews(nn.Module):
+    """Out-of-place relus of views that nothing else reads: a row of the input and a slice of the parameter.
+    A view shares its base's memory, so an in-place clamp of it changes the caller's x or the weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.linspace(-1.0, 1.0, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x[0]) * 2 + torch.relu(self.w[:4].view(-1))
+
+
 class _NotReLUs(nn.Module):
     """Nodes that are no ReLU though their name or their target's name says relu."""
 
@@ -829,6 +845,8 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
      "新节点接收 relu 的输入，关键字参数只有 min=0；relu 自己的 kwargs（inplace）不能照搬成关键字参数，但 inplace=True 的含义要保留："
      "那个 relu 会修改它的输入，所以它的 clamp 也要修改。图中断会让后端再收到一张需要修改的计算图。"),
 ])
+@with_default_dynamo(("relu_to_clamp only edits the graphs it gets; leave Dynamo's settings alone.",
+                      "relu_to_clamp 只需修改它收到的计算图；请不要改动 Dynamo 的设置。"))
 def _swap(answer: Any) -> None:
     need_callable(answer, "relu_to_clamp")
     cases = [(("a model with an nn.ReLU module", "含 nn.ReLU 模块的模型"), seeded(_ModuleReLU(), 83),
@@ -863,6 +881,11 @@ def _swap(answer: Any) -> None:
                "非原地 relu 以模型的输入和参数 w 为输入、且没有别的节点读取它们的模型：return torch.relu(x) + F.relu(self.w)"
                "（调用之后，会把调用方的 x 和 w 与 eager 的比较）"),
               _ReLUOfInputs(), _inputs(897, (3, 4))[0]),
+             (("a model whose out-of-place relus take views that nothing else reads: return torch.relu(x[0]) * 2 + "
+               "torch.relu(self.w[:4].view(-1)) (the caller's x and w are compared with eager's after the call)",
+               "非原地 relu 以没有别的节点读取的视图为输入的模型：return torch.relu(x[0]) * 2 + "
+               "torch.relu(self.w[:4].view(-1))（调用之后，会把调用方的 x 和 w 与 eager 的比较）"),
+              _ReLUOfViews(), _inputs(898, (3, 4))[0]),
              (("a function with nodes that are no ReLU: relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + "
                "torch.relu(relu - 0.5); return out + F.relu6(x * 4)",
                "含有并非 ReLU 的节点的函数：relu = x.sigmoid(); out = F.leaky_relu(x, 0.1) + torch.relu(relu - 0.5); "
@@ -1409,6 +1432,9 @@ _OUTPUT_COUNTED = (
      "and a graph break makes two.",
      "超过 n 指的是多于 n：恰好有 n 个算子的计算图应当被接受。后端对每张计算图各调用一次，而图中断会产生两张图。"),
 ])
+@with_default_dynamo(("make_limited_backend only builds a backend that counts and refuses; leave Dynamo's "
+                      "settings alone.",
+                      "make_limited_backend 只需构造一个计数并拒绝的后端；请不要改动 Dynamo 的设置。"))
 def _limited(answer: Any) -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 
@@ -1419,6 +1445,7 @@ def _limited(answer: Any) -> None:
     cases = [(4, _chain(3), ("a chain of 3 ops", "3 个算子组成的链")),
              (4, _chain(4), ("a chain of exactly 4 ops", "恰好 4 个算子组成的链")),
              (1, _chain(1), ("a chain of 1 op", "只有 1 个算子的链")),
+             (0, _chain(1), ("a chain of 1 op", "只有 1 个算子的链")),
              (4, _chain(7), ("a chain of 7 ops", "7 个算子组成的链")),
              (5, _chain(6), ("a chain of 6 ops (3 of them method calls)", "6 个算子组成的链（其中 3 个是方法调用）")),
              (4, _split_even, ("a function split by a graph break into two graphs of 3 ops",
