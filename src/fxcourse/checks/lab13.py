@@ -1,0 +1,541 @@
+"""Checkers for labs/lab13_capstone.ipynb (lecture course/13_capstone.ipynb).
+
+The lab's model, ``Router``, is one the lecture does not use: a data-dependent ``if`` on a sum and a
+scale computed with NumPy. Exercise 1's right answers are not written here: the checker runs the
+whole matrix (``compare_capture(..., paths="all")``) on its own copy of the model once per process
+and reads each path's outcome and cause off the rows. Exercise 3 is judged on tables built here, with
+rows that failed, rows that differ from eager and timings chosen so that one fixed answer cannot pass.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import Wrong, task
+from .._text import one_line_error, quiet
+from ._probe import Snapshot, described, differs, need_callable, require_untouched, seeded
+
+
+class Router(nn.Module):
+    """The lab's model: a data-dependent branch on a sum, and a scale computed with NumPy."""
+
+    def __init__(self, d: int = 6) -> None:
+        super().__init__()
+        self.a = nn.Linear(d, d)
+        self.b = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.a(x))
+        scale = float(np.abs(h.detach().numpy()).max())
+        if h.sum() > 0:
+            return self.b(h) / scale
+        return -h
+
+
+OUTCOMES = ("works", "wrong result", "fails")
+CAUSES = ("data-dependent branch", "NumPy call")
+
+
+def _example() -> tuple[Router, torch.Tensor]:
+    """The model and input of the lab's cell (same seed, so the same rows)."""
+    gen = torch.Generator().manual_seed(0)
+    model = seeded(Router(), 13)
+    return model, torch.randn(4, 6, generator=gen)
+
+
+def _cause(reason: str) -> str:
+    """The cause a failed row's measured reason names; anything else is returned as it is."""
+    text = reason.lower()
+    if "numpy" in text or "__array" in text or "ufunc" in text:
+        return CAUSES[1]
+    if "data-dependent" in text or "control flow" in text:
+        return CAUSES[0]
+    return reason
+
+
+@functools.lru_cache(maxsize=1)
+def measured() -> dict[str, Any]:
+    """Each path's outcome ("works", "wrong result", or ("fails", cause)), measured on this torch."""
+    from ..viewers.compare import compare_capture
+
+    model, x = _example()
+    with quiet(), torch.no_grad():
+        table = compare_capture(model, x, paths="all")
+    out: dict[str, Any] = {}
+    for row in table.rows:
+        if not row.worked:
+            out[row.method] = ("fails", _cause(row.reason))
+        else:
+            out[row.method] = "works" if row.matches else "wrong result"
+    return out
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] in ("works", "wrong result"):
+        return value[0] if value[1] in (None, "") else tuple(value)
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+@task("lab13.1", "predict the matrix", "预测整张矩阵", hints=[
+    ("Go through the model line by line for each path: which paths read the Python source, which run it "
+     "on fake values, which record one run? A path that records one run does not fail; it may answer wrongly.",
+     "对每条路径逐行过一遍模型：哪些路径读 Python 源码，哪些用假值运行它，哪些只记录一次运行？"
+     "只记录一次运行的路径不会失败，但可能给出错误的结果。"),
+    ("Lecture 13, section 2 'One model, every path': the same reading of each row on gate; every compiled "
+     "path after export fails where export fails.",
+     "第 13 讲第 2 节“一个模型，走遍每条路径”：在 gate 上对每一行的同样解读；导出之后的每条编译路径，"
+     "都会在导出失败的地方失败。"),
+])
+def _check_predict(answer: Any) -> None:
+    need_callable(answer, "predict")
+    with quiet():
+        got = answer()
+    if not isinstance(got, dict):
+        raise Wrong("predict() must return a dict: path name → outcome.",
+                    "predict() 必须返回一个 dict：路径名 → 结果。", got=described(got))
+    from ..viewers.compare import PATHS
+
+    missing = [p for p in PATHS if p not in got]
+    extra = [str(k) for k in got if k not in PATHS]
+    if missing or extra:
+        raise Wrong("The dict must have exactly one entry per path of PATHS"
+                    + (f"; missing: {', '.join(missing)}" if missing else "")
+                    + (f"; not a path: {', '.join(extra)}" if extra else "") + ".",
+                    "这个 dict 必须为 PATHS 中的每条路径各给出一项"
+                    + (f"；缺少：{'、'.join(missing)}" if missing else "")
+                    + (f"；不是路径名：{'、'.join(extra)}" if extra else "") + "。",
+                    expected=(f"{len(PATHS)} entries", f"{len(PATHS)} 项"), got=(f"{len(got)} entries", f"{len(got)} 项"))
+    for path in PATHS:
+        value = _normal(got[path])
+        ok = value in OUTCOMES[:2] or (isinstance(value, tuple) and len(value) == 2 and value[0] == "fails"
+                                       and value[1] in CAUSES)
+        if not ok:
+            raise Wrong(f"The entry for {path!r} is not one of the forms the lab accepts: \"works\", "
+                        f"\"wrong result\", or (\"fails\", cause) with a cause from {CAUSES}.",
+                        f"{path!r} 这一项不是实验接受的写法：\"works\"、\"wrong result\"，"
+                        f"或 (\"fails\", 原因)，原因取自 {CAUSES}。", got=repr(got[path]))
+    truth = measured()
+    wrong = [p for p in PATHS if _normal(got[p]) != truth[p]]
+    if not wrong:
+        return
+    path = wrong[0]
+    said, real = _normal(got[path]), truth[path]
+    said_outcome = said if isinstance(said, str) else said[0]
+    real_outcome = real if isinstance(real, str) else real[0]
+    others = len(wrong) - 1
+    more_en = f" ({others} other entr{'y is' if others == 1 else 'ies are'} wrong too.)" if others else ""
+    more_zh = f"（另外还有 {others} 项不对。）" if others else ""
+    if said_outcome == real_outcome:  # both "fails": the cause is what differs
+        raise Wrong(f"{path!r} does fail, but not for the cause you gave: the measured error is about the other "
+                    f"thing in the model.{more_en}",
+                    f"{path!r} 确实会失败，但原因不是你给出的那一个：测得的错误指向模型里的另一处。{more_zh}",
+                    tried=(f"compare_capture(Router, x, paths=\"all\"), row {path!r}",
+                           f"compare_capture(Router, x, paths=\"all\") 的 {path!r} 一行"),
+                    expected=repr(real), got=repr(said))
+    raise Wrong(f"Your prediction for {path!r} is not what the measurement shows.{more_en}",
+                f"你对 {path!r} 的预测与测量结果不符。{more_zh}",
+                tried=(f"compare_capture(Router, x, paths=\"all\"), row {path!r}",
+                       f"compare_capture(Router, x, paths=\"all\") 的 {path!r} 一行"),
+                expected=repr(real_outcome), got=repr(said_outcome))
+
+
+# -- exercise 2: make it exportable with a dynamic batch -------------------------------------------
+
+def _probe_inputs(model: Router) -> list[tuple[tuple[str, str], torch.Tensor]]:
+    """Inputs that take each branch, at batch sizes 1, 3 and 50, one of them transposed, and one whose
+    rows disagree in sign while the whole sum is positive (the branch is on the whole batch)."""
+    gen = torch.Generator().manual_seed(131)
+    d = model.a.in_features
+    out = []
+    for batch in (1, 3, 50):
+        x = torch.randn(batch, d, generator=gen)
+        with torch.no_grad():
+            s = torch.tanh(model.a(x)).sum()
+        pos = x if s > 0 else -x  # tanh(a(-x)) is not -tanh(a(x)) in general: check both signs below
+        for sign, v in (("", pos), ("negated ", -pos)):
+            out.append(((f"{sign}x of shape {tuple(v.shape)}", f"{'取反的 ' if sign else ''}形状为 {tuple(v.shape)} 的 x"), v))
+    t = torch.randn(d, 7, generator=gen).t()
+    out.append(((f"a transposed (non-contiguous) x of shape {tuple(t.shape)}",
+                 f"转置过的（非连续）形状为 {tuple(t.shape)} 的 x"), t))
+    mixed = torch.randn(64, d, generator=gen)
+    out.append(((f"x of shape {tuple(mixed.shape)} whose rows' sums differ in sign",
+                 f"各行之和正负不一的形状为 {tuple(mixed.shape)} 的 x"), mixed))
+    return out
+
+
+def _branch_of(model: Router, x: torch.Tensor) -> bool:
+    with torch.no_grad():
+        return bool(torch.tanh(model.a(x)).sum() > 0)
+
+
+@task("lab13.2", "make the model exportable with a dynamic batch", "让模型能以动态批大小导出", hints=[
+    ("Two things stop export: a Python if on a tensor's value, and a Python number read out of a tensor. "
+     "Which op keeps both branches in the graph, and do you need a Python number at all for the scale?",
+     "有两处让导出失败：对张量的值做 Python if，以及从张量中读出一个 Python 数。"
+     "哪个算子能把两个分支都留在图里？缩放系数真的需要一个 Python 数吗？"),
+    ("Lecture 13, section 6 'Mini-project: from graph breaks to a reloaded package', and lecture 10's "
+     "torch.cond: both branches take the same operands and return tensors of the same shape.",
+     "第 13 讲第 6 节“小项目：从图中断到重新加载的包”，以及第 10 讲的 torch.cond："
+     "两个分支接收相同的操作数，返回形状相同的张量。"),
+], time_limit=120)
+def _check_fix(answer: Any) -> None:
+    need_callable(answer, "make_exportable", classes=True)
+    model = seeded(Router(), 1313)
+    reference = copy.deepcopy(model)
+    before = Snapshot.of(model)
+    tried = ("a Router with weights of the checker's own", "一个权重由检查器给出的 Router")
+    with quiet():
+        fixed = answer(model)
+    require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
+                      zh="你的函数修改了传入的模型。")
+    if "forward" in vars(model):
+        raise Wrong("Your function replaced the given model's forward; build a new module and leave the model "
+                    "as it is.", "你的函数替换了传入模型的 forward；请新建一个模块，让传入的模型保持原样。", tried=tried)
+    if not isinstance(fixed, nn.Module):
+        raise Wrong("make_exportable must return an nn.Module.", "make_exportable 必须返回一个 nn.Module。",
+                    tried=tried, got=described(fixed))
+    if fixed is model:
+        raise Wrong("Your function returned the model it was given, which export cannot take; return a new module.",
+                    "你的函数返回了传入的模型，而导出处理不了它；请返回一个新模块。", tried=tried)
+    x0 = torch.randn(4, 6, generator=torch.Generator().manual_seed(130))
+    try:
+        with quiet():
+            program = torch.export.export(fixed, (x0,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    except Exception as exc:
+        text = one_line_error(exc)
+        if "numpy" in text.lower():
+            en, zh = ("export still meets the NumPy call: fake tensors have no data for NumPy to read. Compute the "
+                      "scale with torch operations, as a tensor.",
+                      "导出仍然遇到了 NumPy 调用：伪张量没有可供 NumPy 读取的数据。请用 torch 运算计算缩放系数，让它保持为张量。")
+        elif "UncapturedHigherOrderOp" in text:
+            en, zh = ("torch.cond could not capture one of your branches whole: a branch may only apply tensor "
+                      "operations to its operands and the module's weights; a Python number taken out of a tensor "
+                      "(NumPy, .item(), float()) does not go into it.",
+                      "torch.cond 无法完整捕获你的某个分支：分支只能对它的操作数和模块的权重做张量运算；"
+                      "从张量中取出的 Python 数（NumPy、.item()、float()）不能用在分支里。")
+        elif "data-dependent" in text.lower() or "control flow" in text.lower():
+            en, zh = ("export still meets a Python if on a tensor's value: keep both branches in the graph.",
+                      "导出仍然遇到了对张量值的 Python if：请把两个分支都留在图里。")
+        elif "batch" in text or "specializ" in text.lower() or "constraint" in text.lower():
+            en, zh = ("export refused a dynamic batch: something in your module fixes the batch size.",
+                      "导出拒绝了动态批大小：你的模块中有东西把批大小固定住了。")
+        else:
+            en, zh = ("torch.export could not export your module with a dynamic batch.",
+                      "torch.export 无法以动态批大小导出你的模块。")
+        raise Wrong(en, zh, tried=("torch.export.export(your module, (x of shape (4, 6),), dynamic batch)",
+                                   "torch.export.export(你的模块, (形状为 (4, 6) 的 x,), 动态批大小)"),
+                    got=text) from None
+    runner = program.module()
+    for (label_en, label_zh), x in _probe_inputs(model):
+        with torch.no_grad():
+            want = reference(x.clone())
+        at = (f"the exported program of your module on {label_en}", f"你的模块导出的程序，输入为{label_zh}")
+        branch = (("the branch for a positive sum", "和为正时的分支") if _branch_of(model, x)
+                  else ("the branch for a sum ≤ 0", "和 ≤ 0 时的分支"))
+        try:
+            with quiet(), torch.no_grad():
+                got = runner(x.clone())
+        except Exception as exc:
+            raise Wrong(f"The exported program refused an input the model takes ({branch[0]}).",
+                        f"导出的程序拒绝了模型能处理的输入（{branch[1]}）。", tried=at,
+                        expected=(f"an output of shape {tuple(want.shape)}", f"形状为 {tuple(want.shape)} 的输出"),
+                        got=one_line_error(exc)) from None
+        problem = differs(got, want)
+        if problem is not None:
+            raise Wrong(f"The exported program's output differs from the original model's on {branch[0]}: {problem}",
+                        f"在{branch[1]}上，导出程序的输出与原模型不同：{differs(got, want, lang='zh')}", tried=at)
+    zero = seeded(Router(), 1317)
+    with torch.no_grad():
+        zero.a.weight.zero_()
+        zero.a.bias.zero_()  # h is exactly 0: its sum sits on the boundary of the branch
+    zero_ref = copy.deepcopy(zero)
+    with quiet():
+        fixed_zero = answer(zero)
+    xz = torch.randn(3, 6, generator=torch.Generator().manual_seed(132))
+    with quiet(), torch.no_grad():
+        got_zero, want_zero = fixed_zero(xz.clone()), zero_ref(xz.clone())
+    problem = differs(got_zero, want_zero)
+    if problem is not None:
+        raise Wrong("Where the sum is exactly 0 your module takes the other branch than the model's `h.sum() > 0`: "
+                    f"{problem}", f"在和恰好为 0 的地方，你的模块走了与模型的 `h.sum() > 0` 不同的分支：{differs(got_zero, want_zero, lang='zh')}",
+                    tried=("a Router whose first layer is all zeros (so h is 0), x of shape (3, 6)",
+                           "第一层全为 0 的 Router（因此 h 为 0），x 的形状为 (3, 6)"))
+    with torch.no_grad():
+        x = x0.clone().requires_grad_(False)
+        problem = differs(fixed(x), reference(x))
+    if problem is not None:
+        raise Wrong(f"Your module itself, called eagerly, differs from the original model: {problem}",
+                    f"直接调用你的模块时，结果与原模型不同：{differs(fixed(x), reference(x), lang='zh')}",
+                    tried=("your module on x of shape (4, 6)", "你的模块，输入为形状 (4, 6) 的 x"))
+    require_untouched(before, model, tried=tried, en="Running your module changed the model it was given.",
+                      zh="运行你的模块修改了传入的模型。")
+
+
+# -- exercise 3: choose a path for a constraint ---------------------------------------------------
+
+#: the paths each constraint allows (the lab's text gives the same lists)
+ALLOWED = {
+    "no compiler on target": ("torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace",
+                              "dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export",
+                              "export + AOTInductor", "export + IREE"),
+    "no Python on target": ("torch.jit.trace", "torch.jit.script", "export + AOTInductor", "export + IREE"),
+    "fastest": None,
+}
+
+
+def _table(rows: list[tuple[str, bool, bool | None, float | None]]) -> Any:
+    """A Comparison built from (method, worked, matches, ms per call or None), eager at 1 ms."""
+    from ..viewers._latency import Latency
+    from ..viewers.compare import Attempt, Comparison
+
+    def lat(ms: float) -> Latency:
+        return Latency(ms / 1e3, ms / 1e4, 7, 10, 1)
+
+    attempts = [Attempt(m, w, "made up by the checker", 1 if w else None, 3 if w else None, mt,
+                        seconds=(0.1 if ms is None else 10.0 / ms), latency=None if ms is None else lat(ms))
+                for m, w, mt, ms in rows]
+    return Comparison("a made-up model", "(4, 6)", "given", attempts, lat(1.0))
+
+
+def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
+    """(constraint, rows, right answer). Capture time (``seconds``) runs against speed on purpose."""
+    a = [("torch.jit.trace", True, False, None), ("torch.jit.script", True, True, 0.8),
+         ("torch.fx.symbolic_trace", False, None, None), ("dynamo fullgraph=True", True, True, 0.9),
+         ("dynamo fullgraph=False", True, True, 0.95), ("torch.export.export", True, True, 0.85),
+         ("torch.compile inductor", True, True, 0.2), ("export + AOTInductor", True, True, 0.3),
+         ("export + IREE", True, True, 0.5)]
+    b = [("torch.jit.trace", True, True, 0.4), ("torch.jit.script", False, None, None),
+         ("torch.fx.symbolic_trace", True, True, 0.9), ("dynamo fullgraph=True", False, None, None),
+         ("dynamo fullgraph=False", True, True, 0.7), ("torch.export.export", False, None, None),
+         ("torch.compile inductor", True, True, 0.6), ("export + AOTInductor", False, None, None),
+         ("export + IREE", False, None, None)]
+    c = [("torch.jit.trace", True, False, None), ("torch.jit.script", False, None, None),
+         ("torch.fx.symbolic_trace", False, None, None), ("dynamo fullgraph=True", False, None, None),
+         ("dynamo fullgraph=False", True, True, 1.1), ("torch.export.export", False, None, None),
+         ("torch.compile inductor", True, True, 0.3), ("export + AOTInductor", False, None, None),
+         ("export + IREE", False, None, None)]
+    d = [("torch.jit.script", True, True, 0.9), ("export + AOTInductor", True, True, 0.4),
+         ("export + IREE", True, True, 0.2), ("torch.compile inductor", True, True, 0.1)]
+    return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
+            ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
+            ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
+            ("no compiler on target", c, "dynamo fullgraph=False"), ("no Python on target", c, None),
+            ("fastest", c, "torch.compile inductor"), ("no compiler on target", d, "export + IREE"),
+            ("no Python on target", d, "export + IREE"), ("fastest", d, "torch.compile inductor")]
+
+
+@task("lab13.3", "choose a path for a constraint", "按约束选择路径", hints=[
+    ("Three filters before you compare speeds: did the row work, does it match eager, does the constraint "
+     "allow the path? Speed is the comparison's speedup(), not the capture time.",
+     "比较速度之前先过三道筛选：这一行成功了吗？与 eager 一致吗？约束允许这条路径吗？"
+     "速度看 Comparison 的 speedup()，而不是捕获用时。"),
+    ("Lecture 13, section 5 'Which tool when': the guide reads its answer off the measured rows, and a "
+     "row that fails or differs from eager is never an answer.",
+     "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
+])
+def _check_choose(answer: Any) -> None:
+    need_callable(answer, "choose")
+    for constraint, rows, right in _choice_cases():
+        table = _table(rows)
+        before = [(r.method, r.worked, r.matches, r.latency) for r in table.rows]
+        listing = "; ".join(f"{m}: " + ("failed" if not w else "differs from eager" if not mt else f"{ms} ms")
+                            for m, w, mt, ms in rows)
+        listing_zh = "；".join(f"{m}：" + ("失败" if not w else "与 eager 不一致" if not mt else f"{ms} 毫秒")
+                               for m, w, mt, ms in rows)
+        tried = (f"choose({constraint!r}, table) with eager at 1 ms and rows {listing}",
+                 f"choose({constraint!r}, table)，eager 为 1 毫秒，各行：{listing_zh}")
+        with quiet():
+            got = answer(constraint, table)
+        if [(r.method, r.worked, r.matches, r.latency) for r in table.rows] != before:
+            raise Wrong("Your function changed the table it was given.", "你的函数修改了传入的表格。", tried=tried)
+        if got == right and (got is None or isinstance(got, str)):
+            continue
+        if got is not None and not isinstance(got, str):
+            raise Wrong("choose must return a path name (a string from PATHS) or None.",
+                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None。", tried=tried, got=described(got))
+        row = {m: (w, mt) for m, w, mt, _ in rows}.get(got) if got is not None else None
+        if got is not None and got not in row_names(rows):
+            en, zh = ("Your choice is not a row of this table.", "你选的路径不在这张表里。")
+        elif row is not None and not row[0]:
+            en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
+                      "你选的路径在这个模型上失败了：失败的路径永远不是答案。")
+        elif row is not None and not row[1]:
+            en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
+                      "你选的路径能运行，但在这个模型上与 eager 不一致：错误的结果永远不是答案。")
+        elif got is not None and ALLOWED[constraint] is not None and got not in ALLOWED[constraint]:
+            en, zh = (f"The constraint {constraint!r} does not allow {got!r}.",
+                      f"约束 {constraint!r} 不允许 {got!r}。")
+        elif got is None:
+            en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
+                      "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
+        elif right is None:
+            en, zh = ("No path of this table fits: the answer is None.", "这张表里没有符合条件的路径：答案是 None。")
+        else:
+            en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
+                      "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
+        raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
+
+
+def row_names(rows: list[tuple[str, bool, bool | None, float | None]]) -> set[str]:
+    return {m for m, *_ in rows}
+
+
+# -- exercise 4: deploy as an AOTInductor package, loaded in a fresh process ------------------------
+
+class _Small(nn.Module):
+    """The deploy exercise's model: its forward's argument is not called x."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(5, 7)
+        self.down = nn.Linear(7, 3)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.down(torch.nn.functional.gelu(self.up(inputs)))
+
+
+_FRESH = r"""
+import sys, torch
+from torch._inductor import aoti_load_package
+package, inputs, outputs = sys.argv[1:4]
+try:
+    runner = aoti_load_package(package)
+except Exception as exc:
+    torch.save({"load": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}, outputs)
+    raise SystemExit(0)
+got = []
+for x in torch.load(inputs):
+    try:
+        with torch.no_grad():
+            got.append(runner(x))
+    except Exception as exc:
+        got.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+torch.save({"outputs": got}, outputs)
+"""
+
+
+def _in_fresh_process(package: str, xs: list[torch.Tensor], folder: str) -> dict[str, Any]:
+    """Load ``package`` with aoti_load_package in a new Python process and run it on ``xs``."""
+    import subprocess
+    import sys
+
+    inputs, outputs = os.path.join(folder, "inputs.pt"), os.path.join(folder, "outputs.pt")
+    torch.save(xs, inputs)
+    done = subprocess.run([sys.executable, "-c", _FRESH, package, inputs, outputs], capture_output=True,
+                          text=True, timeout=300)
+    if done.returncode != 0 or not os.path.exists(outputs):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"load": last}
+    return torch.load(outputs, weights_only=False)
+
+
+@task("lab13.4", "deploy as an AOTInductor package", "部署为 AOTInductor 包", hints=[
+    ("Two steps: export with the batch marked dynamic, then compile the program ahead of time into a package "
+     "file inside the folder. Return the path the compiler gives back, after the file exists.",
+     "两步：先在批维度标记为动态的前提下导出，再把程序提前编译成位于该文件夹中的一个包文件。"
+     "在文件已经存在之后，返回编译器给出的路径。"),
+    ("Lecture 13, section 6 'Mini-project: from graph breaks to a reloaded package': the package is loaded "
+     "back in a fresh process; a program exported with a fixed batch refuses every other batch there.",
+     "第 13 讲第 6 节“小项目：从图中断到重新加载的包”：包在一个新进程中重新加载；"
+     "以固定批大小导出的程序在那里会拒绝其他所有批大小。"),
+], time_limit=300)
+def _check_deploy(answer: Any) -> None:
+    import tempfile
+
+    need_callable(answer, "deploy")
+    model = seeded(_Small(), 1314)
+    before, training = Snapshot.of(model), [m.training for m in model.modules()]
+    example = torch.randn(4, 5, generator=torch.Generator().manual_seed(1315))
+    tried = ("a two-layer model, example of shape (4, 5), a folder holding one file of its own (notes.txt)",
+             "一个两层模型，示例形状为 (4, 5)，文件夹中已有一个文件（notes.txt）")
+    with tempfile.TemporaryDirectory(prefix="fxcourse-lab13-") as root:
+        folder = os.path.join(root, "deploy")
+        os.makedirs(folder)
+        notes = os.path.join(folder, "notes.txt")
+        with open(notes, "w") as fh:
+            fh.write("kept\n")
+        with quiet():
+            got = answer(model, example.clone(), folder)
+        require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
+                          zh="你的函数修改了传入的模型。")
+        if [m.training for m in model.modules()] != training:
+            raise Wrong("Your function switched the mode of the model it was given; export it as it is.",
+                        "你的函数切换了传入模型的模式；请按原样导出它。", tried=tried)
+        if not isinstance(got, (str, os.PathLike)):
+            raise Wrong("deploy must return the path of the package file (a string).",
+                        "deploy 必须返回包文件的路径（字符串）。", tried=tried, got=described(got))
+        path = os.path.realpath(os.fspath(got))
+        if not os.path.exists(notes) or open(notes).read() != "kept\n":
+            raise Wrong("Your function removed or overwrote a file that was already in the folder; add the package "
+                        "next to what is there.", "你的函数删除或覆盖了文件夹中原有的文件；请把包放在已有文件旁边。",
+                        tried=tried, expected=("notes.txt unchanged", "notes.txt 保持不变"))
+        if sorted(os.listdir(root)) != ["deploy"]:
+            raise Wrong("Your function wrote files next to the folder, not inside it.",
+                        "你的函数把文件写到了文件夹旁边，而不是文件夹里面。", tried=tried)
+        if not os.path.isfile(path):
+            raise Wrong("The path you returned is not a file"
+                        + (": it is the folder itself; return the package file inside it." if os.path.isdir(path)
+                           else " that exists: return the path once the package has been written."),
+                        "你返回的路径不是" + ("文件：它是文件夹本身；请返回其中的包文件。" if os.path.isdir(path)
+                                        else "一个已存在的文件：请在包写出之后再返回它的路径。"), tried=tried)
+        if os.path.dirname(path) != os.path.realpath(folder):
+            raise Wrong("The package is not directly inside the folder you were given.",
+                        "包没有直接放在传给你的文件夹中。", tried=tried)
+        gen = torch.Generator().manual_seed(1316)
+        xs = [torch.randn(b, 5, generator=gen) for b in (4, 7, 1, 33)] + [torch.randn(5, 9, generator=gen).t()]
+        with torch.no_grad():
+            want = [model(x) for x in xs]
+        with tempfile.TemporaryDirectory(prefix="fxcourse-lab13-run-") as scratch:
+            result = _in_fresh_process(path, xs, scratch)
+    fresh = ("your package, loaded with aoti_load_package in a fresh Python process",
+             "你的包，在一个新的 Python 进程中用 aoti_load_package 加载")
+    if "load" in result:
+        raise Wrong("A fresh process could not load your file as an AOTInductor package (a file written with "
+                    "torch.export.save or torch.save is not one): compile the exported program into a package.",
+                    "新进程无法把你的文件当作 AOTInductor 包加载（用 torch.export.save 或 torch.save 写出的文件不是这种包）："
+                    "请把导出的程序编译成一个包。", tried=fresh, got=result["load"])
+    same_batch_ok = other_ok = False
+    for x, w, g in zip(xs, want, result["outputs"]):
+        at = (f"{fresh[0]}, input of shape {tuple(x.shape)}", f"{fresh[1]}，输入形状为 {tuple(x.shape)}")
+        if isinstance(g, str) and "keyword mismatch" in g:
+            raise Wrong("The loaded package refused the input given positionally: the model was exported with it as "
+                        "a keyword argument, and the package takes it only so. Export with the example as args.",
+                        "加载后的包拒绝了按位置传入的输入：导出时它是作为关键字参数传入的，包也就只接受这种方式。"
+                        "请把示例作为 args 传给导出。", tried=at, got=g)
+        if (same_batch_ok and x.shape[0] != example.shape[0] and isinstance(g, torch.Tensor)
+                and differs(g, w) is not None):
+            raise Wrong(f"The loaded package is right on a batch of {example.shape[0]}, the example's, but returns a "
+                        f"wrong result for a batch of {x.shape[0]}, without an error: its batch was fixed at export. "
+                        "Mark the batch dimension dynamic.",
+                        f"加载后的包在批大小为 {example.shape[0]}（与示例相同）时结果正确，但在批大小为 {x.shape[0]} 时"
+                        "不报错却返回了错误的结果：导出时批大小被固定了。请把批维度标记为动态。", tried=at,
+                        expected=(f"an output of shape {tuple(w.shape)}", f"形状为 {tuple(w.shape)} 的输出"),
+                        got=(f"an output of shape {tuple(g.shape)}, other values", f"形状为 {tuple(g.shape)}、数值不同的输出"))
+        same_batch_ok = same_batch_ok or (x.shape[0] == example.shape[0] and isinstance(g, torch.Tensor)
+                                          and differs(g, w) is None)
+        if isinstance(g, str) and other_ok:
+            raise Wrong(f"The loaded package takes some batches the example did not have, but refused a batch of "
+                        f"{x.shape[0]}: the range you gave the batch at export leaves it out. Any batch must be "
+                        "accepted.", f"加载后的包接受了示例之外的一些批大小，却拒绝了批大小 {x.shape[0]}："
+                        "导出时你给批维度的取值范围不包括它。必须接受任意批大小。", tried=at,
+                        expected=(f"an output of shape {tuple(w.shape)}", f"形状为 {tuple(w.shape)} 的输出"), got=g)
+        if isinstance(g, str):
+            static = x.shape[0] != example.shape[0]
+            raise Wrong("The loaded package refused a batch the example did not have: "
+                        + ("its batch was fixed at export. Mark the batch dimension dynamic." if static else g),
+                        "加载后的包拒绝了示例之外的批大小："
+                        + ("导出时批大小被固定了。请把批维度标记为动态。" if static else g), tried=at,
+                        expected=(f"an output of shape {tuple(w.shape)}", f"形状为 {tuple(w.shape)} 的输出"), got=g)
+        problem = differs(g, w)
+        other_ok = other_ok or (problem is None and x.shape[0] != example.shape[0])
+        if problem is not None:
+            raise Wrong(f"The loaded package's output differs from the model's: {problem}",
+                        f"加载后的包的输出与模型不同：{differs(g, w, lang='zh')}", tried=at)

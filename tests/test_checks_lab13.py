@@ -1,0 +1,462 @@
+"""Lab 13 checkers: the reference answers pass, other right answers pass, and the common mistakes
+are rejected with their own messages in both languages."""
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from checking import expect_passed, expect_wrong, solution
+from fxcourse import check, hint
+from fxcourse.checks import lab13
+from fxcourse.viewers.compare import PATHS
+
+
+def _stub(*args):
+    raise NotImplementedError("replace this line with your code")
+
+
+@pytest.mark.parametrize("task_id", ["lab13.1", "lab13.2", "lab13.3", "lab13.4"])
+def test_lab13_stub_is_not_implemented(task_id):
+    assert check(task_id, _stub).status == "not_implemented"
+
+
+def test_lab13_hints_are_ladders_citing_lecture_13():
+    for task_id in ("lab13.1", "lab13.2", "lab13.3", "lab13.4"):
+        first, second = hint(task_id, 1), hint(task_id, 2)
+        assert first.en != second.en and "Lecture 13" in second.en and "第 13 讲" in second.zh
+
+
+def test_lab13_model_in_the_notebook_is_the_checkers():
+    """The lab's Router and the checker's compute the same with the same weights."""
+    mine, theirs = lab13.Router(), solution("lab13", "Router")()
+    theirs.load_state_dict(mine.state_dict())
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(4))
+    for v in (x, -x):
+        assert torch.equal(mine(v), theirs(v))
+
+
+# -- lab13.1: predict ------------------------------------------------------------------------
+
+def test_lab13_1_reference_passes():
+    expect_passed("lab13.1", solution("lab13", "predict"))
+
+
+def test_lab13_1_lists_and_works_with_none_pass():
+    reference = solution("lab13", "predict")()
+    other = {k: (list(v) if isinstance(v, tuple) else (v, None)) for k, v in reference.items()}
+    expect_passed("lab13.1", lambda: other)
+
+
+def test_lab13_1_the_measurement_is_what_the_reference_says():
+    """The reference prediction is the measured row on the installed torch (not a copy)."""
+    assert lab13.measured() == solution("lab13", "predict")()
+
+
+def test_lab13_1_trace_predicted_to_work():
+    result = expect_wrong("lab13.1", lambda: {**solution("lab13", "predict")(), "torch.jit.trace": "works"})
+    assert "'torch.jit.trace' is not what the measurement shows" in result.en
+    assert "你对 'torch.jit.trace' 的预测与测量结果不符" in result.zh
+
+
+def test_lab13_1_fullgraph_blamed_on_numpy():
+    answer = {**solution("lab13", "predict")(), "dynamo fullgraph=True": ("fails", "NumPy call")}
+    result = expect_wrong("lab13.1", lambda: answer)
+    assert "does fail, but not for the cause you gave" in result.en and "原因不是你给出的那一个" in result.zh
+
+
+def test_lab13_1_aoti_predicted_to_work_and_counts_the_others():
+    answer = {**solution("lab13", "predict")(), "export + AOTInductor": "works", "export + IREE": "works"}
+    result = expect_wrong("lab13.1", lambda: answer)
+    assert "'export + AOTInductor'" in result.en and "1 other entry is wrong too" in result.en
+    assert "另外还有 1 项不对" in result.zh
+
+
+def test_lab13_1_missing_path():
+    answer = dict(solution("lab13", "predict")())
+    del answer["export + IREE"]
+    result = expect_wrong("lab13.1", lambda: answer)
+    assert "missing: export + IREE" in result.en and "缺少：export + IREE" in result.zh
+
+
+def test_lab13_1_fails_without_a_cause():
+    answer = {**solution("lab13", "predict")(), "torch.fx.symbolic_trace": "fails"}
+    result = expect_wrong("lab13.1", lambda: answer)
+    assert "not one of the forms" in result.en and "不是实验接受的写法" in result.zh
+
+
+def test_lab13_1_cause_not_from_the_list():
+    answer = {**solution("lab13", "predict")(), "torch.export.export": ("fails", "unsupported Python")}
+    result = expect_wrong("lab13.1", lambda: answer)
+    assert "not one of the forms" in result.en and "不是实验接受的写法" in result.zh
+
+
+def test_lab13_1_not_a_dict():
+    result = expect_wrong("lab13.1", lambda: list(PATHS))
+    assert "must return a dict" in result.en and "必须返回一个 dict" in result.zh
+
+
+# -- lab13.2: make it exportable -------------------------------------------------------------
+
+def test_lab13_2_reference_passes():
+    expect_passed("lab13.2", solution("lab13", "make_exportable"))
+
+
+class _Where(nn.Module):
+    def __init__(self, router):
+        super().__init__()
+        self.router = copy.deepcopy(router)
+
+    def forward(self, x):
+        h = torch.tanh(self.router.a(x))
+        return torch.where(h.sum() > 0, self.router.b(h) / h.abs().amax(), -h)
+
+
+def test_lab13_2_where_on_a_copy_passes():
+    expect_passed("lab13.2", _Where)
+
+
+def test_lab13_2_cond_with_closures_passes():
+    def with_closures(model):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = model
+
+            def forward(self, x):
+                h = torch.tanh(self.inner.a(x))
+                return torch.cond(h.sum() > 0, lambda t: self.inner.b(t) / t.abs().max(), lambda t: t.neg(), (h,))
+
+        return M()
+
+    expect_passed("lab13.2", with_closures)
+
+
+def _variant(forward):
+    def make(model):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = model.a, model.b
+
+        M.forward = forward
+        return M()
+
+    return make
+
+
+def test_lab13_2_returns_the_model_itself():
+    result = expect_wrong("lab13.2", lambda model: model)
+    assert "returned the model it was given" in result.en and "返回了传入的模型" in result.zh
+
+
+def test_lab13_2_cond_but_numpy_kept():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        scale = float(np.abs(h.detach().numpy()).max())
+        return torch.cond(h.sum() > 0, lambda t: self.b(t) / scale, lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "NumPy call" in result.en and "NumPy 调用" in result.zh
+
+
+def test_lab13_2_item_closed_over_by_a_branch():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        scale = h.abs().max().item()
+        return torch.cond(h.sum() > 0, lambda t: self.b(t) / scale, lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "could not capture one of your branches whole" in result.en and "无法完整捕获你的某个分支" in result.zh
+
+
+def test_lab13_2_item_scale_with_where_passes():
+    """Export keeps a number read with .item() as an unbacked float: this answer is right too."""
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        scale = h.abs().max().item()
+        return torch.where(h.sum() > 0, self.b(h) / scale, -h)
+
+    expect_passed("lab13.2", _variant(forward))
+
+
+def test_lab13_2_python_if_kept():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        if h.sum() > 0:
+            return self.b(h) / h.abs().max()
+        return -h
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "Python if on a tensor's value" in result.en and "对张量值的 Python if" in result.zh
+
+
+def test_lab13_2_branch_per_row():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.where(h.sum(dim=1, keepdim=True) > 0, self.b(h) / h.abs().max(), -h)
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "differs from the original model's" in result.en
+    assert "导出程序的输出与原模型不同" in result.zh
+
+
+def test_lab13_2_scale_without_abs():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(h.sum() > 0, lambda t: self.b(t) / t.max(), lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "differs from the original model's" in result.en and "导出程序的输出与原模型不同" in result.zh
+
+
+def test_lab13_2_branches_swapped():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(h.sum() <= 0, lambda t: self.b(t) / t.abs().max(), lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "differs from the original model's" in result.en and "分支上" in result.zh
+
+
+def test_lab13_2_fresh_weights_instead_of_the_models():
+    def fresh(model):
+        new = solution("lab13", "make_exportable")(lab13.Router())
+        return new
+
+    result = expect_wrong("lab13.2", fresh)
+    assert "differs from the original model's" in result.en
+
+
+def test_lab13_2_patches_the_given_model():
+    def patch(model):
+        new = solution("lab13", "make_exportable")(model)
+        model.forward = new.forward
+        return new
+
+    result = expect_wrong("lab13.2", patch)
+    assert "replaced the given model's forward" in result.en and "替换了传入模型的 forward" in result.zh
+
+
+def test_lab13_2_changes_the_given_weights():
+    def scale_in_place(model):
+        with torch.no_grad():
+            model.b.weight.mul_(1.0)
+            model.b.bias.add_(0.0)
+            model.a.bias.add_(1e-3)
+        return solution("lab13", "make_exportable")(model)
+
+    result = expect_wrong("lab13.2", scale_in_place)
+    assert "changed the model it was given" in result.en and "修改了传入的模型" in result.zh
+
+
+# -- lab13.3: choose -------------------------------------------------------------------------
+
+def test_lab13_3_reference_passes():
+    expect_passed("lab13.3", solution("lab13", "choose"))
+
+
+def test_lab13_3_sorted_copy_passes():
+    def by_sorting(constraint, table):
+        allowed = {"no compiler on target": set(PATHS) - {"torch.compile inductor"},
+                   "no Python on target": {"torch.jit.trace", "torch.jit.script", "export + AOTInductor",
+                                           "export + IREE"}}.get(constraint, set(PATHS))
+        ok = [r for r in table.rows if r.worked and r.matches and r.method in allowed and r.latency is not None]
+        ok = sorted(ok, key=lambda r: r.latency.median)
+        return ok[0].method if ok else None
+
+    expect_passed("lab13.3", by_sorting)
+
+
+def test_lab13_3_choose_on_a_real_table():
+    """On a table compare_capture measured, the reference picks a row that worked and matched."""
+    model, x = lab13._example()
+    with torch.no_grad():
+        table = lab13_table(model, x)
+    got = solution("lab13", "choose")("fastest", table)
+    assert got in ("torch.jit.script", "dynamo fullgraph=False") and table[got].matches
+
+
+def lab13_table(model, x):
+    from fxcourse import compare_capture
+
+    return compare_capture(model, x, paths=["torch.jit.script", "dynamo fullgraph=False"], latency=True, rounds=1)
+
+
+def _ref_allowed(constraint):
+    return {"no compiler on target": [p for p in PATHS if p != "torch.compile inductor"],
+            "no Python on target": ["torch.jit.trace", "torch.jit.script", "export + AOTInductor", "export + IREE"],
+            }.get(constraint, list(PATHS))
+
+
+def test_lab13_3_hard_coded_aoti():
+    result = expect_wrong("lab13.3", lambda constraint, table: "export + AOTInductor")
+    assert "is faster" in result.en and "更快" in result.zh and "'fastest'" in result.tried[0]
+
+
+def test_lab13_3_constraint_ignored():
+    def fastest(constraint, table):
+        return solution("lab13", "choose")("fastest", table)
+
+    result = expect_wrong("lab13.3", fastest)
+    assert "does not allow 'torch.compile inductor'" in result.en and "不允许 'torch.compile inductor'" in result.zh
+
+
+def test_lab13_3_slowest_instead_of_fastest():
+    def slowest(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)]
+        return min(ok, key=table.speedup) if ok else None
+
+    result = expect_wrong("lab13.3", slowest)
+    assert "is faster" in result.en and "更快" in result.zh
+
+
+def test_lab13_3_never_none():
+    def always_something(constraint, table):
+        return solution("lab13", "choose")(constraint, table) or solution("lab13", "choose")("fastest", table)
+
+    result = expect_wrong("lab13.3", always_something)
+    assert "does not allow" in result.en and "不允许" in result.zh
+
+
+def test_lab13_3_capture_time_instead_of_speed():
+    def by_capture_time(constraint, table):
+        ok = [r for r in table.rows if r.method in _ref_allowed(constraint)]
+        return min(ok, key=lambda r: r.seconds).method
+
+    result = expect_wrong("lab13.3", by_capture_time)
+    assert "differs from eager" in result.en and "与 eager 不一致" in result.zh
+
+
+def test_lab13_3_returns_the_row():
+    def the_row(constraint, table):
+        name = solution("lab13", "choose")(constraint, table)
+        return table[name] if name else None
+
+    result = expect_wrong("lab13.3", the_row)
+    assert "must return a path name" in result.en and "必须返回一个路径名" in result.zh
+
+
+def test_lab13_3_always_none():
+    result = expect_wrong("lab13.3", lambda constraint, table: None)
+    assert "You returned None" in result.en and "你返回了 None" in result.zh
+
+
+def test_lab13_3_sorts_the_table_in_place():
+    def sorts(constraint, table):
+        table.rows.sort(key=lambda r: r.method)
+        return solution("lab13", "choose")(constraint, table)
+
+    result = expect_wrong("lab13.3", sorts)
+    assert "changed the table" in result.en and "修改了传入的表格" in result.zh
+
+
+# -- lab13.4: deploy -------------------------------------------------------------------------
+
+def _compile(program, path):
+    from torch._inductor import aoti_compile_and_package
+
+    return aoti_compile_and_package(program, package_path=str(path))
+
+
+def _dynamic(model, example):
+    return torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch", min=1)},))
+
+
+def test_lab13_4_reference_passes():
+    expect_passed("lab13.4", solution("lab13", "deploy"))
+
+
+def test_lab13_4_pathlib_and_min_1_pass():
+    from pathlib import Path
+
+    def with_pathlib(model, example, folder):
+        target = Path(folder) / "router.pt2"
+        _compile(_dynamic(model, example), target)
+        return target
+
+    expect_passed("lab13.4", with_pathlib)
+
+
+def test_lab13_4_exported_with_keywords():
+    def keywords(model, example, folder):
+        name = next(iter(inspect.signature(model.forward).parameters))
+        program = torch.export.export(model, (), {name: example}, dynamic_shapes={name: {0: torch.export.Dim.AUTO}})
+        return _compile(program, os.path.join(folder, "model.pt2"))
+
+    result = expect_wrong("lab13.4", keywords)
+    assert "as a keyword argument" in result.en and "作为关键字参数" in result.zh
+
+
+def test_lab13_4_static_batch():
+    def static(model, example, folder):
+        return _compile(torch.export.export(model, (example,)), os.path.join(folder, "model.pt2"))
+
+    result = expect_wrong("lab13.4", static)
+    assert "without an error: its batch was fixed at export" in result.en and "导出时批大小被固定了" in result.zh
+
+
+def test_lab13_4_export_save_is_not_a_package():
+    def saved(model, example, folder):
+        path = os.path.join(folder, "model.pt2")
+        torch.export.save(_dynamic(model, example), path)
+        return path
+
+    result = expect_wrong("lab13.4", saved)
+    assert "could not load your file as an AOTInductor package" in result.en and "无法把你的文件当作 AOTInductor 包加载" in result.zh
+
+
+def test_lab13_4_returns_the_folder():
+    def the_folder(model, example, folder):
+        _compile(_dynamic(model, example), os.path.join(folder, "model.pt2"))
+        return folder
+
+    result = expect_wrong("lab13.4", the_folder)
+    assert "it is the folder itself" in result.en and "它是文件夹本身" in result.zh
+
+
+def test_lab13_4_returns_before_writing():
+    result = expect_wrong("lab13.4", lambda model, example, folder: os.path.join(folder, "model.pt2"))
+    assert "return the path once the package has been written" in result.en and "在包写出之后" in result.zh
+
+
+def test_lab13_4_writes_next_to_the_folder():
+    def beside(model, example, folder):
+        return _compile(_dynamic(model, example), folder + ".pt2")
+
+    result = expect_wrong("lab13.4", beside)
+    assert "next to the folder, not inside it" in result.en and "写到了文件夹旁边" in result.zh
+
+
+def test_lab13_4_clears_the_folder():
+    def clears(model, example, folder):
+        shutil.rmtree(folder)
+        os.makedirs(folder)
+        return _compile(_dynamic(model, example), os.path.join(folder, "model.pt2"))
+
+    result = expect_wrong("lab13.4", clears)
+    assert "removed or overwrote a file" in result.en and "删除或覆盖了文件夹中原有的文件" in result.zh
+
+
+def test_lab13_4_switches_the_model_to_training():
+    def trains(model, example, folder):
+        return solution("lab13", "deploy")(model.train(), example, folder)
+
+    result = expect_wrong("lab13.4", trains)
+    assert "switched the mode" in result.en and "切换了传入模型的模式" in result.zh
+
+
+def test_lab13_2_boundary_at_a_sum_of_zero():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(h.sum() >= 0, lambda t: self.b(t) / t.abs().max(), lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "sum is exactly 0" in result.en and "和恰好为 0" in result.zh
+
