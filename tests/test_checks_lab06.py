@@ -831,7 +831,8 @@ def test_lab06_4_no_reset_with_a_search_by_code_object_is_named():
     # (witness: _two_args compiled with k == 2, then resume_names(_two_args, x): 2 names instead of 1)
     result = expect_wrong("lab06.4", lambda fn, *args: _search_by_code(fn, *args, reset=False))
     assert "Reset Dynamo before you compile fn" in result.en and "请在编译 fn 之前先重置 Dynamo" in result.zh
-    assert "_two_args" in result.tried
+    # the first probe whose stale entries reach another resume function names it
+    assert "_breaks_in_both_branches, -torch.ones(2, 3)" in result.tried or "_two_args" in result.tried
 
 
 def test_lab06_4_resetting_only_fns_code_is_named():

@@ -1181,7 +1181,8 @@ def _resume(answer: Any) -> None:
             del stale
             kept = []
             torch._dynamo.reset()
-        tried = f"resume_names({label}, torch.ones(2, 3){''.join(f', {a!r}' for a in args[1:])})"
+        first = "torch.ones(2, 3)" if bool((args[0] > 0).all()) else "-torch.ones(2, 3)"
+        tried = f"resume_names({label}, {first}{''.join(f', {a!r}' for a in args[1:])})"
         if not isinstance(got, list) or not all(isinstance(n, str) for n in got):
             raise Wrong("return a list of names (str).", "请返回由名字（str）组成的 list。",
                         tried=tried, expected=(f"a list of {len(want)} str", f"由 {len(want)} 个 str 组成的 list"),
