@@ -115,17 +115,19 @@ def run_kept(call: Callable[[], None], from_defaults: bool = False
     return outcome, left, differed
 
 
-def with_default_dynamo(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+def with_default_dynamo(advice: tuple[str, str], from_defaults: bool = True
+                        ) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
     """Run a checker (the answer included) under Dynamo's default settings, whatever the learner's notebook
     set before, and put the notebook's settings back afterwards. An answer that changes the settings and
     leaves them changed is wrong (they would stay changed for every later compile in the notebook); when the
     notebook's own settings differ from the defaults, a wrong verdict says so. ``advice`` says what to do
-    instead of changing them."""
+    instead of changing them. With ``from_defaults=False`` the checker runs under the notebook's own
+    settings (they are only kept)."""
     from . import Wrong  # the checks package imports the lab modules, which import this one
 
     def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
         def checked(answer: Any) -> None:
-            outcome, left, notebook = run_kept(lambda: checker(answer), from_defaults=True)
+            outcome, left, notebook = run_kept(lambda: checker(answer), from_defaults=from_defaults)
             if left:
                 raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
                             "(the checker has put them back): every later torch.compile in your notebook would run "

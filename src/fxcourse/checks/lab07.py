@@ -49,21 +49,10 @@ def _settings_wrong(changed: list[str], advice: tuple[str, str], tried: tuple[st
 
 
 def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Run a checker with Dynamo's process-wide settings snapshotted: whatever the answer changed in
-    them is put back, and an answer that changed them is wrong (they would stay changed for every later
-    compile in the learner's notebook). ``advice`` says what to do instead."""
-    def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
-        def checked(answer: Any) -> None:
-            outcome, changed, _ = dynamo_settings.run_kept(lambda: checker(answer))
-            if changed:
-                raise _settings_wrong(changed, advice, ("Dynamo's settings before and after checking your answer",
-                                                        "检查你的答案前后的 Dynamo 设置")) from None
-            if outcome is not None:
-                raise outcome
-        checked.__name__ = checker.__name__
-        checked.__doc__ = checker.__doc__
-        return checked
-    return wrap
+    """Run a checker with Dynamo's process-wide settings kept: whatever the answer changed in them is put
+    back, and an answer that changed them is wrong (they would stay changed for every later compile in the
+    learner's notebook). ``advice`` says what to do instead."""
+    return dynamo_settings.with_default_dynamo(advice, from_defaults=False)
 
 
 class _CountingBackend:
