@@ -787,13 +787,15 @@ def test_lab08_1_recorders_written_differently_pass():
         expect_passed("lab08.1", answer)
 
 
-def _swap_with(clamp, *, args=lambda node: (node.args[0],), kwargs=lambda node: {"min": 0}, op="call_function"):
-    """Swap every relu for ``clamp(in_place)`` called with ``args(node)``, ``kwargs(node)``."""
+def _swap_with(clamp, *, args=lambda node: (node.args[0],), kwargs=lambda node: {"min": 0}, op="call_function",
+               where=lambda node: node, in_place=_was_in_place):
+    """Swap every relu for ``clamp(in_place(node))`` called with ``args(node)``, ``kwargs(node)``, inserted
+    after ``where(node)``."""
     def relu_to_clamp(gm, example_inputs):
         for node in list(gm.graph.nodes):
             if _is_relu(node, _EVERY_RELU):
-                with gm.graph.inserting_after(node):
-                    new = gm.graph.create_node(op, clamp(_was_in_place(node)), args(node), kwargs(node))
+                with gm.graph.inserting_after(where(node)):
+                    new = gm.graph.create_node(op, clamp(in_place(node)), args(node), kwargs(node))
                 node.replace_all_uses_with(new)
                 gm.graph.erase_node(node)
         gm.recompile()
@@ -1001,17 +1003,9 @@ def test_lab08_2_an_inplace_argument_that_is_only_present_is_named():
 
 
 def _swap_present_is_in_place():
-    def relu_to_clamp(gm, example_inputs):
-        for node in list(gm.graph.nodes):
-            if _is_relu(node, _EVERY_RELU):
-                in_place = node.target in (torch.relu_, "relu_") or node.kwargs.get("inplace", False) or len(node.args) > 1
-                with gm.graph.inserting_after(node):
-                    new = gm.graph.call_function(torch.clamp_ if in_place else torch.clamp, (node.args[0],), {"min": 0})
-                node.replace_all_uses_with(new)
-                gm.graph.erase_node(node)
-        gm.recompile()
-        return gm.forward
-    return relu_to_clamp
+    # an inplace argument that is only present (F.relu(g, False) by position) is taken for True
+    return _swap_placed(lambda node: node, lambda node: node.target in (torch.relu_, "relu_")
+                        or node.kwargs.get("inplace", False) or len(node.args) > 1)
 
 
 @pytest.mark.parametrize("spelling, named", [
@@ -1072,17 +1066,7 @@ def test_lab08_3_refusing_only_when_the_compiled_model_runs_is_named():
 
 def _swap_placed(where, in_place_if=_was_in_place):
     """Swap every relu for a clamp inserted after ``where(node)``, in place where ``in_place_if(node)``."""
-    def relu_to_clamp(gm, example_inputs):
-        for node in list(gm.graph.nodes):
-            if _is_relu(node, _EVERY_RELU):
-                with gm.graph.inserting_after(where(node)):
-                    new = gm.graph.call_function(torch.clamp_ if in_place_if(node) else torch.clamp,
-                                                 (node.args[0],), {"min": 0})
-                node.replace_all_uses_with(new)
-                gm.graph.erase_node(node)
-        gm.recompile()
-        return gm.forward
-    return relu_to_clamp
+    return _swap_with(lambda in_place: torch.clamp_ if in_place else torch.clamp, where=where, in_place=in_place_if)
 
 
 def test_lab08_2_an_in_place_clamp_placed_before_its_relu_is_named():

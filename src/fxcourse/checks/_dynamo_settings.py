@@ -3,8 +3,9 @@ as checkers keep them.
 
 An answer that changes them and leaves them changed would change every later compile in the
 learner's notebook (``torch.compiler.config.dynamic_sources`` marks inputs dynamic for every
-later compile, as ``torch._dynamo.config`` settings do); a checker reads them before and after the answer and puts them back. Used by
-the lab06, lab07 and lab08 checkers.
+later compile, as ``torch._dynamo.config`` settings do); a checker reads them before and after
+the answer and puts them back (:func:`keeping_settings`). Used by the lab06, lab07 and lab08
+checkers.
 
 >>> before = dynamo_state()
 >>> import torch
@@ -23,7 +24,8 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["defaults", "dynamo_state", "flip", "restore", "run_kept", "set_state", "with_default_dynamo"]
+__all__ = ["defaults", "dynamo_state", "flip", "keeping_settings", "left_changed", "restore", "run_kept",
+           "set_state"]
 
 
 #: ``torch.compiler.config``'s keys appear in the config dict with this prefix
@@ -115,29 +117,35 @@ def run_kept(call: Callable[[], None], from_defaults: bool = False
     return outcome, left, differed
 
 
-def with_default_dynamo(advice: tuple[str, str], from_defaults: bool = True
-                        ) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Run a checker (the answer included) under Dynamo's default settings, whatever the learner's notebook
-    set before, and put the notebook's settings back afterwards. An answer that changes the settings and
-    leaves them changed is wrong (they would stay changed for every later compile in the notebook); when the
-    notebook's own settings differ from the defaults, a wrong verdict says so. ``advice`` says what to do
-    instead of changing them. With ``from_defaults=False`` the checker runs under the notebook's own
-    settings (they are only kept)."""
+def left_changed(changed: list[str], advice: tuple[str, str], tried: tuple[str, str]) -> Any:
+    """The feedback (a ``Wrong``) for an answer that left Dynamo's settings changed: ``changed`` as
+    :func:`restore` gives it, seen at the moment ``tried`` names; ``advice`` says what to do instead."""
     from . import Wrong  # the checks package imports the lab modules, which import this one
+
+    return Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
+                 "(the checker has put them back): every later torch.compile in your notebook would run "
+                 f"with them. {advice[0]}",
+                 "你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：之后你的笔记本中的每一次 "
+                 f"torch.compile 都会沿用这些设置。{advice[1]}",
+                 tried=tried, expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
+                 got="; ".join(changed))
+
+
+def keeping_settings(advice: tuple[str, str], from_defaults: bool = True
+                     ) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
+    """A decorator: run a checker (the answer included) with Dynamo's settings kept, and put them back
+    afterwards. An answer that changes them and leaves them changed is wrong (they would stay changed
+    for every later compile in the notebook); ``advice`` says what to do instead. With ``from_defaults``
+    the checker runs under Dynamo's defaults, whatever the notebook set before, and a wrong verdict says
+    which of the notebook's settings differed; without it, under the notebook's own settings."""
+    from . import Wrong
 
     def wrap(checker: Callable[[Any], None]) -> Callable[[Any], None]:
         def checked(answer: Any) -> None:
             outcome, left, notebook = run_kept(lambda: checker(answer), from_defaults=from_defaults)
             if left:
-                raise Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
-                            "(the checker has put them back): every later torch.compile in your notebook would run "
-                            f"with them. {advice[0]}",
-                            "你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：之后你的笔记本中的每一次 "
-                            f"torch.compile 都会沿用这些设置。{advice[1]}",
-                            tried=("Dynamo's settings before and after checking your answer",
-                                   "检查你的答案前后的 Dynamo 设置"),
-                            expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
-                            got="; ".join(left)) from None
+                raise left_changed(left, advice, ("Dynamo's settings before and after checking your answer",
+                                                  "检查你的答案前后的 Dynamo 设置")) from None
             if isinstance(outcome, Wrong) and notebook:
                 outcome.en += (" (Note: your notebook has changed some of Dynamo's settings: " + "; ".join(notebook)
                                + ". The checker ran everything, your answer included, with Dynamo's defaults, as "

@@ -19,7 +19,6 @@ import re
 import types
 from typing import Any, Callable, Iterator
 
-import numpy as np
 import torch
 
 from . import Wrong, task
@@ -141,7 +140,7 @@ def graphs_and_breaks(fn: Callable[..., Any], *args: Any) -> tuple[int, int, lis
 # -- Dynamo's process-wide settings ------------------------------------------------------
 
 #: run a checker under Dynamo's defaults; an answer that leaves a setting changed is wrong
-_with_default_dynamo = settings.with_default_dynamo
+_with_default_dynamo = settings.keeping_settings
 
 
 # -- exercise 1: predict graphs and breaks ----------------------------------------------
@@ -837,8 +836,7 @@ def _cache_sizes(answer: Any) -> None:
         del stale, after
         torch._dynamo.reset()
         tried = f"cache_sizes({label}, [{_describe_calls(calls)}])"
-        if isinstance(got, list) and all(isinstance(g, numbers.Integral) and not isinstance(g, (bool, np.bool_))
-                                         for g in got):
+        if isinstance(got, list) and all(isinstance(g, numbers.Integral) and not isinstance(g, bool) for g in got):
             got = [int(g) for g in got]  # a NumPy integer (from np.array(...).tolist() or not) counts too
         if not isinstance(got, list) or not all(isinstance(g, int) and not isinstance(g, bool) for g in got) \
                 or len(got) != len(calls):
@@ -1032,23 +1030,6 @@ def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], tupl
     return [(label, fn, args, (other,)) for label, fn, args in cases] + [("_two_args", _two_args, (x,), (other, 2))]
 
 
-def _reachable_codes(fn: Callable[..., Any]) -> list[types.CodeType]:
-    """fn's code object and the code of every resume function its cache entries lead to, each once."""
-    codes: list[types.CodeType] = []
-    todo = [fn.__code__]
-    while todo:
-        code = todo.pop(0)
-        if any(code is seen for seen in codes):
-            continue
-        codes.append(code)
-        for entry in cache_entries(code):
-            for name in entry.code.co_names:
-                resume = fn.__globals__.get(name)
-                if name.startswith("__resume_at") and isinstance(resume, types.FunctionType):
-                    todo.append(resume.__code__)
-    return codes
-
-
 def _names_by(fn: Callable[..., Any], once: str) -> list[str]:
     """Sorted code names of the resume functions reachable from fn's cache entries, each listed once per
     ``__resume_at_*`` global name (``once="name"``), once per code object (``"code"``; the task accepts
@@ -1170,7 +1151,8 @@ def _resume(answer: Any) -> None:
         # Leave stale entries behind, as an earlier experiment in a notebook would: a missing reset shows.
         with quiet():
             torch.compile(fn, backend="eager")(*earlier)
-        stale = [(code, entry.code) for code in _reachable_codes(fn) for entry in cache_entries(code)]
+        # every old entry, on fn's code and on each resume function's (the course's walk finds them)
+        stale = [(frame.code, entry.code) for frame in walk(fn) for entry in frame.entries]
         try:
             with quiet():
                 got = answer(fn, *args)
@@ -1178,8 +1160,7 @@ def _resume(answer: Any) -> None:
             reset = not kept
             only_fn = bool(kept) and all(code is not fn.__code__ for code in kept)
         finally:
-            del stale
-            kept = []
+            del stale  # no reference to an old transformed code outlives the reset
             torch._dynamo.reset()
         first = "torch.ones(2, 3)" if bool((args[0] > 0).all()) else "-torch.ones(2, 3)"
         tried = f"resume_names({label}, {first}{''.join(f', {a!r}' for a in args[1:])})"

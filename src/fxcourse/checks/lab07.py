@@ -36,23 +36,14 @@ def _fresh_dynamo() -> Iterator[None]:
         torch._dynamo.reset()
 
 
-def _settings_wrong(changed: list[str], advice: tuple[str, str], tried: tuple[str, str]) -> Wrong:
-    """The feedback for an answer that left Dynamo's process-wide settings changed (``changed``:
-    :func:`settings.restore`'s lines), seen at the moment ``tried`` names."""
-    return Wrong("your answer changed Dynamo's settings for the whole process, and left them changed "
-                 "(the checker has put them back): every torch.compile run meanwhile in your notebook would "
-                 f"run with them. {advice[0]}",
-                 f"你的答案修改了整个进程的 Dynamo 设置，并且没有恢复（检查器已经把它们改回原样）：在此期间，你的笔记本中的每一次 "
-                 f"torch.compile 都会沿用这些设置。{advice[1]}",
-                 tried=tried, expected=("Dynamo's settings as they were", "Dynamo 的设置保持原样"),
-                 got="; ".join(changed))
+#: the feedback for an answer that left Dynamo's settings changed
+_settings_wrong = dynamo_settings.left_changed
 
 
 def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Run a checker with Dynamo's process-wide settings kept: whatever the answer changed in them is put
-    back, and an answer that changed them is wrong (they would stay changed for every later compile in the
-    learner's notebook). ``advice`` says what to do instead."""
-    return dynamo_settings.with_default_dynamo(advice, from_defaults=False)
+    """Run a checker under the notebook's own Dynamo settings, kept: an answer that leaves them changed is
+    wrong. ``advice`` says what to do instead."""
+    return dynamo_settings.keeping_settings(advice, from_defaults=False)
 
 
 class _CountingBackend:

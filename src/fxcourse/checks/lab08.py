@@ -12,7 +12,7 @@ import torch
 from torch import fx, nn
 
 from . import Wrong, task
-from ._dynamo_settings import with_default_dynamo
+from ._dynamo_settings import keeping_settings
 from .._text import quiet
 from ._probe import close, describe, need_callable, seeded
 
@@ -202,9 +202,9 @@ def _stale_code(gm: fx.GraphModule) -> bool:
      "Dynamo 对每张计算图各调用一次后端（图中断会产生两张图），而模型可能在某个值生成之后再原地修改它："
      "请保存副本，并让所有计算图共用同一个 store。"),
 ])
-@with_default_dynamo(("make_recording_backend only builds a backend that edits the graphs it gets; leave Dynamo's "
-                      "settings alone.",
-                      "make_recording_backend 只需构造一个修改所收到计算图的后端；请不要改动 Dynamo 的设置。"))
+@keeping_settings(("make_recording_backend only builds a backend that edits the graphs it gets; leave Dynamo's "
+                   "settings alone.",
+                   "make_recording_backend 只需构造一个修改所收到计算图的后端；请不要改动 Dynamo 的设置。"))
 def _recording(answer: Any) -> None:
     need_callable(answer, "make_recording_backend")
     for label, model, names, refs, xs, with_grad in _recording_cases():
@@ -768,13 +768,9 @@ class _ReLUOfInputs(nn.Module):
         return torch.relu(x) + torch.nn.functional.relu(self.w)
 
 
-class _ReLUOfViews(nn.Module):
+class _ReLUOfViews(_ReLUOfInputs):
     """Out-of-place relus of views that nothing else reads: a row of the input and a slice of the parameter.
     A view shares its base's memory, so an in-place clamp of it changes the caller's x or the weight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.w = nn.Parameter(torch.linspace(-1.0, 1.0, 4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x[0]) * 2 + torch.relu(self.w[:4].view(-1))
@@ -845,8 +841,8 @@ def _edited_graph(returned: Any, gm: fx.GraphModule) -> fx.GraphModule | None:
      "新节点接收 relu 的输入，关键字参数只有 min=0；relu 自己的 kwargs（inplace）不能照搬成关键字参数，但 inplace=True 的含义要保留："
      "那个 relu 会修改它的输入，所以它的 clamp 也要修改。图中断会让后端再收到一张需要修改的计算图。"),
 ])
-@with_default_dynamo(("relu_to_clamp only edits the graphs it gets; leave Dynamo's settings alone.",
-                      "relu_to_clamp 只需修改它收到的计算图；请不要改动 Dynamo 的设置。"))
+@keeping_settings(("relu_to_clamp only edits the graphs it gets; leave Dynamo's settings alone.",
+                   "relu_to_clamp 只需修改它收到的计算图；请不要改动 Dynamo 的设置。"))
 def _swap(answer: Any) -> None:
     need_callable(answer, "relu_to_clamp")
     cases = [(("a model with an nn.ReLU module", "含 nn.ReLU 模块的模型"), seeded(_ModuleReLU(), 83),
@@ -1432,9 +1428,9 @@ _OUTPUT_COUNTED = (
      "and a graph break makes two.",
      "超过 n 指的是多于 n：恰好有 n 个算子的计算图应当被接受。后端对每张计算图各调用一次，而图中断会产生两张图。"),
 ])
-@with_default_dynamo(("make_limited_backend only builds a backend that counts and refuses; leave Dynamo's "
-                      "settings alone.",
-                      "make_limited_backend 只需构造一个计数并拒绝的后端；请不要改动 Dynamo 的设置。"))
+@keeping_settings(("make_limited_backend only builds a backend that counts and refuses; leave Dynamo's "
+                   "settings alone.",
+                   "make_limited_backend 只需构造一个计数并拒绝的后端；请不要改动 Dynamo 的设置。"))
 def _limited(answer: Any) -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 
