@@ -388,7 +388,7 @@ def test_lab13_4_exported_with_keywords():
     def keywords(model, example, folder):
         name = next(iter(inspect.signature(model.forward).parameters))
         program = torch.export.export(model, (), {name: example}, dynamic_shapes={name: {0: torch.export.Dim.AUTO}})
-        return _compile(program, os.path.join(folder, "model.pt2"))
+        return _compile(program, os.path.join(folder, "router.pt2"))
 
     result = expect_wrong("lab13.4", keywords)
     assert "as a keyword argument" in result.en and "作为关键字参数" in result.zh
@@ -396,7 +396,7 @@ def test_lab13_4_exported_with_keywords():
 
 def test_lab13_4_static_batch():
     def static(model, example, folder):
-        return _compile(torch.export.export(model, (example,)), os.path.join(folder, "model.pt2"))
+        return _compile(torch.export.export(model, (example,)), os.path.join(folder, "router.pt2"))
 
     result = expect_wrong("lab13.4", static)
     assert "without an error: its batch was fixed at export" in result.en and "导出时批大小被固定了" in result.zh
@@ -404,7 +404,7 @@ def test_lab13_4_static_batch():
 
 def test_lab13_4_export_save_is_not_a_package():
     def saved(model, example, folder):
-        path = os.path.join(folder, "model.pt2")
+        path = os.path.join(folder, "router.pt2")
         torch.export.save(_dynamic(model, example), path)
         return path
 
@@ -414,7 +414,7 @@ def test_lab13_4_export_save_is_not_a_package():
 
 def test_lab13_4_returns_the_folder():
     def the_folder(model, example, folder):
-        _compile(_dynamic(model, example), os.path.join(folder, "model.pt2"))
+        _compile(_dynamic(model, example), os.path.join(folder, "router.pt2"))
         return folder
 
     result = expect_wrong("lab13.4", the_folder)
@@ -422,7 +422,7 @@ def test_lab13_4_returns_the_folder():
 
 
 def test_lab13_4_returns_before_writing():
-    result = expect_wrong("lab13.4", lambda model, example, folder: os.path.join(folder, "model.pt2"))
+    result = expect_wrong("lab13.4", lambda model, example, folder: os.path.join(folder, "router.pt2"))
     assert "return the path once the package has been written" in result.en and "在包写出之后" in result.zh
 
 
@@ -438,7 +438,7 @@ def test_lab13_4_clears_the_folder():
     def clears(model, example, folder):
         shutil.rmtree(folder)
         os.makedirs(folder)
-        return _compile(_dynamic(model, example), os.path.join(folder, "model.pt2"))
+        return _compile(_dynamic(model, example), os.path.join(folder, "router.pt2"))
 
     result = expect_wrong("lab13.4", clears)
     assert "removed or overwrote a file" in result.en and "删除或覆盖了文件夹中原有的文件" in result.zh
@@ -458,5 +458,125 @@ def test_lab13_2_boundary_at_a_sum_of_zero():
         return torch.cond(h.sum() >= 0, lambda t: self.b(t) / t.abs().max(), lambda t: -t, (h,))
 
     result = expect_wrong("lab13.2", _variant(forward))
-    assert "sum is exactly 0" in result.en and "和恰好为 0" in result.zh
+    assert "sum of h is exactly 0" in result.en and "h 之和恰好为 0" in result.zh
 
+
+
+@pytest.mark.parametrize("branch_on", [lambda h: h.sum() > 1e-6, lambda h: h.mean() > 1e-4,
+                                       lambda h: h.sum() > -1e-6],
+                         ids=["sum-above-1e-6", "mean-above-1e-4", "sum-above-minus-1e-6"])
+def test_lab13_2_a_threshold_instead_of_zero(branch_on):
+    """Only the exact boundary was probed once: a threshold near 0 takes the other branch for a tiny sum."""
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(branch_on(h), lambda t: self.b(t) / t.abs().max(), lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "Where the sum of h is" in result.en and "h 之和" in result.zh
+
+
+def test_lab13_2_patching_the_class_is_named_and_undone():
+    """Patching type(model).forward changed every Router, the checker's reference included."""
+    original = lab13.Router.forward
+
+    def patch_class(model):
+        def per_row(self, x):
+            h = torch.tanh(self.a(x))
+            return torch.where(h.sum() > 0, self.b(h) / h.abs().amax(dim=1, keepdim=True), -h)
+
+        type(model).forward = per_row
+        return copy.deepcopy(model)
+
+    result = expect_wrong("lab13.2", patch_class)
+    assert "changed the given model's class" in result.en and "修改了传入模型的类" in result.zh
+    assert lab13.Router.forward is original
+
+
+def test_lab13_2_freezing_the_shared_weights_is_named():
+    def frozen(model):
+        new = solution("lab13", "make_exportable")(model)
+        new.requires_grad_(False)  # the weights are the model's own: it is frozen too
+        return new
+
+    result = expect_wrong("lab13.2", frozen)
+    assert "require gradients" in result.en and "需要梯度" in result.zh
+
+
+def test_lab13_2_feedback_in_chinese_has_no_english_labels():
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.where(h.sum() > 0, self.b(h) / h.abs().amax(dim=1, keepdim=True), -h)
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "differs from the original model's" in result.en
+    assert "结果" in result.zh and "期望" in result.zh and "result" not in result.zh and "expected" not in result.zh
+    assert "输入是" in result.tried[1] and "取反的 " not in result.tried[1]
+
+
+def test_lab13_2_reference_keeps_the_models_gradient():
+    """The original's NumPy scale is a constant for autograd; the reference's detached scale is too."""
+    model = lab13.Router()
+    new = solution("lab13", "make_exportable")(model)
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(9))
+    for v in (x, -x):
+        a, b = v.clone().requires_grad_(True), v.clone().requires_grad_(True)
+        model(a).sum().backward()
+        new(b).sum().backward()
+        assert torch.allclose(a.grad, b.grad, atol=1e-6)
+
+
+def _allowed_then_fastest(allowed):
+    def choose(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in allowed(constraint)
+              and table.speedup(r.method) is not None]
+        return max(ok, key=table.speedup) if ok else None
+
+    return choose
+
+
+def test_lab13_3_fx_export_and_dynamo_allowed_without_python():
+    wide = ["torch.jit.trace", "torch.jit.script", "torch.fx.symbolic_trace", "torch.export.export",
+            "dynamo fullgraph=True", "export + AOTInductor", "export + IREE"]
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: wide if c == "no Python on target" else _ref_allowed(c)))
+    assert "does not allow" in result.en and "不允许" in result.zh
+
+
+def test_lab13_3_captures_left_out_of_no_compiler():
+    narrow = ["torch.jit.trace", "dynamo fullgraph=False", "export + AOTInductor", "export + IREE"]
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: narrow if c == "no compiler on target" else _ref_allowed(c)))
+    assert "is faster" in result.en and "更快" in result.zh
+
+
+def test_lab13_3_speed_alone_without_the_two_filters():
+    def timed_only(constraint, table):
+        ok = [r.method for r in table.rows if r.method in _ref_allowed(constraint) and table.speedup(r.method)]
+        return max(ok, key=table.speedup) if ok else None
+
+    result = expect_wrong("lab13.3", timed_only)
+    assert "differs from eager" in result.en and "与 eager 不一致" in result.zh
+
+
+def test_lab13_3_every_row_of_the_table_is_shown():
+    result = expect_wrong("lab13.3", lambda constraint, table: "export + AOTInductor")
+    assert "export + IREE: " in result.to_text() and "…" not in result.to_text()
+
+
+def test_lab13_4_overwriting_someone_elses_package():
+    def same_name(model, example, folder):
+        return _compile(_dynamic(model, example), os.path.join(folder, "model.pt2"))
+
+    result = expect_wrong("lab13.4", same_name)
+    assert "removed or overwrote a file" in result.en and "model.pt2" in result.expected[0]
+
+
+def test_lab13_4_removing_old_packages():
+    def tidy(model, example, folder):
+        for name in os.listdir(folder):
+            if name.endswith(".pt2"):
+                os.remove(os.path.join(folder, name))
+        return _compile(_dynamic(model, example), os.path.join(folder, "router.pt2"))
+
+    result = expect_wrong("lab13.4", tidy)
+    assert "removed or overwrote a file" in result.en and "old.pt2" in result.expected[0]

@@ -138,9 +138,14 @@ def differs(got: Any, want: Any, *, rtol: float = 1e-5, atol: float = 1e-6, wher
 
     >>> differs([1, 2], [1, 2, 3]).zh
     '结果：2 项，期望 3 项'
+    >>> differs([1, 2], [1, 2, 3], lang="zh")
+    '结果：2 项，期望 3 项'
     """
+    if lang == "zh":  # the usual English words put into 中文 here too
+        return _differs(got, want, rtol=rtol, atol=atol, where=_zh_where(where),
+                        expected="期望" if expected == "expected" else expected, lang="zh")
     line = _differs(got, want, rtol=rtol, atol=atol, where=where, expected=expected, lang=lang)
-    if line is None or lang == "zh":
+    if line is None:
         return line
     try:
         zh = _differs(got, want, rtol=rtol, atol=atol, where=_zh_where(where),

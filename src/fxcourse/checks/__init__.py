@@ -153,7 +153,8 @@ class CheckResult(Viewable):
         """(label, value) rows in the reader's language (see :mod:`fxcourse._lang`)."""
         rows = [(("input tried", "尝试的输入"), self.tried), (("expected", "期望"), self.expected),
                 (("got", "实际得到"), self.got)]
-        return [(text(label), _clean(text(v))) for label, v in rows if v]
+        # the input tried may list a whole made-up table: it gets room for it
+        return [(text(label), _clean(text(v), 700 if i == 0 else 300)) for i, (label, v) in enumerate(rows) if v]
 
     def _headlines(self) -> list[tuple[str, str, str]]:
         """(lang, head, sentence) for each language the reader reads."""
