@@ -816,11 +816,16 @@ def test_lab07_1_right_answers_for_the_tiny_and_rounding_inputs_pass():
         return torch.where(torch.sign(y.sum()) > 0, y / torch.linalg.vector_norm(y, float("inf")), -y) + \
             torch.ones_like(y)
 
-    def flat(x):
-        y = torch.sin(x) * 2
-        return torch.where(y.reshape(-1).sum() > 0, y / y.abs().max(), -y) + 1
-    for answer in (sign, flat):
-        expect_passed("lab07.1", answer)
+    expect_passed("lab07.1", sign)
+
+
+@pytest.mark.parametrize("flatten", [lambda y: y.reshape(-1), lambda y: y.flatten(), lambda y: y.contiguous()],
+                         ids=["reshape", "flatten", "contiguous"])
+def test_lab07_1_a_sum_of_a_flattened_copy_is_named(flatten):
+    """On a transposed y, y.sum() adds in memory order; a flattened copy adds in the logical order."""
+    result = expect_wrong("lab07.1", _no_breaks_variant(
+        lambda y, s: torch.where(flatten(y).sum() > 0, y / s, -y)))
+    assert "transposed" in result.tried[0] and "order of summation" in result.tried[0]
 
 
 def _late_restore(fn, backend):
@@ -998,3 +1003,79 @@ def test_lab07_4_a_step_that_changes_nothing_after_cond_passes(then):
 def test_lab07_4_a_dtype_change_after_cond_is_still_work_after_the_choice():
     result = expect_wrong("lab07.4", _NoOpAfterCond(lambda y, x: y.to(torch.float64)))
     assert "_assert_tensor_metadata" not in result.en + str(result.got)
+
+
+# -- found by the fourth attack ------------------------------------------------------------------
+
+@pytest.mark.parametrize("scale", [lambda y, s: s + 1e-300, lambda y, s: s.clamp_min(1e-300)],
+                         ids=["plus", "clamp_min"])
+def test_lab07_1_an_epsilon_that_only_float64_keeps_is_named(scale):
+    """1e-300 rounds to 0 in float32 and float16: only a float64 subnormal input shows it."""
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, y / scale(y, s), -y)))
+    assert "tiny magnitude" in result.en and "float64" in result.tried[0]
+
+
+def test_lab07_checks_run_under_dynamo_defaults_not_the_notebooks():
+    """A notebook that lets print stay in the graph no longer passes a print kept in the answer."""
+    reference = solution("lab07", "no_breaks")
+
+    def keeps_print(x):
+        print("scale")
+        return reference(x)
+    torch._dynamo.config.reorderable_logging_functions.add(print)
+    try:
+        result = expect_wrong("lab07.1", keeps_print)
+        assert "print" in result.en and "your notebook has changed some of Dynamo's settings" in result.en
+    finally:
+        torch._dynamo.config.reorderable_logging_functions.discard(print)
+
+
+def test_lab07_references_pass_under_a_notebooks_stance():
+    with torch.compiler.set_stance("force_eager"):
+        for task_id, name in (("lab07.1", "no_breaks"), ("lab07.2", "compile_once"), ("lab07.4", "CondRouter")):
+            expect_passed(task_id, solution("lab07", name))
+
+
+@pytest.mark.parametrize("cut", ["detach", "no_grad"])
+def test_lab07_4_an_output_without_gradient_is_named(cut):
+    class Cut(Router):
+        def forward(self, x):
+            def run():
+                return torch.cond(x.norm() > 2.0, lambda t: torch.relu(self.large(t)), lambda t: self.small(t) * 0.5,
+                                  (x,))
+            if cut == "no_grad":
+                with torch.no_grad():
+                    return run()
+            return run().detach()
+    result = expect_wrong("lab07.4", Cut)
+    assert "carries no gradient" in result.en and "不带梯度" in result.zh
+
+
+def test_lab07_4_a_second_cond_after_the_first_is_named():
+    class Twice(Router):
+        def forward(self, x):
+            p = x.norm() > 2.0
+            o = torch.cond(p, lambda t: self.large(t), lambda t: self.small(t), (x,))
+            return torch.cond(p, torch.relu, lambda o: o * 0.5, (o,))
+    result = expect_wrong("lab07.4", Twice)
+    assert "second torch.cond" in result.en and "第二个 torch.cond" in result.zh
+
+
+def test_lab07_2_a_stance_field_left_changed_is_shown():
+    def unsafe(fn, backend):
+        torch.compiler.set_stance("default", skip_guard_eval_unsafe=True)
+        return torch.compile(fn, backend=backend)
+    result = expect_wrong("lab07.2", unsafe)
+    assert "torch.compiler stance skip_guard_eval_unsafe: False -> True" in result.got
+
+
+def test_lab07_2_a_negative_dim_is_named():
+    def negative(fn, backend):
+        compiled = torch.compile(fn, backend=backend)
+
+        def run(x):
+            torch._dynamo.mark_dynamic(x, -2)
+            return compiled(x)
+        return run
+    result = expect_wrong("lab07.2", negative)
+    assert "counted from 0, not from the end" in result.en and "从 0 开始数" in result.zh

@@ -78,10 +78,23 @@ def set_state(want: tuple[dict[str, Any], Any]) -> list[str]:
             changed.append(f"{shown}: {now_config[key]!r} -> {config[key]!r}")
             setattr(module, name, config[key])
     if now_stance != stance:
-        changed.append(f"torch.compiler stance: {getattr(now_stance, 'stance', now_stance)!r} -> "
-                       f"{getattr(stance, 'stance', stance)!r}")
+        changed.extend(_stance_changes(now_stance, stance))
         eval_frame._set_stance(stance)
     return changed
+
+
+def _stance_changes(now: Any, want: Any) -> list[str]:
+    """The stance's fields that differ, as ``name: now -> want`` lines (its name, and e.g.
+    ``skip_guard_eval_unsafe``, which set_stance can change while the name stays "default")."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(now) and type(now) is type(want):
+        lines = [f"torch.compiler stance{'' if f.name == 'stance' else ' ' + f.name}: "
+                 f"{getattr(now, f.name)!r} -> {getattr(want, f.name)!r}"
+                 for f in dataclasses.fields(now) if getattr(now, f.name) != getattr(want, f.name)]
+        if lines:
+            return lines
+    return [f"torch.compiler stance: {getattr(now, 'stance', now)!r} -> {getattr(want, 'stance', want)!r}"]
 
 
 def restore(before: tuple[dict[str, Any], Any]) -> list[str]:

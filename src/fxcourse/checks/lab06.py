@@ -659,9 +659,12 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]
      "the calls go on, not once at the end.",
      "每个计数都是最后一次调用之后的条目数：请在每次调用之后立即记录计数（边调用边记录），而不是最后统一记录一次。"),
     (lambda got, want, graphs, with_resume: all(g == 1 for g in got) and max(want) > 1,
-     "every count is 1: the cache was emptied before each call, so entries never add up. Empty it once, "
-     "before the first call, then make every call on the same cache (lecture 06, section 5).",
-     "每个计数都是 1：每次调用之前缓存都被清空了，所以条目不会累积。请只在第一次调用之前清空一次，然后所有调用都在同一个缓存上进行"
+     "every count is 1: the entries never add up. Either the cache was emptied before each call, or a "
+     "recompile limit of 1 stopped Dynamo from compiling again (past the limit it runs the function "
+     "without compiling). Empty the cache once, before the first call, keep the default limit, then make every "
+     "call on the same cache (lecture 06, section 5).",
+     "每个计数都是 1：条目从未累积。要么每次调用之前缓存都被清空了，要么重新编译上限 1 让 Dynamo 不再重新编译"
+     "（超过上限后它不经编译直接运行函数）。请只在第一次调用之前清空一次缓存，保留默认上限，然后所有调用都在同一个缓存上进行"
      "（第 06 讲第 5 节）。"),
     # Before the stale-entry mistake: an answer that forgot the reset already failed on _poly, which has
     # no break; on a function with a break, counts that are too high come from the resume functions.

@@ -41,9 +41,11 @@ _settings_wrong = dynamo_settings.left_changed
 
 
 def _keeps_dynamo_settings(advice: tuple[str, str]) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
-    """Run a checker under the notebook's own Dynamo settings, kept: an answer that leaves them changed is
-    wrong. ``advice`` says what to do instead."""
-    return dynamo_settings.keeping_settings(advice, from_defaults=False)
+    """Run a checker under Dynamo's default settings, as the tasks say (a notebook's own settings, such as
+    ``reorderable_logging_functions`` or a stance, would otherwise pass wrong answers or fail right ones),
+    and put the notebook's back afterwards: an answer that leaves them changed is wrong. ``advice`` says
+    what to do instead."""
+    return dynamo_settings.keeping_settings(advice, from_defaults=True)
 
 
 class _CountingBackend:
@@ -152,6 +154,17 @@ def _messy_probes() -> list[Probe]:
     out.append(Probe(("x of shape (3, 5), transposed from (5, 3) (not contiguous)",
                       "形状为 (3, 5) 的 x，由 (5, 3) 转置而来（内存不连续）"),
                      (torch.randn(5, 3, generator=gen).t(),)))
+    # an epsilon like 1e-300 rounds to 0 in float32 and float16, but not in float64
+    out.append(Probe(("x = [1e-310, 0], float64 (tiny: a subnormal float64, y.sum() > 0)",
+                      "x = [1e-310, 0]，float64（极小：float64 的次正规数，y.sum() > 0）"),
+                     (torch.tensor([1e-310, 0.0], dtype=torch.float64),)))
+    # y.sum() of a transposed y adds in memory order (> 0 here); flattened or made contiguous first, it adds in
+    # the logical order and gives exactly 0
+    out.append(Probe(("x = [[-1e-07, 0.4, -0.4], [1e-07, 0.4, -0.4]] transposed, float32 (not contiguous; y.sum() "
+                      "is within rounding of 0: its sign depends on the order of summation)",
+                      "x = [[-1e-07, 0.4, -0.4], [1e-07, 0.4, -0.4]] 转置，float32（内存不连续；y.sum() 与 0 只差舍入误差："
+                      "它的正负取决于求和的顺序）"),
+                     (torch.tensor([[-1e-7, 0.4, -0.4], [1e-7, 0.4, -0.4]]).t(),)))
     return out
 
 
@@ -695,6 +708,11 @@ def _compile_once(answer: Any) -> None:
                         "not eagerly), so that the checker can count the compiles.",
                         "给你的 backend 从未运行：请用它来编译 fn（不要换成别的后端，也不要直接 eager 运行），这样检查器才能统计编译次数。",
                         tried=tried, expected=one, got=got)
+        if marked and 0 not in marked and marked[0] < 0:
+            raise Wrong(f"you marked dim {marked[0]} as dynamic: mark_dynamic takes the dimension counted from 0, not "
+                        "from the end (a negative index marks no dimension Dynamo uses), and the batch is dim 0.",
+                        f"你把第 {marked[0]} 维标记为动态：mark_dynamic 要的是从 0 开始数的维度编号，而不是从末尾倒数"
+                        "（负数编号标记不到 Dynamo 使用的维度），批大小是第 0 维。", tried=tried, expected=one, got=got)
         if marked and 0 not in marked:
             raise Wrong(f"you marked dim {marked[0]} as dynamic, but the batch is dim 0.",
                         f"你把第 {marked[0]} 维标记为动态，但批大小是第 0 维。", tried=tried, expected=one, got=got)
@@ -1137,6 +1155,43 @@ def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mista
     ]
 
 
+def _router_gradients(model: nn.Module, reference: Router) -> None:
+    """On one x per branch, with gradients on: the output carries a gradient, and x's and the layers' gradients
+    are Router's (torch.cond differentiates through the branch it ran)."""
+    base = torch.randn(3, 4, generator=torch.Generator().manual_seed(75))
+    for norm, branch in ((3.0, ("the large branch", "large 分支")), (1.5, ("the small branch", "small 分支"))):
+        x = (norm * base / base.norm()).requires_grad_()
+        tried = (f"CondRouter()(x).sum().backward() with x of norm {norm} ({branch[0]}), x and the layers requiring "
+                 "gradients", f"CondRouter()(x).sum().backward()，x 的范数为 {norm}（{branch[1]}），x 和各层都需要梯度")
+        x_ref = x.detach().clone().requires_grad_()
+        reference.zero_grad()
+        reference(x_ref).sum().backward()
+        # a layer the branch did not run has no gradient in Router (None) and zeros through torch.cond
+        want = {"x": x_ref.grad, **{n: torch.zeros_like(p) if p.grad is None else p.grad.clone()
+                                    for n, p in reference.named_parameters()}}
+        model.zero_grad()
+        with quiet():
+            out = model(x)
+        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+            raise Wrong("CondRouter's output carries no gradient where Router's does: something in your forward "
+                        "cuts it off (.detach(), torch.no_grad()), so training through it fails. torch.cond "
+                        "differentiates through the branch it ran.",
+                        "CondRouter 的输出不带梯度，而 Router 的输出带有梯度：你的 forward 中有东西把梯度切断了"
+                        "（.detach()、torch.no_grad()），于是无法通过它训练。torch.cond 可以对它运行的那个分支求导。",
+                        tried=tried, expected=("an output with requires_grad=True", "requires_grad=True 的输出"),
+                        got=("requires_grad=False", "requires_grad=False") if isinstance(out, torch.Tensor)
+                        else describe(out))
+        out.sum().backward()
+        got = {"x": x.grad, **{n: torch.zeros_like(p) if p.grad is None else p.grad
+                               for n, p in model.named_parameters()}}
+        for name, w in want.items():
+            problem = differs(got.get(name), w, rtol=1e-4, atol=1e-6, where=f"the gradient of {name}")
+            if problem is not None:
+                zh = differs(got.get(name), w, rtol=1e-4, atol=1e-6, where=f"{name} 的梯度", lang="zh")
+                raise Wrong(f"CondRouter's gradients differ from Router's: {problem}",
+                            f"CondRouter 的梯度与 Router 的不同：{zh}", tried=tried)
+
+
 @task("lab07.4", "torch.cond so that torch.export works", "用 torch.cond 让 torch.export 成功", hints=[
     ("torch.export needs one whole graph. What in Router's forward cannot be part of a graph, and which "
      "operator keeps a real branch inside one?",
@@ -1173,6 +1228,7 @@ def _cond_router(answer: Any) -> None:
     run_probes(_any_rank(model), reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",
                generic=("run eagerly, CondRouter gives a different result from Router.",
                         "在 eager 模式下，CondRouter 的结果与 Router 不同。"))
+    _router_gradients(model, reference)
     with _fresh_dynamo(), contextlib.redirect_stderr(io.StringIO()):
         try:
             exported = torch.export.export(model, probes[0].args)
@@ -1217,6 +1273,15 @@ def _cond_router(answer: Any) -> None:
                         tried=where, expected=expected,
                         got=(f"outside torch.cond: {', '.join('self.' + n for n in outside)}",
                              f"torch.cond 之外：{'、'.join('self.' + n for n in outside)}"))
+        right = [pair for pair in branches if pair == ({"large"}, {"small"})]
+        if right and len(right) < len(branches) and all(not t and not f for t, f in branches if (t, f) not in right):
+            raise Wrong("the exported graph has a second torch.cond that works on the first one's result: choosing "
+                        "again with the predicate does not put a step inside the branch. Do each branch's whole work "
+                        "inside its function: the relu in the large branch, the factor 0.5 in the small one.",
+                        "导出的图中有第二个 torch.cond，对第一个 cond 的结果做计算：再用条件选择一次，并不能把步骤放进分支里。"
+                        "请把每个分支的全部计算放进它自己的函数里：relu 放在 large 分支，乘以 0.5 放在 small 分支。",
+                        tried=where, expected=("one torch.cond", "一个 torch.cond"),
+                        got=(f"{len(branches)} torch.cond nodes", f"{len(branches)} 个 torch.cond 节点"))
         for true_reads, false_reads in branches:
             if true_reads != {"large"} or false_reads != {"small"}:
                 shown = (lambda reads: ", ".join(sorted("self." + n for n in reads)) or "none")
