@@ -89,7 +89,14 @@ extras=""
 [ "$want_test" = 1 ] && extras="[test]"
 stamp=".venv/.fxcourse-installed${extras}"
 want_hash=$(sha256_of_stdin < pyproject.toml)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want_hash" ]; then
+# The test command's install (with [test]) holds everything the course needs: a plain set-up after it
+# (workshop.sh, course.sh) reinstalls nothing.
+installed=0
+for done_stamp in "$stamp" ".venv/.fxcourse-installed[test]"; do
+  if [ -f "$done_stamp" ] && [ "$(cat "$done_stamp")" = "$want_hash" ]; then installed=1; fi
+  [ "$want_test" = 1 ] && break  # a plain install does not hold the test extras
+done
+if [ "$installed" = 0 ]; then
   say "installing fxcourse${extras} / 安装 fxcourse${extras}"
   "$py" -m pip install -q ${pip_from[@]+"${pip_from[@]}"} -e ".${extras}"
   # nbgrader is for instructors, from the command line (`fxcourse grading`); its JupyterLab
