@@ -1170,8 +1170,15 @@ def _router_gradients(model: nn.Module, reference: Router) -> None:
         want = {"x": x_ref.grad, **{n: torch.zeros_like(p) if p.grad is None else p.grad.clone()
                                     for n, p in reference.named_parameters()}}
         model.zero_grad()
-        with quiet():
-            out = model(x)
+        try:
+            with quiet():
+                out = model(x)
+        except Exception as exc:
+            raise Wrong("with gradients on, CondRouter raised where Router runs: each branch of torch.cond must be "
+                        "a function of its operands that autograd can follow.",
+                        "开启梯度时，CondRouter 抛出了异常，而 Router 可以正常运行：torch.cond 的每个分支都必须是"
+                        "自动求导能够跟踪的、关于其操作数的函数。", tried=tried, expected="Router()(x)",
+                        got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
             raise Wrong("CondRouter's output carries no gradient where Router's does: something in your forward "
                         "cuts it off (.detach(), torch.no_grad()), so training through it fails. torch.cond "
@@ -1228,7 +1235,6 @@ def _cond_router(answer: Any) -> None:
     run_probes(_any_rank(model), reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",
                generic=("run eagerly, CondRouter gives a different result from Router.",
                         "在 eager 模式下，CondRouter 的结果与 Router 不同。"))
-    _router_gradients(model, reference)
     with _fresh_dynamo(), contextlib.redirect_stderr(io.StringIO()):
         try:
             exported = torch.export.export(model, probes[0].args)
@@ -1312,3 +1318,4 @@ def _cond_router(answer: Any) -> None:
                    what="the exported program",
                    generic=("the exported program gives a different result from Router.",
                             "导出的程序与 Router 结果不同。"))
+    _router_gradients(model, reference)
