@@ -172,20 +172,35 @@ def exercises_in(notebook: str) -> int:
                for line in c.source.splitlines() if re.match(r"## Exercise \d", line))
 
 
+def lecture_minutes(r: dict) -> float:
+    """A notebook's planned minutes: its words, code cells and measured CPU time (and, for a lab,
+    its exercises)."""
+    words = sum(s["words"] for s in r["sections"])
+    ex = exercises_in(r["notebook"]) if not r["notebook"].startswith("course/") else 0
+    return plan_minutes(words, r["code_cells"], r["cpu_s"], ex)
+
+
+def section_minutes(r: dict) -> list[tuple[str, float]]:
+    """(title, planned minutes) per section of a lecture. A section's share of the run is its share of
+    the cells' wall-clock time, scaled to the notebook's CPU time, so the sections add up to the
+    notebook's plan exactly."""
+    total = sum(s["run_s"] for s in r["sections"])
+    scale = r["cpu_s"] / total if total else 0.0
+    return [(s["title"], plan_minutes(s["words"], s["code_cells"], s["run_s"] * scale)) for s in r["sections"]]
+
+
 def print_guide(results: list[dict]) -> None:
     """Minutes per lecture and lab, and per section of each lecture, by the rule above."""
-    print(f"\n| notebook | code cells | run (CPU) min | plan min |\n|---|---:|---:|---:|")
+    print("\n| notebook | code cells | run (CPU) min | plan min |\n|---|---:|---:|---:|")
     for r in results:
-        words = sum(s["words"] for s in r["sections"])
-        ex = exercises_in(r["notebook"]) if not r["notebook"].startswith("course/") else 0
-        print(f"| {r['notebook']} | {r['code_cells']} | {r['cpu_s'] / 60:.1f} | "
-              f"{plan_minutes(words, r['code_cells'], r['cpu_s'], ex):.0f} |")
+        print(f"| {r['notebook']} | {r['code_cells']} | {r['cpu_s'] / 60:.1f} | {lecture_minutes(r):.0f} |")
     for r in results:
         if not r["notebook"].startswith("course/"):
             continue
         print(f"\n{r['notebook']}\n\n| section | min |\n|---|---:|")
-        for s in r["sections"]:
-            print(f"| {s['title']} | {plan_minutes(s['words'], s['code_cells'], s['run_s']):.0f} |")
+        for title, minutes in section_minutes(r):
+            print(f"| {title} | {minutes:.0f} |")
+        print(f"| **total** | **{lecture_minutes(r):.0f}** |")
 
 
 def main() -> None:
@@ -218,8 +233,13 @@ def main() -> None:
     if args.guide:
         print_guide(results)
     if args.json and not args.load:
-        Path(args.json).write_text(json.dumps({"load_before": load_before, "load_after": load_after,
-                                               "results": results}, indent=1, ensure_ascii=False))
+        import torch
+
+        Path(args.json).write_text(json.dumps({
+            "torch": torch.__version__.split("+")[0], "cores": psutil.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30), "inductor_cache": "warm" if os.environ.get(
+                "TORCHINDUCTOR_CACHE_DIR") else "default", "load_before": load_before, "load_after": load_after,
+            "results": results}, indent=1, ensure_ascii=False) + "\n")
 
 
 def run_all(paths: list[Path]) -> tuple[tuple, tuple, list[dict]]:

@@ -6,6 +6,7 @@ kit fill are marked. The timing script measures a real kernel and leaves no kern
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -86,3 +87,104 @@ def test_timing_script_measures_a_kernel_and_stops_it(tmp_path: Path, monkeypatc
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
             and p.status() != psutil.STATUS_ZOMBIE]
     assert left == [], "the kernel was left running"
+
+
+# -- the guide's minutes are the timing script's, from its committed run ----------------------------
+
+TIMINGS = ROOT / "benchmarks" / "timings.json"
+
+
+def _measured() -> dict[str, dict]:
+    return {r["notebook"]: r for r in json.loads(TIMINGS.read_text(encoding="utf-8"))["results"]}
+
+
+def _lecture_rows(guide: str) -> dict[str, list[str]]:
+    """The English table of lectures and labs: number → its cells."""
+    block = guide.split("## Lectures and labs")[1].split("\n## ")[0]
+    return {cells[0]: cells for cells in (
+        [c.strip() for c in line.strip("|").split("|")] for line in block.splitlines() if re.match(r"\| \d\d \|", line))}
+
+
+def _numbered(folder: str, number: str) -> str:
+    (path,) = sorted((ROOT / folder).glob(f"*{number}_*.ipynb"))
+    return f"{folder}/{path.name}"
+
+
+def test_the_timing_run_covers_every_notebook_on_the_taught_torch() -> None:
+    from fxcourse._pins import TORCH
+
+    saved = json.loads(TIMINGS.read_text(encoding="utf-8"))
+    assert saved["torch"] == TORCH, "re-run benchmarks/workshop_timings.py on the torch the course teaches"
+    every = {f"{folder}/{p.name}" for folder in ("course", "labs", "solutions")
+             for p in (ROOT / folder).glob("*.ipynb")}
+    assert every <= set(_measured()), sorted(every - set(_measured()))
+
+
+def test_lecture_and_lab_minutes_are_the_timing_runs() -> None:
+    guide, measured = GUIDE.read_text(encoding="utf-8"), _measured()
+    rows = _lecture_rows(guide)
+    zh_block = guide.split("## 各讲与实验")[1].split("\n## ")[0]
+    zh = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                        for line in zh_block.splitlines() if re.match(r"\| \d\d \|", line))}
+    lectures = sorted(p.name[:2] for p in (ROOT / "course").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(rows) == lectures and sorted(zh) == lectures
+    for number in lectures:
+        lecture = measured[_numbered("course", number)]
+        lab = measured[_numbered("labs", f"lab{number}")]
+        run = f"{lecture['cpu_s']:.0f} ({lecture['wall_s']:.0f})"
+        want = (run, f"{workshop_timings.lecture_minutes(lecture):.0f}", f"{workshop_timings.lecture_minutes(lab):.0f}")
+        assert (rows[number][2], rows[number][3], rows[number][5]) == want, number
+        assert (zh[number][2], zh[number][3]) == want[1:], number
+
+
+def test_section_minutes_are_the_timing_runs() -> None:
+    guide, measured = GUIDE.read_text(encoding="utf-8"), _measured()
+    for path in sorted((ROOT / "course").glob("[0-9][0-9]_*.ipynb")):
+        en, zh = _headings(path, "lang-en"), _headings(path, "lang-zh")
+        block = guide.split(f"#### {en[0]} / {zh[0]}")[1].split("####")[0]
+        minutes = [int(m) for m in re.findall(r"^\| .+? \| \**(\d+)\** \|$", block, re.M)]
+        r = measured[f"course/{path.name}"]
+        want = [round(m) for _, m in workshop_timings.section_minutes(r)]
+        assert minutes == want + [round(workshop_timings.lecture_minutes(r))], path.name
+
+
+def _track_minutes(content: str, lecture: dict[str, int], lab: dict[str, int]) -> int:
+    """A track's minutes from its English content: lectures (two digits), labs (labNN), and breaks or
+    questions with their minutes in parentheses ("two breaks (15 each)" is 30)."""
+    total = 0
+    for count, minutes, each in re.findall(r"(?:\b(two|three) )?(?:breaks?|questions) \((\d+)( each)?\)", content):
+        total += int(minutes) * ({"two": 2, "three": 3}.get(count, 1) if each else 1)
+    total += sum(lab[n] for n in re.findall(r"lab(\d\d)", content))
+    total += sum(lecture[n] for n in re.findall(r"(?<![\w(])(\d\d)(?![\w)])", content))
+    return total
+
+
+def test_track_minutes_add_up_from_the_timing_run() -> None:
+    guide, measured = GUIDE.read_text(encoding="utf-8"), _measured()
+    numbers = sorted(p.name[:2] for p in (ROOT / "course").glob("[0-9][0-9]_*.ipynb"))
+    lecture = {n: round(workshop_timings.lecture_minutes(measured[_numbered("course", n)])) for n in numbers}
+    lab = {n: round(workshop_timings.lecture_minutes(measured[_numbered("labs", f"lab{n}")])) for n in numbers}
+    en = re.findall(r"^\| ([^|]+) \| ([^|]+) \| (\d+) \|$", guide.split("## Tracks")[1].split("\n## ")[0], re.M)
+    zh = re.findall(r"^\| ([^|]+) \| ([^|]+) \| (\d+) \|$", guide.split("## 课程安排")[1].split("\n## ")[0], re.M)
+    assert len(en) == len(zh) == 4
+    for (name, content, total), (_, _, total_zh) in zip(en, zh):
+        days = re.findall(r"day \d: (.+?) = (\d+)", content)
+        for day, subtotal in days:
+            assert _track_minutes(day, lecture, lab) == int(subtotal), (name, day)
+        assert _track_minutes(content.replace(" = ", " total "), lecture, lab) == int(total) == int(total_zh), name
+    hours = {name: int(total) for name, _, total in en}
+    assert hours["3.5 hours"] <= 3.5 * 60 and max(hours["one day"], hours["compiler day"]) <= 6.5 * 60 + 30, hours
+
+
+def test_the_guides_totals_are_the_timing_runs() -> None:
+    guide, measured = GUIDE.read_text(encoding="utf-8"), _measured()
+    numbers = sorted(p.name[:2] for p in (ROOT / "course").glob("[0-9][0-9]_*.ipynb"))
+
+    def total(folder: str, prefix: str) -> tuple[int, int]:
+        minutes = sum(workshop_timings.lecture_minutes(measured[_numbered(folder, prefix + n)]) for n in numbers)
+        rounded = int(round(minutes / 10) * 10)
+        return divmod(rounded, 60)
+
+    (lh, lm), (bh, bm) = total("course", ""), total("labs", "lab")
+    assert f"All lectures: about {lh} h {lm} min; all labs: about {bh} h {bm} min." in guide
+    assert f"全部讲授约 {lh} 小时 {lm} 分钟，全部实验约 {bh} 小时 {bm} 分钟。" in guide
