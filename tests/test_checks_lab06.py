@@ -930,3 +930,54 @@ def test_lab06_1_the_reference_passes_with_logging_disabled_in_the_notebook():
         expect_passed("lab06.1", right)
     finally:
         logging.disable(logging.NOTSET)
+
+
+# -- found by the fifth attack -------------------------------------------------------------------
+
+def _search_after(calls):
+    """resume_names with the reset and compile of the reference, ``calls(compiled, args)`` in place of
+    the one call, then the reference's search."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    def answer(fn, *args):
+        torch._dynamo.reset()
+        calls(torch.compile(fn, backend="eager"), args)
+        names, todo, seen = [], [fn.__code__], set()
+        while todo:
+            code = todo.pop()
+            for entry in _debug_get_cache_entry_list(code):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at") and name not in seen:
+                        seen.add(name)
+                        names.append(fn.__globals__[name].__code__.co_name)
+                        todo.append(fn.__globals__[name].__code__)
+        return sorted(names)
+    return answer
+
+
+def test_lab06_4_a_second_call_after_the_first_is_named():
+    def twice(compiled, args):
+        compiled(*args)
+        compiled(args[0])
+    result = expect_wrong("lab06.4", _search_after(twice))
+    assert "fn was called again" in result.en and "fn 又被调用过" in result.zh
+
+
+def test_lab06_4_a_reset_after_the_call_is_named():
+    def then_reset(compiled, args):
+        compiled(*args)
+        torch._dynamo.reset()
+    result = expect_wrong("lab06.4", _search_after(then_reset))
+    assert "a reset after the call" in result.en and "在调用之后重置" in result.zh
+
+
+def test_lab06_2_an_inference_mode_tensor_is_named():
+    with torch.inference_mode():
+        x = torch.randn(2, 3)
+    result = expect_wrong("lab06.2", _guards(passes=(x, 3, "double")))
+    assert "dispatch keys" in result.en and "inference_mode" in result.en and "分发键" in result.zh
+
+
+def test_lab06_2_a_sparse_x_is_shown_without_strides():
+    result = expect_wrong("lab06.2", _guards(passes=(torch.ones(2, 3).to_sparse_csr(), 3, "double")))
+    assert "sparse_csr" in result.tried[0] and "dispatch keys" in result.en

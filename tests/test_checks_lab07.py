@@ -709,7 +709,7 @@ def test_lab07_1_a_sum_that_skips_nan_is_named():
         y = torch.sin(x) * 2
         return torch.where(y.nansum() > 0, y / y.abs().max(), -y) + 1
     result = expect_wrong("lab07.1", nansum)
-    assert "skips the NaN" in result.en and "跳过了 y 中的 NaN" in result.zh
+    assert "takes the y / scale branch when y holds a NaN" in result.en and "走了 y / scale 分支" in result.zh
     assert "element by element" not in result.en
 
 
@@ -748,11 +748,41 @@ def test_lab07_2_clearing_the_cache_between_calls_is_named():
     assert "dynamic shapes are off" not in result.en
 
 
-def test_lab07_2_a_min_without_a_max_is_named():
-    # on the installed torch, mark_dynamic(x, 0, min=2) alone stops with an AssertionError inside torch
-    result = expect_wrong("lab07.2", _marked_with(min=2))
-    assert "a min but no max" in result.en and "只给 mark_dynamic 指定 min" in result.zh
-    assert "max=None" in result.got[0] and "AssertionError" in result.got[1]
+@pytest.mark.parametrize("bound", [{"min": 2}, {"max": 1000}], ids=["min", "max"])
+def test_lab07_2_one_end_of_a_range_is_named(bound):
+    # on the installed torch, mark_dynamic(x, 0, min=2) or (..., max=1000) alone stops with an AssertionError
+    # inside torch
+    result = expect_wrong("lab07.2", _marked_with(**bound))
+    assert "only one end of its range" in result.en and "只给 mark_dynamic 指定范围的一端" in result.zh
+    assert ("max=None" if "min" in bound else "min=None") in result.got[0] and "AssertionError" in result.got[1]
+
+
+def test_lab07_1_an_epsilon_on_a_float64_input_is_not_called_another_dtype():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, y / (s + 1e-8), -y)))
+    assert "another dtype" not in result.en
+
+
+def test_lab07_1_a_print_kept_outside_compiles_is_named():
+    def prints_when_eager(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        if not torch.compiler.is_compiling():
+            print("scale:", scale)
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+    result = expect_wrong("lab07.1", prints_when_eager)
+    assert "printed when called eagerly" in result.en and "打印了内容" in result.zh
+
+
+def test_lab07_4_a_threshold_kept_as_a_buffer_passes():
+    class Buffered(Router):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("limit", torch.tensor(2.0))
+
+        def forward(self, x):
+            return torch.cond(x.norm() > self.limit, lambda t: torch.relu(self.large(t)),
+                              lambda t: self.small(t) * 0.5, (x,))
+    expect_passed("lab07.4", Buffered)
 
 
 @pytest.mark.parametrize("outside", ["relu", "half"])

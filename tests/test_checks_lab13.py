@@ -6,6 +6,7 @@ import copy
 import inspect
 import os
 import shutil
+import uuid
 
 import numpy as np
 import pytest
@@ -377,7 +378,7 @@ def test_lab13_4_pathlib_and_min_1_pass():
     from pathlib import Path
 
     def with_pathlib(model, example, folder):
-        target = Path(folder) / "router.pt2"
+        target = Path(folder) / f"router-{uuid.uuid4().hex}.pt2"  # a name no file has
         _compile(_dynamic(model, example), target)
         return target
 
@@ -580,3 +581,82 @@ def test_lab13_4_removing_old_packages():
 
     result = expect_wrong("lab13.4", tidy)
     assert "removed or overwrote a file" in result.en and "old.pt2" in result.expected[0]
+
+
+# -- found by the second attack --------------------------------------------------------------------
+
+@pytest.mark.parametrize("branch_on", [lambda h: h.sum() > 1e-9, lambda h: h.sum() >= 1e-12,
+                                       lambda h: h.mean() > 1e-10],
+                         ids=["sum-above-1e-9", "sum-at-least-1e-12", "mean-above-1e-10"])
+def test_lab13_2_a_threshold_far_below_the_probes_of_the_first_attack(branch_on):
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return torch.cond(branch_on(h), lambda t: self.b(t) / t.abs().max(), lambda t: -t, (h,))
+
+    result = expect_wrong("lab13.2", _variant(forward))
+    assert "Where the sum of h is" in result.en and "h 之和" in result.zh
+
+
+@pytest.mark.parametrize("change", ["hook", "submodule forward", "train"])
+def test_lab13_2_changes_snapshot_does_not_see_are_named(change):
+    def answer(model):
+        new = solution("lab13", "make_exportable")(copy.deepcopy(model))
+        if change == "hook":
+            model.register_forward_hook(lambda m, i, o: o * 2)
+        elif change == "submodule forward":
+            model.b.forward = lambda h: torch.zeros_like(h)
+        else:
+            model.train(not model.training)
+        return new
+
+    result = expect_wrong("lab13.2", answer)
+    assert "changed the given model" in result.en and "修改了传入的模型" in result.zh
+
+
+def test_lab13_3_script_left_out_of_no_compiler():
+    no_script = [p for p in PATHS if p not in ("torch.compile inductor", "torch.jit.script")]
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: no_script if c == "no compiler on target" else _ref_allowed(c)))
+    assert "is faster" in result.en or "You returned None" in result.en
+
+
+def test_lab13_3_only_paths_faster_than_eager():
+    def faster_only(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        return got if got is not None and table.speedup(got) > 1 else None
+
+    result = expect_wrong("lab13.3", faster_only)
+    assert "You returned None" in result.en and "torch.jit.script" in result.expected
+
+
+def test_lab13_3_a_fastest_list_missing_paths():
+    short = ["torch.jit.trace", "torch.fx.symbolic_trace", "dynamo fullgraph=True", "torch.export.export",
+             "torch.compile inductor"]
+    result = expect_wrong("lab13.3", _allowed_then_fastest(lambda c: short if c == "fastest" else _ref_allowed(c)))
+    assert "'fastest'" in result.tried[0]
+
+
+def test_lab13_1_feedback_does_not_show_the_measured_outcome():
+    result = expect_wrong("lab13.1", lambda: {**solution("lab13", "predict")(), "torch.jit.trace": "works"})
+    assert not result.expected
+
+
+@pytest.mark.parametrize("name", ["router.pt2", "count"])
+def test_lab13_4_a_name_taken_on_the_second_call(name):
+    def fixed(model, example, folder):
+        file = "router.pt2" if name == "router.pt2" else f"model{len(os.listdir(folder))}.pt2"
+        return _compile(_dynamic(model, example), os.path.join(folder, file))
+
+    result = expect_wrong("lab13.4", fixed)
+    assert ("wrote over" in result.en and "覆盖了" in result.zh) or "removed or overwrote a file" in result.en
+
+
+def test_lab13_4_changing_the_working_directory_is_named_and_undone():
+    before = os.getcwd()
+
+    def moves(model, example, folder):
+        os.chdir(folder)
+        return solution("lab13", "deploy")(model, example, folder)
+
+    result = expect_wrong("lab13.4", moves)
+    assert "working directory" in result.en and os.getcwd() == before

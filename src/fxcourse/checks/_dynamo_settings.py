@@ -32,15 +32,22 @@ __all__ = ["defaults", "dynamo_state", "flip", "keeping_settings", "left_changed
 COMPILER = "torch.compiler.config."
 
 
+#: the prefix of the keys of symbolic shapes' config (backed_size_oblivious and the rest)
+SHAPES = "torch.fx.experimental._config."
+
+
 def _modules() -> list[tuple[str, Any]]:
-    """(prefix of the keys, config module): Dynamo's own config, then torch.compiler's."""
-    return [("", torch._dynamo.config), (COMPILER, torch.compiler.config)]
+    """(prefix of the keys, config module): Dynamo's own config, torch.compiler's, and symbolic shapes'."""
+    import torch.fx.experimental._config as shapes
+
+    return [("", torch._dynamo.config), (COMPILER, torch.compiler.config), (SHAPES, shapes)]
 
 
 def _where(key: str) -> tuple[Any, str, str]:
     """The config module holding ``key``, the attribute's name there, and its full name for a message."""
-    if key.startswith(COMPILER):
-        return torch.compiler.config, key[len(COMPILER):], key
+    for prefix, module in _modules()[1:]:
+        if key.startswith(prefix):
+            return module, key[len(prefix):], key
     return torch._dynamo.config, key, f"torch._dynamo.config.{key}"
 
 

@@ -381,8 +381,12 @@ def _show(args: tuple[Any, ...]) -> str:
     def one(a: Any) -> str:
         if isinstance(a, torch.Tensor):
             grad = ", requires_grad=True" if a.requires_grad else ""
+            if a.layout != torch.strided:  # sparse layouts have no strides
+                return f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} {a.layout}{grad}>"
             offset = f" storage offset {a.storage_offset()}" if a.storage_offset() else ""
-            return f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} stride {a.stride()}{offset}{grad}>"
+            made = ", made under inference_mode" if a.is_inference() else ""
+            return (f"<tensor {tuple(a.shape)} {str(a.dtype).replace('torch.', '')} stride {a.stride()}{offset}"
+                    f"{grad}{made}>")
         return repr(a)
     return "(" + ", ".join(one(a) for a in args) + ")"
 
@@ -455,6 +459,14 @@ def _also_fails(other: str, value: Any) -> tuple[str, str]:
                  f"{other} 编译时是{zh}，而你给的是 {kind} 类型的值"
                  + (f"（与 {first!r} 相等，但类型不同）" if same else "")
                  + f"：{other} 的守卫也检查类型，所以失败了。"))
+    if isinstance(value, torch.Tensor) and (value.layout != torch.strided or value.is_inference()):
+        what = (("made under torch.inference_mode()", "在 torch.inference_mode() 下创建")
+                if value.layout == torch.strided else (f"of layout {value.layout}", f"布局为 {value.layout}"))
+        return (f"TENSOR_MATCH also checks a tensor's dispatch keys (the kinds of tensor it is), and your x is "
+                f"{what[0]}: its keys differ from the first call's x, so the guard fails although dtype, size and "
+                "the rest match.",
+                f"TENSOR_MATCH 还检查张量的分发键（它是哪一类张量），而你的 x 是{what[1]}的：它的分发键与第一次调用的 x "
+                "不同，所以即使 dtype、尺寸等都相同，守卫也会失败。")
     return _ALSO_FAILS[other]
 
 
@@ -1058,6 +1070,10 @@ def _names_by(fn: Callable[..., Any], once: str) -> list[str]:
 _NAMES: dict[str, dict[str, list[str]]] = {}
 
 
+#: cache entries on fn's own code after the reference's one call, by the key of _NAMES
+_ENTRIES: dict[str, int] = {}
+
+
 def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, list[str]]:
     """The resume functions' names after one call with ``args``: "want" (one per ``__resume_at_*`` global
     reached, as the reference solution lists them), "by code" (also right) and "no dedupe" (see :func:`_names_by`), and "first arg" (want, after a call with
@@ -1073,6 +1089,7 @@ def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) 
         # every code object the course's viewer walks to is named, and nothing else
         assert set(out["want"]) == {frame.name for frame in walk(fn)[1:]}
         out["by code"], out["no dedupe"] = _names_by(fn, "code"), _names_by(fn, "never")
+        _ENTRIES[key] = len(cache_entries(fn.__code__))
         torch._dynamo.reset()
         _NAMES[key] = out
     return _NAMES[key]
@@ -1160,6 +1177,7 @@ def _resume(answer: Any) -> None:
             with quiet():
                 got = answer(fn, *args)
             kept = [code for code, old in stale if any(entry.code is old for entry in cache_entries(code))]
+            own = len(cache_entries(fn.__code__))  # fn's entries the answer left: more than one call's, or none
             reset = not kept
             only_fn = bool(kept) and all(code is not fn.__code__ for code in kept)
         finally:
@@ -1200,6 +1218,15 @@ def _resume(answer: Any) -> None:
                         "这些是只用第一个参数调用时的恢复函数：请按任务要求，用 args 中的全部参数调用编译后的 fn；"
                         "后面的参数取别的值时，可能走别的分支、发生别的中断。",
                         tried=tried, expected=repr(want), got=repr(got))
+        if reset and len(got) > len(want) and set(got) <= set(want) and own > _ENTRIES[f"{label}{len(args)}"]:
+            raise Wrong(f"some names come more often than they should: after your answer fn's code holds {own} cache "
+                        f"entries, where one call with args leaves {_ENTRIES[f'{label}{len(args)}']}. fn was called "
+                        "again (with other arguments, or some of them), and each new entry names resume functions of "
+                        "its own. Call the compiled fn once, with every argument in args.",
+                        f"有些名字出现的次数比应有的多：你的答案运行之后，fn 的代码上有 {own} 个缓存条目，而用 args 调用一次只会留下 "
+                        f"{_ENTRIES[f'{label}{len(args)}']} 个。fn 又被调用过（用了别的参数，或只用了部分参数），每个新条目都引用了"
+                        "各自的恢复函数。请只调用一次编译后的 fn，并传入 args 中的全部参数。",
+                        tried=tried, expected=repr(want), got=repr(got))
         if reset and len(got) > len(want) and set(got) <= set(want):
             raise Wrong("some names come more often than they should, though no old cache entry is left: either the reset "
                         "came after you read the cache entries (reset first, then compile and call fn, then read), or "
@@ -1209,6 +1236,13 @@ def _resume(answer: Any) -> None:
                         "有些名字出现的次数比应有的多，尽管已经没有旧的缓存条目：要么重置发生在你读取缓存条目之后（应先重置，再编译并调用 fn，"
                         "然后读取），要么你是从 fn.__globals__ 里收集 __resume_at_* 全局变量的，而之前编译留下的全局变量在重置之后仍然留在那里。"
                         "请在调用之后从 fn 自己的缓存条目出发，只跟随它们改写后的字节码所引用的名字。",
+                        tried=tried, expected=repr(want), got=repr(got))
+        if want and not got and own == 0:
+            raise Wrong("no resume function found, and fn's cache was empty when your answer returned: a reset after "
+                        "the call (or a compiled function never called) leaves no entries to read. Reset first, then "
+                        "compile and call fn, then read its cache entries.",
+                        "没有找到任何恢复函数，而且你的答案返回时 fn 的缓存是空的：在调用之后重置（或者从未调用编译后的函数）"
+                        "就没有条目可读了。请先重置，再编译并调用 fn，然后读取它的缓存条目。",
                         tried=tried, expected=repr(want), got=repr(got))
         if want and not got:
             raise Wrong("no resume function found, though fn has a graph break: the names are in the transformed code "

@@ -212,6 +212,10 @@ def _messy_in(x: torch.Tensor, dtype: torch.dtype, *, sum_only: bool = False) ->
     return (torch.where(low.sum() > 0, low / low.abs().max(), -low) + 1).to(x.dtype)
 
 
+def _distance(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.double() - b.double()).abs().nan_to_num(nan=float("inf")).max()) if a.numel() else 0.0
+
+
 def _other_precision(got: Any, want: Any, probe: Probe) -> bool:
     """The result is messy's computed (wholly, or only y.sum()) in another floating dtype than the input's."""
     (x,) = probe.args
@@ -224,8 +228,9 @@ def _other_precision(got: Any, want: Any, probe: Probe) -> bool:
             variant = _messy_in(x, dtype, sum_only=sum_only)
             # at the precision of the coarser of the two dtypes: that is what the conversion leaves
             rtol, atol = max(_TOLERANCE.get(dtype, (1e-6, 1e-7)), _TOLERANCE.get(x.dtype, (1e-6, 1e-7)))
-            if differs(variant, want) is not None and differs(got.double(), variant.double(),
-                                                              rtol=rtol, atol=atol) is None:
+            if _compare(variant, want) is not None and differs(got.double(), variant.double(),
+                                                              rtol=rtol, atol=atol) is None \
+                    and _distance(got, variant) < _distance(got, want):  # nearer to it than to messy's own
                 return True
     return False
 
@@ -315,13 +320,14 @@ _MESSY_MISTAKES = [
             "求和，按另一种顺序求和（先按行或按列求和，或逐个元素累加），或者用累积和（torch 以更高的精度累加它）。"),
     # before "computed in another dtype": float16 cannot hold a tiny input, so it would match there too
     Mistake("scale bounded below", _scale_bounded,
-            "on an input of tiny magnitude your result stays (nearly) 1 everywhere: there y.sum() > 0, so messy "
+            "on an input of tiny magnitude the largest |y / scale| in your result stays below 1: there y.sum() > 0, "
+            "so messy "
             "takes the y / scale branch, and it divides y by exactly the largest |y|, however small it is, so the "
             "largest |y / scale| is 1. A lower bound or an epsilon on the scale changes that (only an input of zeros "
             "gives 0 / 0, and there messy takes the other branch), and so does a decision that needs more than "
             "y.sum() > 0: a threshold above 0, or a quantity that rounds to 0 when y is this small (a mean divides "
             "the sum by the number of entries).",
-            "在数值极小的输入上，你的结果处处（几乎）都是 1：这时 y.sum() > 0，messy 走 y / scale 分支，并且恰好用 |y| 的最大值去除 y，"
+            "在数值极小的输入上，你的结果中 |y / scale| 的最大值小于 1：这时 y.sum() > 0，messy 走 y / scale 分支，并且恰好用 |y| 的最大值去除 y，"
             "无论它多小，所以 |y / scale| 的最大值是 1。给 scale 加下限或 epsilon 会改变这一点（只有全零的输入才会出现 0 / 0，"
             "而那时 messy 走的是另一个分支）；判断条件比 y.sum() > 0 更严也会如此：与一个大于 0 的阈值比较，"
             "或者使用在 y 如此小时舍入为 0 的量（平均值要把和除以元素个数）。"),
@@ -344,9 +350,11 @@ _MESSY_MISTAKES = [
             "（这个输入的 x.sum() 与 y.sum() 符号相反）。"),
     Mistake("NaN skipped in the sum", lambda got, want, probe: bool(torch.isnan(probe.args[0]).any())
             and _same(got, _messy_variant(probe, per="nansum")),
-            "your decision skips the NaN in y: messy's y.sum() is NaN when y holds a NaN, NaN > 0 is False, so "
-            "messy takes the else branch.",
-            "你的判断跳过了 y 中的 NaN：当 y 含有 NaN 时，messy 的 y.sum() 是 NaN，而 NaN > 0 为 False，所以 messy 走的是 else 分支。"),
+            "your decision takes the y / scale branch when y holds a NaN: messy's y.sum() is then NaN, and NaN > 0 "
+            "is False, so messy takes the else branch (a sum that skips the NaN, or a test written as not "
+            "(y.sum() <= 0), decides otherwise).",
+            "当 y 含有 NaN 时，你的判断走了 y / scale 分支：这时 messy 的 y.sum() 是 NaN，而 NaN > 0 为 False，所以 messy 走的是 "
+            "else 分支（跳过 NaN 的求和，或写成 not (y.sum() <= 0) 的判断，结论都会不同）。"),
     Mistake("decided per element", lambda got, want, probe: _same(got, _messy_variant(probe, per="element")),
             "your result decides element by element whether y is positive; messy makes one decision for the whole "
             "tensor, from the sum of all of y.",
@@ -415,7 +423,7 @@ def _messy_mistakes(answer: Callable[..., Any]) -> list[Mistake]:
     return known
 
 
-def _any_layout(answer: Callable[..., Any], transposed: Probe) -> Callable[..., Any]:
+def _any_layout(answer: Callable[..., Any], probes: list[Probe]) -> Callable[..., Any]:
     """``answer``, with an error on a non-contiguous input turned into feedback that names the input."""
     def run(x: torch.Tensor) -> Any:
         try:
@@ -423,6 +431,8 @@ def _any_layout(answer: Callable[..., Any], transposed: Probe) -> Callable[..., 
         except RuntimeError as exc:
             if x.is_contiguous():
                 raise
+            transposed = next(p for p in probes if not p.args[0].is_contiguous() and p.args[0].shape == x.shape
+                              and p.args[0].dtype == x.dtype)
             raise Wrong("no_breaks failed on an input that is not contiguous in memory (a transposed tensor), "
                         "where messy works: something in it assumes x's entries lie one after another (a view "
                         "that flattens x, for example). Use operations that work on any layout.",
@@ -478,8 +488,22 @@ def _break_hint(line: str, reason: str) -> tuple[str, str]:
 def _no_breaks(answer: Any) -> None:
     need_callable(answer, "no_breaks")
     probes = _messy_probes()
+    printed = io.StringIO()  # called eagerly, outside any compile, the answer prints nothing
+    with contextlib.redirect_stdout(printed), quiet():
+        try:
+            answer(probes[0].args[0].clone())
+        except Exception:  # its errors are named by the probes below
+            pass
+    if printed.getvalue():
+        raise Wrong("no_breaks printed when called eagerly (a print kept behind a condition such as "
+                    "torch.compiler.is_compiling() still runs outside a compile); the task asks for no printing.",
+                    "直接（eager）调用 no_breaks 时它打印了内容（放在 torch.compiler.is_compiling() 之类条件后面的 print，"
+                    "在编译之外仍然会执行）；本题要求不打印任何内容。",
+                    tried=(f"no_breaks({_label(probes[0])[0]}), called eagerly",
+                           f"直接调用 no_breaks，输入：{_label(probes[0])[1]}"),
+                    expected=("nothing printed", "不打印任何内容"), got=first_line(printed.getvalue()))
     with _fresh_dynamo():
-        run_probes(_any_layout(answer, probes[-1]), _messy_quietly, probes, mistakes=_messy_mistakes(answer),
+        run_probes(_any_layout(answer, probes), _messy_quietly, probes, mistakes=_messy_mistakes(answer),
                    what="no_breaks", compare=_compare,
                    generic=("run eagerly, no_breaks gives a different result from messy.",
                             "在 eager 模式下，no_breaks 的结果与 messy 不同。"))
@@ -650,20 +674,22 @@ def _compile_once(answer: Any) -> None:
                                                                 f"{tried[1]}；批大小 {x.shape[0]}"),
                                              (f"{type(exc).__name__}: {first_line(str(exc))}",
                                               f"{type(exc).__name__}：{first_line(str(exc))}")) from None
-                    low_only = [(d, low) for t in inputs for d, low, high in
-                                ((r.dim, r.min, r.max) for r in getattr(t, "_dynamo_dynamic_range", set()))
-                                if low is not None and high is None]
-                    if isinstance(exc, AssertionError) and low_only:
-                        raise Wrong("torch failed on your mark: on this torch, mark_dynamic given a min but no max "
-                                    "stops with an AssertionError inside torch. A dimension marked without any "
-                                    "range already covers every batch size from 2 up, so no min is needed.",
-                                    "torch 在处理你的标记时出错：在这个版本的 torch 中，只给 mark_dynamic 指定 min 而不指定 max，"
-                                    "会在 torch 内部抛出 AssertionError。不指定任何范围的标记本来就覆盖所有不小于 2 的批大小，因此不需要 min。",
+                    one_sided = [(d, low, high) for t in inputs for d, low, high in
+                                 ((r.dim, r.min, r.max) for r in getattr(t, "_dynamo_dynamic_range", set()))
+                                 if (low is None) != (high is None)]
+                    if isinstance(exc, AssertionError) and one_sided:
+                        d, low, high = one_sided[0]
+                        raise Wrong("torch failed on your mark: on this torch, mark_dynamic given only one end of "
+                                    "its range (a min without a max, or a max without a min) stops with an "
+                                    "AssertionError inside torch. A dimension marked without any range already "
+                                    "covers every batch size from 2 up, so no range is needed.",
+                                    "torch 在处理你的标记时出错：在这个版本的 torch 中，只给 mark_dynamic 指定范围的一端"
+                                    "（只有 min 没有 max，或只有 max 没有 min），会在 torch 内部抛出 AssertionError。"
+                                    "不指定任何范围的标记本来就覆盖所有不小于 2 的批大小，因此不需要范围。",
                                     tried=(f"{tried[0]}; batch {x.shape[0]}", f"{tried[1]}；批大小 {x.shape[0]}"),
                                     expected=one,
-                                    got=(f"dim {low_only[0][0]}: min={low_only[0][1]}, max=None; "
-                                         f"{type(exc).__name__}: {first_line(str(exc))}",
-                                         f"第 {low_only[0][0]} 维：min={low_only[0][1]}，max=None；"
+                                    got=(f"dim {d}: min={low}, max={high}; {type(exc).__name__}: {first_line(str(exc))}",
+                                         f"第 {d} 维：min={low}，max={high}；"
                                          f"{type(exc).__name__}：{first_line(str(exc))}")) from None
                     if type(exc).__name__ != "ConstraintViolationError" or not marked:
                         raise
@@ -1155,6 +1181,12 @@ def _router_mistakes(reference: Router, model: Callable[..., Any]) -> list[Mista
     ]
 
 
+def _state_dict_problem(text: str) -> str:
+    """The line of a load_state_dict error that names the keys (its first line only says there were errors)."""
+    lines = [line.strip() for line in text.splitlines() if "key" in line.lower() or "size mismatch" in line]
+    return lines[0] if lines else first_line(text)
+
+
 def _router_gradients(model: nn.Module, reference: Router) -> None:
     """On one x per branch, with gradients on: the output carries a gradient, and x's and the layers' gradients
     are Router's (torch.cond differentiates through the branch it ran)."""
@@ -1224,12 +1256,14 @@ def _cond_router(answer: Any) -> None:
     with torch.no_grad():
         for p in reference.parameters():
             p.copy_(torch.randn(p.shape, generator=init) * 0.5)
-    try:
-        model.load_state_dict(reference.state_dict())
+    try:  # strict=False: a buffer of the answer's own (a threshold kept as a tensor) is fine
+        missing, unexpected = model.load_state_dict(reference.state_dict(), strict=False)
+        if unexpected:
+            raise RuntimeError(f"Unexpected key(s) in state_dict: {', '.join(unexpected)}")
     except RuntimeError as exc:
         raise Wrong("keep Router's layers (self.small, self.large) so the weights can be loaded.",
                     "请保留 Router 的层（self.small、self.large），以便加载权重。",
-                    got=first_line(str(exc))) from None
+                    got=_state_dict_problem(str(exc))) from None
     model.eval()
     probes = _router_probes()
     run_probes(_any_rank(model), reference, probes, mistakes=_router_mistakes(reference, model), what="CondRouter",

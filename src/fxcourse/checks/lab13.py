@@ -138,12 +138,12 @@ def _check_predict(answer: Any) -> None:
                     f"{path!r} 确实会失败，但原因不是你给出的那一个：测得的错误指向模型里的另一处。{more_zh}",
                     tried=(f"compare_capture(Router, x, paths=\"all\"), row {path!r}",
                            f"compare_capture(Router, x, paths=\"all\") 的 {path!r} 一行"),
-                    expected=repr(real), got=repr(said))
+                    got=repr(said))
     raise Wrong(f"Your prediction for {path!r} is not what the measurement shows.{more_en}",
                 f"你对 {path!r} 的预测与测量结果不符。{more_zh}",
                 tried=(f"compare_capture(Router, x, paths=\"all\"), row {path!r}",
                        f"compare_capture(Router, x, paths=\"all\") 的 {path!r} 一行"),
-                expected=repr(real_outcome), got=repr(said_outcome))
+                got=repr(said_outcome))  # no expected: the lab is about predicting it
 
 
 # -- exercise 2: make it exportable with a dynamic batch -------------------------------------------
@@ -196,11 +196,14 @@ def _check_fix(answer: Any) -> None:
 
 
 def _boundary_models() -> list[tuple[tuple[str, str], Router]]:
-    """Routers whose h is the same tiny value in every row: its sum is exactly 0, just above 0 and just
-    below 0, so a threshold other than the model's `h.sum() > 0` takes the other branch somewhere."""
+    """Routers whose h is the same tiny value in every row: its sum is exactly 0, just above or below 0, down
+    to a subnormal, so a threshold other than the model's `h.sum() > 0` takes the other branch somewhere."""
     out = []
     for bias, en, zh in ((0.0, "is exactly 0", "恰好为 0"), (1e-8, "is just above 0 (3e-8)", "略大于 0（3e-8）"),
-                         (-1e-8, "is just below 0 (-3e-8)", "略小于 0（-3e-8）")):
+                         (-1e-8, "is just below 0 (-3e-8)", "略小于 0（-3e-8）"),
+                         (1e-10, "is just above 0 (3e-10)", "略大于 0（3e-10）"),
+                         (1e-45, "is the smallest it can be above 0 (4e-45, a subnormal float32)",
+                          "是大于 0 的最小可能值（4e-45，float32 的次正规数）")):
         model = seeded(Router(), 1317)
         with torch.no_grad():
             model.a.weight.zero_()
@@ -210,8 +213,12 @@ def _boundary_models() -> list[tuple[tuple[str, str], Router]]:
     return out
 
 
-def _frozen(model: nn.Module) -> list[bool]:
-    return [p.requires_grad for p in model.parameters()]
+def _frozen(model: nn.Module) -> list[Any]:
+    """What Snapshot does not see: which weights require gradients, each submodule's mode, hooks, and a
+    forward replaced on a submodule."""
+    return [p.requires_grad for p in model.parameters()] + [
+        (name, m.training, len(m._forward_hooks), len(m._forward_pre_hooks), "forward" in vars(m))
+        for name, m in model.named_modules()]
 
 
 def _check_fix_kept(answer: Any) -> None:
@@ -241,9 +248,11 @@ def _check_fix_kept(answer: Any) -> None:
     require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
                       zh="你的函数修改了传入的模型。")
     if _frozen(model) != grads:
-        raise Wrong("Your function changed which of the given model's weights require gradients.",
-                    "你的函数改变了传入模型中哪些权重需要梯度。", tried=tried,
-                    expected=("requires_grad as it was", "requires_grad 保持原样"))
+        raise Wrong("Your function changed the given model: which weights require gradients, a submodule's mode, "
+                    "a hook, or a submodule's forward.",
+                    "你的函数修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
+                    tried=tried, expected=("requires_grad, modes, hooks and forwards as they were",
+                                           "requires_grad、模式、钩子和 forward 都保持原样"))
     if not isinstance(fixed, nn.Module):
         raise Wrong("make_exportable must return an nn.Module.", "make_exportable 必须返回一个 nn.Module。",
                     tried=tried, got=described(fixed))
@@ -303,7 +312,7 @@ def _check_fix_kept(answer: Any) -> None:
         if problem is not None:
             raise Wrong(f"Where the sum of h {sum_en}, your module does not compute what the model's `h.sum() > 0` "
                         f"does: {problem}",
-                        f"在 h 之和{sum_zh}的地方，你的模块算出的结果与模型的 `h.sum() > 0` 不同："
+                        f"在 h 之和{sum_zh} 的地方，你的模块算出的结果与模型的 `h.sum() > 0` 不同："
                         f"{differs(got, want, lang='zh')}",
                         tried=(f"a Router whose first layer gives every row the same h, whose sum {sum_en}; x of "
                                "shape (3, 6)", f"第一层让每一行的 h 都相同、h 之和{sum_zh}的 Router；x 的形状为 (3, 6)"))
@@ -317,9 +326,11 @@ def _check_fix_kept(answer: Any) -> None:
     require_untouched(before, model, tried=tried, en="Running your module changed the model it was given.",
                       zh="运行你的模块修改了传入的模型。")
     if _frozen(model) != grads:
-        raise Wrong("Running your module changed which of the given model's weights require gradients.",
-                    "运行你的模块改变了传入模型中哪些权重需要梯度。", tried=tried,
-                    expected=("requires_grad as it was", "requires_grad 保持原样"))
+        raise Wrong("Running your module changed the given model: which weights require gradients, a submodule's "
+                    "mode, a hook, or a submodule's forward.",
+                    "运行你的模块修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
+                    tried=tried, expected=("requires_grad, modes, hooks and forwards as they were",
+                                           "requires_grad、模式、钩子和 forward 都保持原样"))
 
 
 # -- exercise 3: choose a path for a constraint ---------------------------------------------------
@@ -379,6 +390,23 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
          ("export + AOTInductor", False, None, None), ("export + IREE", True, True, 0.7)]
     g = [("torch.jit.script", True, True, 0.6), ("torch.export.export", True, True, 0.1),
          ("export + AOTInductor", True, True, 0.35), ("dynamo fullgraph=False", True, False, 0.02)]
+    # h-k: script the only right row, slower than eager (no Python on target still needs it); script fastest
+    # without a compiler; IREE, fullgraph=False and AOTInductor fastest of all
+    h = [("torch.jit.script", True, True, 2.0), ("torch.jit.trace", True, False, 0.5),
+         ("torch.compile inductor", False, None, None)]
+    i = [("torch.jit.script", True, True, 0.3), ("torch.compile inductor", True, True, 0.1),
+         ("export + AOTInductor", True, True, 0.5)]
+    j = [("export + IREE", True, True, 0.1), ("torch.compile inductor", True, True, 0.5),
+         ("dynamo fullgraph=False", True, True, 0.2)]
+    k = [("dynamo fullgraph=False", True, True, 0.2), ("torch.compile inductor", True, False, 0.1),
+         ("export + AOTInductor", True, True, 0.25)]
+    m = [("export + AOTInductor", True, True, 0.2), ("torch.compile inductor", True, True, 0.4),
+         ("torch.jit.script", True, True, 0.3)]
+    later = [("no Python on target", h, "torch.jit.script"), ("fastest", h, "torch.jit.script"),
+             ("no compiler on target", i, "torch.jit.script"), ("no Python on target", i, "torch.jit.script"),
+             ("fastest", i, "torch.compile inductor"), ("fastest", j, "export + IREE"),
+             ("fastest", k, "dynamo fullgraph=False"), ("no Python on target", k, "export + AOTInductor"),
+             ("fastest", m, "export + AOTInductor"), ("no compiler on target", m, "export + AOTInductor")]
     return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
             ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
             ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
@@ -389,7 +417,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
             ("fastest", e, "dynamo fullgraph=True"), ("no compiler on target", f, "torch.fx.symbolic_trace"),
             ("no Python on target", f, "torch.jit.script"), ("fastest", f, "torch.fx.symbolic_trace"),
             ("no compiler on target", g, "torch.export.export"), ("no Python on target", g, "export + AOTInductor"),
-            ("fastest", g, "torch.export.export")]
+            ("fastest", g, "torch.export.export")] + later
 
 
 @task("lab13.3", "choose a path for a constraint", "按约束选择路径", hints=[
@@ -451,7 +479,8 @@ def row_names(rows: list[tuple[str, bool, bool | None, float | None]]) -> set[st
 # -- exercise 4: deploy as an AOTInductor package, loaded in a fresh process ------------------------
 
 #: files of someone else's already in the deploy folder (a package among them): all must stay as they are
-_THEIRS = {"notes.txt": b"kept\n", "model.pt2": b"someone else's package\n", "old.pt2": b"an older one\n"}
+_THEIRS = {"notes.txt": b"kept\n", "model.pt2": b"someone else's package\n", "old.pt2": b"an older one\n",
+           "model4.pt2": b"a numbered one\n"}
 
 
 def _read(path: str) -> bytes | None:
@@ -514,7 +543,7 @@ def _in_fresh_process(package: str, xs: list[torch.Tensor], folder: str) -> dict
      "file inside the folder, under a name no file there has yet. Return the path the compiler gives back, after "
      "the file exists.",
      "两步：先把批维度标记为动态再导出，然后把程序提前编译成该文件夹中的一个包文件，文件名不能与已有文件重名。"
-     "在文件已经存在之后，返回编译器给出的路径。"),
+     "等包文件写好之后，再返回编译器给出的路径。"),
     ("Lecture 13, section 6 'Mini-project: from graph breaks to a reloaded package': the package is loaded "
      "back in a fresh process. A package exported with a fixed batch does not check the batch there: on another "
      "batch it can return wrong numbers without an error.",
@@ -536,8 +565,14 @@ def _check_deploy(answer: Any) -> None:
         for name, content in _THEIRS.items():
             with open(os.path.join(folder, name), "wb") as fh:
                 fh.write(content)
+        cwd = os.getcwd()
         with quiet():
             got = answer(model, example.clone(), folder)
+        if os.getcwd() != cwd:
+            os.chdir(cwd)  # the folder is removed after the check: the notebook must not be left inside it
+            raise Wrong("Your function changed the working directory of your notebook (os.chdir); build the "
+                        "package's path from folder instead.",
+                        "你的函数改变了笔记本的当前工作目录（os.chdir）；请改为用 folder 拼出包的路径。", tried=tried)
         require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
                           zh="你的函数修改了传入的模型。")
         if [m.training for m in model.modules()] != training:
@@ -572,6 +607,28 @@ def _check_deploy(answer: Any) -> None:
             want = [model(x) for x in xs]
         with tempfile.TemporaryDirectory(prefix="fxcourse-lab13-run-") as scratch:
             result = _in_fresh_process(path, xs, scratch)
+        again = None
+        if "load" not in result and all(isinstance(g, torch.Tensor) and differs(g, w) is None
+                                        for g, w in zip(result["outputs"], want)):
+            # right so far: a second deploy into the same folder must keep the first package too
+            first = _read(path)
+            with quiet():
+                second = answer(model, example.clone(), folder)
+            second_path = os.path.realpath(os.fspath(second)) if isinstance(second, (str, os.PathLike)) else None
+            lost = [name for name, content in _THEIRS.items() if _read(os.path.join(folder, name)) != content]
+            if _read(path) != first or second_path == path or lost:
+                again = (lost or [os.path.basename(path)])
+    if again is not None:
+        raise Wrong("Called a second time with the same folder, your function wrote over "
+                    + ("the package of its first call" if again == [os.path.basename(path)] else "someone else's file")
+                    + ": a fixed name, or one derived from the folder's contents, is taken sooner or later. Choose a "
+                    "name no file in the folder has at the moment you write.",
+                    "用同一个文件夹第二次调用时，你的函数覆盖了"
+                    + ("第一次调用生成的包" if again == [os.path.basename(path)] else "别人的文件")
+                    + "：固定的文件名，或由文件夹内容推算出的文件名，迟早会与已有文件重名。请在写入的那一刻选择一个文件夹中还没有文件使用的名字。",
+                    tried=("deploy called twice with the same folder", "用同一个文件夹调用 deploy 两次"),
+                    expected=("two packages, every earlier file unchanged", "两个包，原有文件都保持不变"),
+                    got=(f"{', '.join(again)} rewritten", f"{'、'.join(again)} 被改写"))
     fresh = ("your package, loaded with aoti_load_package in a fresh Python process",
              "你的包，在一个新的 Python 进程中用 aoti_load_package 加载")
     if "load" in result:
