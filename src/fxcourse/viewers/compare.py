@@ -31,6 +31,7 @@ baked-in branch) and log lines are recorded on the row instead of being printed.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -191,8 +192,9 @@ def compare_capture(model: Callable[..., Any], *args: Any,
     """Try six capture systems on ``model(*args)``; one :class:`Attempt` per system.
 
     ``paths`` picks the rows: None is the six capture systems, ``"all"`` adds the compiled
-    paths (``COMPILED``), or a list of names from ``PATHS``. With ``latency=True`` every row
-    that matches eager is timed, and eager with it, on ``threads`` threads, in rounds whose
+    paths (``COMPILED``), or a list of names from ``PATHS``. With ``latency=True`` everything runs
+    under ``torch.no_grad()`` (captures and compiles too, so that what is timed is what was
+    checked), and every row that matches eager is timed, and eager with it, on ``threads`` threads, in rounds whose
     orders come from a balanced design (``rounds``: default one full design); ``to_text(timings=True)`` shows milliseconds and speed-up over eager.
 
     Introduced in course/00_overview.ipynb. ``second_args`` defaults to ``args`` with every
@@ -239,7 +241,10 @@ def compare_capture(model: Callable[..., Any], *args: Any,
                             fix="pass second_args=(x2,) or leave it out", where="compare_capture",
                             zh=f"compare_capture：second_args={describe(second_args)} 不可用；需要 None、"
                                f"一个张量，或像 args 那样的参数元组。修复：传 second_args=(x2,)，或者不传。")
-    with process_kept():  # eager and every method draw from one stream, put back at the end
+    # timed rows run without gradients (fair_latency): with latency=True every row is also captured and
+    # compiled without them, so the code timed is the code that was checked, not a recompile for grad mode
+    grad = torch.no_grad() if latency else contextlib.nullcontext()
+    with process_kept(), grad:  # eager and every method draw from one stream, put back at the end
         try:
             with untouched(model), quiet(stderr=False):
                 expected = (model(*fresh(args)), model(*fresh(second)))
