@@ -121,7 +121,9 @@ fi
 #    the notebook secret database of the Jupyter data directory (`jupyter --data-dir`); an
 #    edited notebook is untrusted again until it is re-run or signed. Skipped when neither
 #    the notebooks nor that directory changed since the last run.
+shopt -s nullglob  # a learners' bundle has no solutions/: its pattern then matches nothing
 notebooks=(course/*.ipynb labs/*.ipynb solutions/*.ipynb)
+shopt -u nullglob
 trust_key=$( { .venv/bin/jupyter --data-dir; "$py" -c 'import os, sys
 for p in sys.argv[1:]: st = os.stat(p); print(p, st.st_size, int(st.st_mtime))' "${notebooks[@]}"; } | sha256_of_stdin)
 trust_stamp=".venv/.fxcourse-trusted"

@@ -1,6 +1,7 @@
 """labs build / check / reset, on a temporary project."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -230,3 +231,41 @@ def test_labs_messages_follow_the_language(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FXCOURSE_LANG", "en")
     assert main(["labs", "check"]) == 0
     assert capsys.readouterr().out == f"labs/ is up to date in {root}\n"
+
+
+def _bundle(tmp_path):
+    """A learners' bundle of one lecture and its lab: course/ and labs/, no solutions/."""
+    for folder, name in (("course", "00_overview.ipynb"), ("labs", "lab00_warmup.ipynb")):
+        (tmp_path / folder).mkdir()
+        shutil.copy(REPO / folder / name, tmp_path / folder / name)
+    return tmp_path
+
+
+def test_labs_check_in_a_learners_bundle_runs_each_lab(tmp_path, monkeypatch, capsys):
+    bundle = _bundle(tmp_path)
+    monkeypatch.chdir(bundle / "labs")
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert main(["labs", "check"]) == 0
+    out = capsys.readouterr().out
+    assert "1 labs open as built and run; their 3 checks say 'not yet implemented'" in out
+    assert sorted(p.name for p in bundle.iterdir()) == ["course", "labs"]  # it ran on a copy
+
+
+def test_labs_check_in_a_bundle_names_an_edited_lab_and_a_missing_file(tmp_path, monkeypatch, capsys):
+    bundle = _bundle(tmp_path)
+    lab = bundle / "labs" / "lab00_warmup.ipynb"
+    nb = nbformat.read(lab, as_version=4)
+    stub = next(c for c in nb.cells if c.cell_type == "code" and "NotImplementedError" in c.source)
+    stub.source = re.sub(r"raise NotImplementedError\([^\n]*\)", "return 0", stub.source)
+    nbformat.write(nb, lab)
+    course = bundle / "course" / "00_overview.ipynb"
+    nb = nbformat.read(course, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("See `solutions/lab00_warmup.ipynb`."))
+    nbformat.write(nb, course)
+    monkeypatch.chdir(bundle)
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert main(["labs", "check"]) == 1
+    out = capsys.readouterr().out
+    assert "labs/lab00_warmup.ipynb was edited after it was built" in out
+    assert "names solutions/lab00_warmup.ipynb, which the bundle does not hold" in out
+    assert "gives lab00." in out and "not 'not yet implemented'" in out

@@ -172,6 +172,14 @@ def _parser() -> argparse.ArgumentParser:
 def _labs(args: argparse.Namespace) -> int:
     from . import labs
 
+    bundle = labs.find_bundle(Path.cwd()) if args.action == "check" else None
+    if bundle is not None:  # a learners' bundle: no solutions/ to compare with, so check what it holds
+        problems, summary = labs.bundle_problems(bundle)
+        for line in problems:
+            print(line)
+        print(summary if not problems else pick(f"{len(problems)} problems in the bundle in {bundle}",
+                                                f"{bundle} 中的课程包有 {len(problems)} 个问题"))
+        return 1 if problems else 0
     root = labs.find_root(Path.cwd())
     if args.action == "build":
         for report in labs.build(root, args.names, force=args.force):

@@ -268,3 +268,79 @@ def reset(name: str, root: str | Path = ".") -> LabReport:
     lab_path = root / "labs" / solution_path.name
     (root / "labs").mkdir(exist_ok=True)
     return _install(_stripped(solution_path), solution_path, lab_path, root, execute=True, action="reset")
+
+
+# -- a learners' bundle: labs/ (and course/) without solutions/ -------------------------------------
+
+#: paths in backticks in a notebook's prose, which a learner may look for in the bundle
+_MENTIONED = re.compile(r"`((?:course|labs|solutions|scripts|benchmarks|src)/[\w./-]+)`")
+
+
+def find_bundle(start: str | Path = ".") -> Path | None:
+    """The nearest folder at or above ``start`` holding ``labs/lab*.ipynb`` but no ``solutions/``: a
+    learners' bundle (``i18n export`` of course/ and labs/), or None."""
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        if any((folder / "labs").glob("lab*.ipynb")):
+            return None if (folder / "solutions").is_dir() else folder
+    return None
+
+
+def bundle_problems(root: str | Path) -> tuple[list[str], str]:
+    """What is wrong with a learners' bundle at ``root`` (empty when nothing), and a one-line summary of
+    what was checked: every lab opens and is as it was built; run top to bottom in a fresh kernel (on a
+    copy), every check cell says "not yet implemented" for a task this fxcourse knows; and every path the
+    notebooks' prose names is there (``tests/`` aside: a bundle leaves the course's tests out on purpose)."""
+    import shutil
+    import tempfile
+
+    from . import nbrun
+
+    root = Path(root)
+    problems: list[str] = []
+    checked = 0
+    labs = sorted((root / "labs").glob("lab*.ipynb"))
+    with tempfile.TemporaryDirectory(prefix="fxcourse-bundle-") as tmp:
+        for folder in ("course", "labs"):
+            if (root / folder).is_dir():
+                shutil.copytree(root / folder, Path(tmp) / folder)
+        for lab_path in labs:
+            lab = f"labs/{lab_path.name}"
+            recorded, now, error = _lab_state(lab_path)
+            if error is not None:
+                problems.append(only(f"{lab} {getattr(error, 'reason', 'cannot be read')}",
+                                     f"{lab} {getattr(error, 'reason_zh', '无法读取')}"))
+                continue
+            if recorded is None or recorded != now:
+                problems.append(only(f"{lab} was edited after it was built (or has no build record): hand out "
+                                     "the lab as the course built it", f"{lab} 在生成之后被改动过（或没有生成记录）："
+                                     "请分发课程生成的原始实验"))
+            try:
+                nb = nbrun.execute(nbrun.read(lab_path, where="labs"), Path(tmp) / "labs", name=lab,
+                                   where="labs check")
+            except FxCourseError as exc:
+                problems.append(only(f"{lab} does not run: {exc}", f"{lab} 无法运行：{exc}"))
+                continue
+            for cell in nb.cells:
+                if cell.cell_type != "code" or not re.match(r"\s*check\(", cell.source):
+                    continue
+                html = "".join(str(o.get("data", {}).get("text/html", "")) for o in cell.outputs)
+                found = re.findall(r'fxcourse-check-(\w+)" data-task="([^"]+)"', html)
+                if not found or any(status != "not_implemented" for status, _ in found):
+                    shown = ", ".join(f"{task}: {status}" for status, task in found) or "no check result"
+                    problems.append(only(f"{lab}: `{cell.source.strip()}` gives {shown}, not 'not yet implemented'",
+                                         f"{lab}：`{cell.source.strip()}` 给出 {shown}，而不是“尚未完成”"))
+                checked += len(found)
+    for folder in ("course", "labs"):
+        for path in sorted((root / folder).glob("*.ipynb")):
+            nb = nbrun.read(path, where="labs")
+            named = {m for cell in nb.cells if cell.cell_type == "markdown" for m in _MENTIONED.findall(cell.source)}
+            for target in sorted(named):
+                if not (root / target).exists():
+                    problems.append(only(f"{folder}/{path.name} names {target}, which the bundle does not hold",
+                                         f"{folder}/{path.name} 提到了 {target}，但课程包里没有它"))
+    summary = pick(f"the bundle in {root}: {len(labs)} labs open as built and run; their {checked} checks say "
+                   "'not yet implemented'; every path the notebooks name is there",
+                   f"{root} 中的课程包：{len(labs)} 个实验都能打开、与生成时一致并能运行；其中 {checked} 项检查都给出"
+                   "“尚未完成”；笔记本提到的路径都存在")
+    return problems, summary
