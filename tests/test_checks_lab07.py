@@ -1109,3 +1109,23 @@ def test_lab07_2_a_negative_dim_is_named():
         return run
     result = expect_wrong("lab07.2", negative)
     assert "counted from 0, not from the end" in result.en and "从 0 开始数" in result.zh
+
+
+# -- found by the sixth attack --------------------------------------------------------------------
+
+def test_lab07_1_a_print_to_stderr_kept_outside_compiles_is_named():
+    import sys
+
+    def prints_when_eager(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        if not torch.compiler.is_compiling():
+            print("scale", scale, file=sys.stderr)
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+    result = expect_wrong("lab07.1", prints_when_eager)
+    assert "printed when called eagerly" in result.en
+
+
+def test_lab07_1_an_epsilon_is_not_called_greater_or_equal():
+    result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, y / (s + 1e-8), -y)))
+    assert "strict y.sum() > 0" not in result.en and "another dtype" not in result.en

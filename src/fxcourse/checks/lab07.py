@@ -338,7 +338,8 @@ _MESSY_MISTAKES = [
             "included, in the input's dtype, with no conversion.",
             "你的结果是用与输入不同的 dtype 计算 messy（全部计算，或只有 y.sum()）、再转回输入 dtype 得到的：它的舍入与输入 dtype "
             "的不同，在这个输入上改变了结果（在和接近 0 时甚至改变了分支）。请让包括求和在内的所有中间量都使用输入的 dtype，不做任何转换。"),
-    Mistake("if y.sum() >= 0", lambda got, want, probe: _same(got, _messy_variant(probe, at_least=True)),
+    # at the input dtype's precision: on a probe whose sum is not 0 the >= variant is messy itself
+    Mistake("if y.sum() >= 0", lambda got, want, probe: _compare(got, _messy_variant(probe, at_least=True)) is None,
             "messy takes the else branch when y.sum() is exactly 0: its test is a strict y.sum() > 0.",
             "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
     # before the swap: on an input where x.sum() and y.sum() differ in sign, both give the other branch
@@ -489,7 +490,8 @@ def _no_breaks(answer: Any) -> None:
     need_callable(answer, "no_breaks")
     probes = _messy_probes()
     printed = io.StringIO()  # called eagerly, outside any compile, the answer prints nothing
-    with contextlib.redirect_stdout(printed), quiet():
+    # warnings and log records are kept by quiet(); what the answer writes to stdout or stderr is printing
+    with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         try:
             answer(probes[0].args[0].clone())
         except Exception:  # its errors are named by the probes below
