@@ -221,6 +221,20 @@ def _frozen(model: nn.Module) -> list[Any]:
         for name, m in model.named_modules()]
 
 
+def _require_kept(model: nn.Module, before: Snapshot, grads: list[Any], tried: tuple[str, str],
+                  who: tuple[str, str]) -> None:
+    """``who`` (your function, or running your module) left the given model as it was: its weights and
+    graph (Snapshot), and what Snapshot does not see (:func:`_frozen`)."""
+    require_untouched(before, model, tried=tried, en=f"{who[0]} changed the model it was given.",
+                      zh=f"{who[1]}修改了传入的模型。")
+    if _frozen(model) != grads:
+        raise Wrong(f"{who[0]} changed the given model: which weights require gradients, a submodule's mode, a "
+                    "hook, or a submodule's forward.",
+                    f"{who[1]}修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
+                    tried=tried, expected=("requires_grad, modes, hooks and forwards as they were",
+                                           "requires_grad、模式、钩子和 forward 都保持原样"))
+
+
 def _check_fix_kept(answer: Any) -> None:
     model = seeded(Router(), 1313)
     before, grads = Snapshot.of(model), _frozen(model)
@@ -245,14 +259,7 @@ def _check_fix_kept(answer: Any) -> None:
     if "forward" in vars(model):
         raise Wrong("Your function replaced the given model's forward; build a new module and leave the model "
                     "as it is.", "你的函数替换了传入模型的 forward；请新建一个模块，让传入的模型保持原样。", tried=tried)
-    require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
-                      zh="你的函数修改了传入的模型。")
-    if _frozen(model) != grads:
-        raise Wrong("Your function changed the given model: which weights require gradients, a submodule's mode, "
-                    "a hook, or a submodule's forward.",
-                    "你的函数修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
-                    tried=tried, expected=("requires_grad, modes, hooks and forwards as they were",
-                                           "requires_grad、模式、钩子和 forward 都保持原样"))
+    _require_kept(model, before, grads, tried, ("Your function", "你的函数"))
     if not isinstance(fixed, nn.Module):
         raise Wrong("make_exportable must return an nn.Module.", "make_exportable 必须返回一个 nn.Module。",
                     tried=tried, got=described(fixed))
@@ -323,14 +330,7 @@ def _check_fix_kept(answer: Any) -> None:
         raise Wrong(f"Your module itself, called eagerly, differs from the original model: {problem}",
                     f"直接调用你的模块时，结果与原模型不同：{differs(got0, want0, lang='zh')}",
                     tried=("your module on x of shape (4, 6)", "你的模块，输入是形状为 (4, 6) 的 x"))
-    require_untouched(before, model, tried=tried, en="Running your module changed the model it was given.",
-                      zh="运行你的模块修改了传入的模型。")
-    if _frozen(model) != grads:
-        raise Wrong("Running your module changed the given model: which weights require gradients, a submodule's "
-                    "mode, a hook, or a submodule's forward.",
-                    "运行你的模块修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
-                    tried=tried, expected=("requires_grad, modes, hooks and forwards as they were",
-                                           "requires_grad、模式、钩子和 forward 都保持原样"))
+    _require_kept(model, before, grads, tried, ("Running your module", "运行你的模块"))
 
 
 # -- exercise 3: choose a path for a constraint ---------------------------------------------------
