@@ -660,3 +660,17 @@ def test_lab13_4_changing_the_working_directory_is_named_and_undone():
 
     result = expect_wrong("lab13.4", moves)
     assert "working directory" in result.en and os.getcwd() == before
+
+
+def test_lab13_2_a_submodule_class_swapped_is_named():
+    class Doubling(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    def swaps(model):
+        new = solution("lab13", "make_exportable")(copy.deepcopy(model))
+        model.b.__class__ = Doubling
+        return new
+
+    result = expect_wrong("lab13.2", swaps)
+    assert "changed the given model" in result.en and "修改了传入的模型" in result.zh

@@ -203,7 +203,7 @@ def _boundary_models() -> list[tuple[tuple[str, str], Router]]:
                          (-1e-8, "is just below 0 (-3e-8)", "略小于 0（-3e-8）"),
                          (1e-10, "is just above 0 (3e-10)", "略大于 0（3e-10）"),
                          (1e-45, "is the smallest it can be above 0 (4e-45, a subnormal float32)",
-                          "是大于 0 的最小可能值（4e-45，float32 的次正规数）")):
+                          "为大于 0 的最小可能值（4e-45，float32 的次正规数）")):
         model = seeded(Router(), 1317)
         with torch.no_grad():
             model.a.weight.zero_()
@@ -217,7 +217,7 @@ def _frozen(model: nn.Module) -> list[Any]:
     """What Snapshot does not see: which weights require gradients, each submodule's mode, hooks, and a
     forward replaced on a submodule."""
     return [p.requires_grad for p in model.parameters()] + [
-        (name, m.training, len(m._forward_hooks), len(m._forward_pre_hooks), "forward" in vars(m))
+        (name, type(m), m.training, len(m._forward_hooks), len(m._forward_pre_hooks), "forward" in vars(m))
         for name, m in model.named_modules()]
 
 
@@ -316,13 +316,14 @@ def _check_fix_kept(answer: Any) -> None:
         with quiet(), torch.no_grad():
             got = fixed_edge(xz.clone())
         problem = differs(got, want)
+        gap = " " if sum_zh[-1].isascii() else ""  # a space between a number and the 中文 after it
         if problem is not None:
             raise Wrong(f"Where the sum of h {sum_en}, your module does not compute what the model's `h.sum() > 0` "
                         f"does: {problem}",
-                        f"在 h 之和{sum_zh} 的地方，你的模块算出的结果与模型的 `h.sum() > 0` 不同："
+                        f"当 h 之和{sum_zh}{gap}时，你的模块算出的结果与模型的 `h.sum() > 0` 不同："
                         f"{differs(got, want, lang='zh')}",
                         tried=(f"a Router whose first layer gives every row the same h, whose sum {sum_en}; x of "
-                               "shape (3, 6)", f"第一层让每一行的 h 都相同、h 之和{sum_zh}的 Router；x 的形状为 (3, 6)"))
+                               "shape (3, 6)", f"第一层让每一行的 h 都相同、h 之和{sum_zh}{gap}的 Router；x 的形状为 (3, 6)"))
     with torch.no_grad():
         got0 = fixed(x0.clone())
     problem = differs(got0, want0)
@@ -557,7 +558,7 @@ def _check_deploy(answer: Any) -> None:
     model = seeded(_Small(), 1314)
     before, training = Snapshot.of(model), [m.training for m in model.modules()]
     example = torch.randn(4, 5, generator=torch.Generator().manual_seed(1315))
-    tried = ("a two-layer model, example of shape (4, 5), a folder already holding files of someone else's "
+    tried = ("a two-layer model, example of shape (4, 5), a folder already holding someone else's files "
              f"({', '.join(_THEIRS)})", f"一个两层模型，示例形状为 (4, 5)，文件夹中已有别人的文件（{'、'.join(_THEIRS)}）")
     with tempfile.TemporaryDirectory(prefix="fxcourse-lab13-") as root:
         folder = os.path.join(root, "deploy")
