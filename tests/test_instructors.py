@@ -98,9 +98,9 @@ def _measured() -> dict[str, dict]:
     return {r["notebook"]: r for r in json.loads(TIMINGS.read_text(encoding="utf-8"))["results"]}
 
 
-def _lecture_rows(guide: str) -> dict[str, list[str]]:
-    """The English table of lectures and labs: number → its cells."""
-    block = guide.split("## Lectures and labs")[1].split("\n## ")[0]
+def _lecture_rows(guide: str, heading: str = "## Lectures and labs") -> dict[str, list[str]]:
+    """The table of lectures and labs under ``heading`` (English, or the 中文 twin): number → its cells."""
+    block = guide.split(heading)[1].split("\n## ")[0]
     return {cells[0]: cells for cells in (
         [c.strip() for c in line.strip("|").split("|")] for line in block.splitlines() if re.match(r"\| \d\d \|", line))}
 
@@ -123,9 +123,7 @@ def test_the_timing_run_covers_every_notebook_on_the_taught_torch() -> None:
 def test_lecture_and_lab_minutes_are_the_timing_runs() -> None:
     guide, measured = GUIDE.read_text(encoding="utf-8"), _measured()
     rows = _lecture_rows(guide)
-    zh_block = guide.split("## 各讲与实验")[1].split("\n## ")[0]
-    zh = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
-                                        for line in zh_block.splitlines() if re.match(r"\| \d\d \|", line))}
+    zh = _lecture_rows(guide, "## 各讲与实验")
     lectures = sorted(p.name[:2] for p in (ROOT / "course").glob("[0-9][0-9]_*.ipynb"))
     assert sorted(rows) == lectures and sorted(zh) == lectures
     for number in lectures:

@@ -151,10 +151,10 @@ class CheckResult(Viewable):
 
     def _details(self) -> list[tuple[str, str]]:
         """(label, value) rows in the reader's language (see :mod:`fxcourse._lang`)."""
-        rows = [(("input tried", "尝试的输入"), self.tried), (("expected", "期望"), self.expected),
-                (("got", "实际得到"), self.got)]
         # the input tried may list a whole made-up table: it gets room for it
-        return [(text(label), _clean(text(v), 700 if i == 0 else 300)) for i, (label, v) in enumerate(rows) if v]
+        rows = [(("input tried", "尝试的输入"), self.tried, 700), (("expected", "期望"), self.expected, 300),
+                (("got", "实际得到"), self.got, 300)]
+        return [(text(label), _clean(text(v), limit)) for label, v, limit in rows if v]
 
     def _headlines(self) -> list[tuple[str, str, str]]:
         """(lang, head, sentence) for each language the reader reads."""

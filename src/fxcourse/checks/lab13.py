@@ -37,6 +37,9 @@ class Router(nn.Module):
         return -h
 
 
+#: Router's own forward, put back after an answer that patched the class
+_ROUTER_FORWARD = Router.forward
+
 OUTCOMES = ("works", "wrong result", "fails")
 CAUSES = ("data-dependent branch", "NumPy call")
 
@@ -187,12 +190,10 @@ def _branch_of(model: Router, x: torch.Tensor) -> bool:
 ], time_limit=120)
 def _check_fix(answer: Any) -> None:
     need_callable(answer, "make_exportable", classes=True)
-    forward = Router.forward  # an answer may patch the class itself; it is put back below
     try:
         _check_fix_kept(answer)
-    finally:
-        if Router.forward is not forward:
-            Router.forward = forward
+    finally:  # an answer may patch the class itself: it is put back
+        Router.forward = _ROUTER_FORWARD
 
 
 def _boundary_models() -> list[tuple[tuple[str, str], Router]]:
@@ -213,21 +214,21 @@ def _boundary_models() -> list[tuple[tuple[str, str], Router]]:
     return out
 
 
-def _frozen(model: nn.Module) -> list[Any]:
-    """What Snapshot does not see: which weights require gradients, each submodule's mode, hooks, and a
-    forward replaced on a submodule."""
+def _beyond_snapshot(model: nn.Module) -> list[Any]:
+    """What Snapshot does not see: which weights require gradients, and each submodule's class, mode,
+    hooks and a forward replaced on it."""
     return [p.requires_grad for p in model.parameters()] + [
         (name, type(m), m.training, len(m._forward_hooks), len(m._forward_pre_hooks), "forward" in vars(m))
         for name, m in model.named_modules()]
 
 
-def _require_kept(model: nn.Module, before: Snapshot, grads: list[Any], tried: tuple[str, str],
+def _require_kept(model: nn.Module, before: Snapshot, rest: list[Any], tried: tuple[str, str],
                   who: tuple[str, str]) -> None:
     """``who`` (your function, or running your module) left the given model as it was: its weights and
-    graph (Snapshot), and what Snapshot does not see (:func:`_frozen`)."""
+    graph (Snapshot), and what Snapshot does not see (:func:`_beyond_snapshot`)."""
     require_untouched(before, model, tried=tried, en=f"{who[0]} changed the model it was given.",
                       zh=f"{who[1]}修改了传入的模型。")
-    if _frozen(model) != grads:
+    if _beyond_snapshot(model) != rest:
         raise Wrong(f"{who[0]} changed the given model: which weights require gradients, a submodule's mode, a "
                     "hook, or a submodule's forward.",
                     f"{who[1]}修改了传入的模型：哪些权重需要梯度、某个子模块的模式、钩子，或某个子模块的 forward。",
@@ -237,7 +238,7 @@ def _require_kept(model: nn.Module, before: Snapshot, grads: list[Any], tried: t
 
 def _check_fix_kept(answer: Any) -> None:
     model = seeded(Router(), 1313)
-    before, grads = Snapshot.of(model), _frozen(model)
+    before, rest = Snapshot.of(model), _beyond_snapshot(model)
     tried = ("a Router with weights of the checker's own", "一个权重由检查器给出的 Router")
     x0 = torch.randn(4, 6, generator=torch.Generator().manual_seed(130))
     probes = _probe_inputs(model)
@@ -248,10 +249,9 @@ def _check_fix_kept(answer: Any) -> None:
     xz = torch.randn(3, 6, generator=torch.Generator().manual_seed(132))
     with torch.no_grad():
         want_boundary = [m(xz.clone()) for _, m in boundary]
-    forward = Router.forward
     with quiet():
         fixed = answer(model)
-    if Router.forward is not forward or type(model) is not Router:
+    if Router.forward is not _ROUTER_FORWARD or type(model) is not Router:
         raise Wrong("Your function changed the given model's class (its forward, or which class it is), and with it "
                     "every model of that class; build a new module and leave the model as it is.",
                     "你的函数修改了传入模型的类（它的 forward，或它属于哪个类），同一个类的所有模型都随之改变；"
@@ -259,7 +259,7 @@ def _check_fix_kept(answer: Any) -> None:
     if "forward" in vars(model):
         raise Wrong("Your function replaced the given model's forward; build a new module and leave the model "
                     "as it is.", "你的函数替换了传入模型的 forward；请新建一个模块，让传入的模型保持原样。", tried=tried)
-    _require_kept(model, before, grads, tried, ("Your function", "你的函数"))
+    _require_kept(model, before, rest, tried, ("Your function", "你的函数"))
     if not isinstance(fixed, nn.Module):
         raise Wrong("make_exportable must return an nn.Module.", "make_exportable 必须返回一个 nn.Module。",
                     tried=tried, got=described(fixed))
@@ -331,7 +331,7 @@ def _check_fix_kept(answer: Any) -> None:
         raise Wrong(f"Your module itself, called eagerly, differs from the original model: {problem}",
                     f"直接调用你的模块时，结果与原模型不同：{differs(got0, want0, lang='zh')}",
                     tried=("your module on x of shape (4, 6)", "你的模块，输入是形状为 (4, 6) 的 x"))
-    _require_kept(model, before, grads, tried, ("Running your module", "运行你的模块"))
+    _require_kept(model, before, rest, tried, ("Running your module", "运行你的模块"))
 
 
 # -- exercise 3: choose a path for a constraint ---------------------------------------------------
