@@ -780,8 +780,7 @@ def test_lab08_1_storing_under_other_keys_is_named():
 
 def test_lab08_1_recorders_written_differently_pass():
     from collections import defaultdict
-    for answer in (_recording_with(give=lambda t, kept: t.view_as(t)),  # a view of t: in-place changes reach t
-                   _recording_with(keep=lambda t: t.clone().detach()),
+    for answer in (_recording_with(keep=lambda t: t.clone().detach()),
                    _recording_with(keep=lambda t: t.data.clone()),
                    _recording_with(store=lambda names: defaultdict(list, {name: [] for name in names}))):
         expect_passed("lab08.1", answer)
@@ -1166,3 +1165,93 @@ def test_lab08_3_a_limit_of_zero_is_a_limit():
         return backend
     result = expect_wrong("lab08.3", zero_is_no_limit)
     assert "make_limited_backend(0)" in result.tried[0]
+
+
+# -- found by the fifth attack (issue 30) ------------------------------------------------------
+
+def test_lab08_1_a_recorder_returning_a_view_of_t_is_named():
+    # values and in-place changes agree, but the model that returns its input no longer returns x itself
+    result = expect_wrong("lab08.1", _recording_with(give=lambda t, kept: t.view_as(t)))
+    assert "returns its input x itself" in result.en and "out is not x" in result.got[0]
+    assert "返回的是输入 x 本身" in result.zh
+
+
+def test_lab08_1_a_recorder_named_after_its_node_is_named():
+    # add_submodule("meta", ...) clashes with GraphModule.meta
+    result = expect_wrong("lab08.1", make_recording_backend_named_after_node)
+    assert "add_submodule refused a name" in result.en and "code, graph, meta" in result.got[0]
+    assert "add_submodule 拒绝了一个名字" in result.zh
+
+
+def make_recording_backend_named_after_node(names):
+    return make_recording_backend(names, submodule=lambda node: node.name)
+
+
+def test_lab08_1_storing_a_squeezed_copy_is_named():
+    # every other probe has 2 or more rows; the attribute-named model is called with one
+    result = expect_wrong("lab08.1", _recording_with(keep=lambda t: t.detach().clone().squeeze()))
+    assert "'meta'" in result.en and "shape (3,) instead of (1, 3)" in result.got[0]
+
+
+def test_lab08_3_a_count_that_counts_call_module_twice_is_named_as_a_wrong_count():
+    def make(n):
+        def backend(gm, example_inputs):
+            ops = sum(2 if node.op == "call_module" else 1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+    result = expect_wrong("lab08.3", make)
+    assert "it says 6 where the graph has 4 ops" in result.en and "它写的是 6，而计算图有 4 个算子" in result.zh
+
+
+# -- found by the sixth attack (issue 30) ------------------------------------------------------
+
+def test_lab08_1_a_recorder_returning_a_contiguous_copy_is_caught():
+    # every earlier probe value was contiguous, so t.contiguous() was t itself
+    result = expect_wrong("lab08.1", _recording_with(give=lambda t, kept: t.contiguous()))
+    assert "graph = meta[:, ::2]" in result.tried[0] and "output changed" in result.en
+
+
+def test_lab08_1_new_lists_at_every_backend_call_are_named_even_when_one_ends_empty():
+    def make(names):
+        backend, store = make_recording_backend(names)
+
+        def fresh_lists(gm, example_inputs):
+            for name in names:
+                store[name] = []
+            return backend(gm, example_inputs)
+
+        return fresh_lists, store
+
+    result = expect_wrong("lab08.1", make)
+    assert "is not the list store started with" in result.en and "已经不是 store 最初的那个列表" in result.zh
+
+
+def test_lab08_1_dead_code_elimination_after_recording_is_named():
+    def make(names):
+        backend, store = make_recording_backend(names)
+
+        def then_dce(gm, example_inputs):
+            forward = backend(gm, example_inputs)
+            gm.graph.eliminate_dead_code()
+            gm.recompile()
+            return forward
+
+        return then_dce, store
+
+    result = expect_wrong("lab08.1", make)
+    assert "removed node(s)" in result.en and "eliminate_dead_code" in result.en and "删除了节点" in result.zh
+
+
+def test_lab08_2_dead_code_elimination_after_the_swap_is_pointed_at():
+    swap = make_swap()
+
+    def then_dce(gm, example_inputs):
+        swap(gm, example_inputs)
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+        return gm.forward
+
+    result = expect_wrong("lab08.2", then_dce)
+    assert "eliminate_dead_code" in result.en and "eliminate_dead_code" in result.zh

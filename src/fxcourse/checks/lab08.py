@@ -145,6 +145,32 @@ def _changes_input_refs(model: _ChangesItsInput, x: torch.Tensor) -> dict[str, t
     return {"l_x_": x.clone(), "add": x * 2.0 + 1.0}
 
 
+class _AttributeNames(nn.Module):
+    """Its values are named like attributes every GraphModule has (``meta``, ``code``), it is called with a
+    batch of one row (a recorder that squeezes shows), and it returns its input ``x`` itself, changed in place
+    (a recorder that returns a view of ``t`` shows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        meta = self.fc(x)
+        graph = meta[:, ::2]  # a strided view of meta, not contiguous (a recorder returning a copy shows)
+        graph.mul_(2.0)  # changes meta's columns 0 and 2 through the view
+        code = meta.relu()
+        x.add_(code.sum())
+        return x
+
+
+def _attribute_names_refs(model: _AttributeNames, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    with torch.no_grad():
+        meta = model.fc(x)
+        later = meta.clone()
+        later[:, ::2] *= 2.0
+        return {"meta": meta, "graph": meta[:, ::2].clone(), "code": later.relu(), "l_x_": x.clone()}
+
+
 #: What a case's model does to a recorded value after it is made: name -> (the value after it, the op's text).
 _CHANGED_LATER: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
     "y": (lambda value: value + 1.0, "y.add_(1)"), "l_x_": (lambda value: value * 2.0, "x.mul_(2)")}
@@ -158,6 +184,8 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
     brk = seeded(_BreakThenMutate(), 82)
     xs_brk = _inputs(820, (2, 4), (2, 4), (5, 4))
     xs_own = [x.double() for x in _inputs(830, (3, 4), (3, 4))]
+    named = seeded(_AttributeNames(), 84)
+    xs_named = _inputs(840, (1, 4), (1, 4))
     return [
         (("a two-layer model (h = fc1(x); a = h.tanh(); h = fc2(a) * 2), names ['h', 'a']",
           "两层模型（h = fc1(x); a = h.tanh(); h = fc2(a) * 2），名字 ['h', 'a']"), two, ["h", "a"], _two_layer_refs,
@@ -172,6 +200,12 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
           "原地修改输入的模型（x.mul_(2); return x + 1），用 float64 张量调用，名字 ['l_x_', 'add']（l_x_ 是 x 的 "
           "placeholder）；调用之后，调用方会修改它传入的和拿回的张量"),
          _ChangesItsInput(), ["l_x_", "add"], _changes_input_refs, xs_own, False),
+        (("a model whose values are named like a GraphModule's own attributes (meta = fc(x); graph = meta[:, ::2]; "
+          "graph.mul_(2); code = meta.relu(); x.add_(code.sum()); return x), called with one row, names "
+          "['meta', 'graph', 'code', 'l_x_']",
+          "值的名字与 GraphModule 自带属性同名的模型（meta = fc(x); graph = meta[:, ::2]; graph.mul_(2); "
+          "code = meta.relu(); x.add_(code.sum()); return x），输入只有一行，名字 ['meta', 'graph', 'code', 'l_x_']"),
+         named, ["meta", "graph", "code", "l_x_"], _attribute_names_refs, xs_named, False),
     ]
 
 
@@ -214,6 +248,7 @@ def _recording(answer: Any) -> None:
                         tried=f"make_recording_backend({names!r})", got=describe(made))
         backend, store = made
         _check_fresh_store(names, store)
+        first_lists = {name: store[name] for name in names}  # every recorder appends to these very lists
         wants = [refs(model, x) for x in xs]
         edited: list[fx.GraphModule] = []
         original: dict[int, set[str]] = {}  # id(gm) -> the node names Dynamo gave it, before the backend ran
@@ -221,7 +256,33 @@ def _recording(answer: Any) -> None:
         def watching(gm: fx.GraphModule, example_inputs: list[Any]) -> Any:
             edited.append(gm)
             original[id(gm)] = {n.name for n in gm.graph.nodes}
-            returned = _code_first(backend)(gm, example_inputs)
+            ops_before = [n.name for n in gm.graph.nodes if n.op in _OPS]
+            try:
+                returned = _code_first(backend)(gm, example_inputs)
+            except KeyError as exc:
+                if "already exists" not in str(exc):
+                    raise
+                bare = fx.GraphModule(nn.Module(), fx.Graph())  # the attributes every GraphModule has
+                taken = sorted(name for name in names if hasattr(bare, name))
+                raise Wrong(f"add_submodule refused a name ({exc}): a GraphModule has attributes of its own (meta, "
+                            "code, graph, training, ...), and a node may be named like one of them. Add each "
+                            "recorder under a name of its own that no attribute of the module has.",
+                            f"add_submodule 拒绝了一个名字（{exc}）：GraphModule 本身就有一些属性（meta、code、graph、"
+                            "training 等），而节点也可能恰好与其中某个同名。请用模块中没有的、独有的名字添加每个记录器。",
+                            tried=label, expected=("a recorder added for every name", "每个名字都添加了记录器"),
+                            got=(f"nodes named like an attribute: {', '.join(taken) or exc}",
+                                 f"与属性同名的节点：{', '.join(taken) or exc}")) from None
+            lost = sorted(name for name in ops_before if name not in {n.name for n in gm.graph.nodes})
+            if lost:
+                raise Wrong(f"your backend removed node(s) {', '.join(lost)} from the graph it was given: a recording "
+                            "backend only adds nodes. A dead-code pass such as graph.eliminate_dead_code() removes "
+                            "an in-place op whose result nothing reads (such as add_ or mul_), though it changes a value "
+                            "the model uses later.",
+                            f"你的后端从收到的计算图中删除了节点 {', '.join(lost)}：记录用的后端只添加节点。"
+                            "graph.eliminate_dead_code() 这样的删除无用节点的 pass，会删除结果没有被读取的原地运算"
+                            "（例如 add_、mul_），尽管它修改了模型之后要用的值。",
+                            tried=label, expected=("every node of the graph kept", "计算图的每个节点都保留"),
+                            got=(f"removed: {', '.join(lost)}", f"被删除：{', '.join(lost)}"))
             loop = next((n for n in gm.graph.nodes if n in n.all_input_nodes), None)
             if loop is not None:
                 raise Wrong(f"the node {loop.name} reads its own output: moving every use of the named node to the "
@@ -249,12 +310,20 @@ def _recording(answer: Any) -> None:
                             else describe(got_out))
             if not torch.equal(x_compiled, x_eager):
                 _input_not_changed(label, x, x_compiled, x_eager)
+            if want_out is x_eager and got_out is not x_compiled:
+                raise Wrong("the values are right, but the eager model returns its input x itself (the same tensor "
+                            "object) and the compiled one returns another tensor: a recorder returned a view or a "
+                            "new tensor instead of its input t itself, as the task asks.",
+                            "数值是对的，但 eager 模型返回的是输入 x 本身（同一个张量对象），而编译后的模型返回了另一个张量："
+                            "有记录器返回的是视图或新张量，而不是题目要求的输入 t 本身。",
+                            tried=label, expected=("x itself (out is x)", "x 本身（out is x）"),
+                            got=("another tensor (out is not x)", "另一个张量（out is not x）"))
             held.extend(t for t in (x_compiled, got_out) if isinstance(t, torch.Tensor))
             history.append(({name: len(store.get(name) or []) if isinstance(store, dict) else 0 for name in names},
                             len(edited)))
         if with_grad:
             _gradient_call(_with(label, _WITH_GRAD[0], _WITH_GRAD[1]), model, answer(list(names)), xs[0])
-        _check_store(label, store, names, wants, edited, history)
+        _check_store(label, store, names, wants, edited, history, first_lists)
         _check_copies(label, store, names, held)
         _check_rerouted(label, names, edited, original)
 
@@ -431,7 +500,8 @@ def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.Gr
 
 
 def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: list[dict[str, torch.Tensor]],
-                 edited: list[fx.GraphModule], history: list[tuple[dict[str, int], int]]) -> None:
+                 edited: list[fx.GraphModule], history: list[tuple[dict[str, int], int]],
+                 first_lists: dict[str, Any]) -> None:
     if not isinstance(store, dict):
         raise Wrong("store should be a dict from node name to a list of recorded tensors.",
                     "store 应当是从节点名到已记录张量列表的 dict。", tried=label, got=describe(store))
@@ -464,6 +534,16 @@ def _check_store(label: tuple[str, str], store: Any, names: list[str], wants: li
         raise Wrong(en, zh, tried=label, expected=each, got=repr(counts))
     for name in names:
         if not counts[name]:
+            if store.get(name) is not first_lists[name] and any(name in {n.name for n in gm.graph.nodes}
+                                                               for gm in edited):
+                raise Wrong(f"store[{name!r}] is empty and is not the list store started with: when Dynamo called "
+                            "your backend again (for the next graph, or a new shape), it put new lists in store, and "
+                            f"what the recorders had appended for {name!r} went with the old list. Make the lists "
+                            "once, with the store, and only append to them.",
+                            f"store[{name!r}] 是空的，而且已经不是 store 最初的那个列表：Dynamo 再次调用你的后端时"
+                            f"（为下一张计算图，或为新的形状），后端在 store 里放了新列表，记录器之前为 {name!r} 追加的值"
+                            "随旧列表一起丢了。请只在创建 store 时建一次列表，之后只往里追加。",
+                            tried=label, expected=each, got=repr(counts))
             if any(counts[other] > calls for other in names if other != name):
                 raise Wrong(f"nothing was recorded for {name!r}, and another name got too many values: two "
                             "recorders were added under the same submodule name, and add_submodule replaces the "
@@ -1113,7 +1193,11 @@ def _check_swapped_graph(label: tuple[str, str], relu_inputs: list[fx.Node], ret
                          f"节点 {left[0].name}：{left[0].op} {getattr(left[0].target, '__name__', left[0].target)}"))
     clamps = [n for n in edited.graph.nodes if _is_clamp(n)]
     if len(clamps) < len(relu_inputs):
-        raise Wrong("each relu should become a clamp node with min=0.", "每个 relu 都应当变成一个 min=0 的 clamp 节点。",
+        raise Wrong("each relu should become a clamp node with min=0. If you made them, check that nothing removed "
+                    "them afterwards: graph.eliminate_dead_code() removes an in-place clamp whose result nothing "
+                    "reads, though it changes its input.",
+                    "每个 relu 都应当变成一个 min=0 的 clamp 节点。如果你已经建了这些节点，请检查之后有没有什么把它们删掉了："
+                    "graph.eliminate_dead_code() 会删除结果没有被读取的原地 clamp，尽管它会修改输入。",
                     tried=label, expected=(f"at least {len(relu_inputs)} clamp nodes", f"至少 {len(relu_inputs)} 个 clamp 节点"),
                     got=f"{len(clamps)}")
     wrong_bound = [n for n in clamps if _clamp_min(n) != 0 or isinstance(_clamp_min(n), bool)
@@ -1602,13 +1686,22 @@ def _check_message(label: tuple[str, str], count: int, limit: int, inner: BaseEx
     """The refusal's message names the graph's op count and the limit, each as what it is."""
     message = str(inner)
     numbers = set(re.findall(r"\d+", message))
+    as_count = re.findall(r"(\d+)\s*(?:ops?\b|operators?\b|nodes?\b|个算子|个节点)", message)
+    said = [number for number in as_count if number != str(limit)]
+    if str(limit) in numbers and str(count) not in numbers and said:
+        raise Wrong(f"the message names the limit, but its other number is not the graph's op count: it says "
+                    f"{said[0]} where the graph has {count} ops. Put in the message the count your backend compares "
+                    "with the limit, and look again at which nodes that count takes, and how often.",
+                    f"报错信息写了上限，但另一个数不是这张计算图的算子数：它写的是 {said[0]}，而计算图有 {count} 个算子。"
+                    "请在报错信息里写出后端与上限比较的那个数，并再看看这个数统计了哪些节点、各统计了几次。",
+                    tried=label, expected=(f"{count} ops, limit {limit}", f"{count} 个算子，上限 {limit}"),
+                    got=repr(message))
     if str(count) not in numbers or str(limit) not in numbers:
         raise Wrong("the message should name the graph's op count and the limit, e.g. "
                     "'graph has 7 ops, more than the limit of 4'.",
                     "报错信息应当写明计算图的算子数和上限，例如 'graph has 7 ops, more than the limit of 4'。",
                     tried=label, expected=(f"a message with {count} and {limit}", f"含有 {count} 和 {limit} 的报错信息"),
                     got=repr(message))
-    as_count = re.findall(r"(\d+)\s*(?:ops?\b|operators?\b|nodes?\b|个算子|个节点)", message)
     as_limit = re.findall(r"(?:limit|上限)\D{0,12}?(\d+)", message, flags=re.I)
     if str(limit) in as_count and str(count) not in as_count and str(count) in as_limit and str(limit) not in as_limit:
         raise Wrong("the message gives the two numbers the wrong way round: it calls the limit the graph's op count "
