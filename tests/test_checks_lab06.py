@@ -981,3 +981,82 @@ def test_lab06_2_an_inference_mode_tensor_is_named():
 def test_lab06_2_a_sparse_x_is_shown_without_strides():
     result = expect_wrong("lab06.2", _guards(passes=(torch.ones(2, 3).to_sparse_csr(), 3, "double")))
     assert "sparse_csr" in result.tried[0] and "dispatch keys" in result.en
+
+
+# -- found by the sixth attack (issue 30) --------------------------------------------------------
+
+def test_lab06_1_settings_left_changed_do_not_shape_the_checkers_own_reference():
+    # the reference counts used to be computed after the answer ran, under what it left changed, and kept
+    def leaves_capture_on():
+        torch._dynamo.config.capture_scalar_outputs = True
+        return {name: graphs_and_breaks(fn, puzzle_input())[:2] for name, fn in PUZZLES.items()}
+
+    import fxcourse.checks.lab06 as lab06
+
+    lab06._FACTS.clear()
+    try:
+        result = expect_wrong("lab06.1", leaves_capture_on)
+        assert "left them changed" in result.en
+        assert not torch._dynamo.config.capture_scalar_outputs
+        expect_passed("lab06.1", solution("lab06", "predict"))
+        expect_wrong("lab06.1", lambda: {**solution("lab06", "predict")(), "f6": (2, 1)})
+    finally:
+        torch._dynamo.config.capture_scalar_outputs = False
+        lab06._FACTS.clear()
+
+
+def test_lab06_4_settings_left_changed_do_not_shape_the_checkers_own_reference():
+    import fxcourse.checks.lab06 as lab06
+
+    def leaves_a_limit(fn, *args):
+        torch._dynamo.config.recompile_limit = 1
+        return solution("lab06", "resume_names")(fn, *args)
+
+    limit = torch._dynamo.config.recompile_limit
+    lab06._NAMES.clear()
+    try:
+        expect_wrong("lab06.4", leaves_a_limit)
+        expect_passed("lab06.4", solution("lab06", "resume_names"))
+    finally:
+        torch._dynamo.config.recompile_limit = limit
+        lab06._NAMES.clear()
+
+
+def test_lab06_4_searching_each_code_name_once_is_named():
+    def by_code_name(fn, *args):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)
+        names, todo, seen, searched = [], [fn.__code__], set(), set()
+        while todo:
+            code = todo.pop()
+            if code.co_name in searched:
+                continue
+            searched.add(code.co_name)
+            for entry in _debug_get_cache_entry_list(code):
+                for name in entry.code.co_names:
+                    if name.startswith("__resume_at") and name not in seen:
+                        seen.add(name)
+                        resume = fn.__globals__[name]
+                        names.append(resume.__code__.co_name)
+                        todo.append(resume.__code__)
+        return sorted(names)
+
+    result = expect_wrong("lab06.4", by_code_name)
+    assert "_breaks_in_both_branches, torch.ones(2, 3)" in result.tried
+    assert "not the code names" in result.en and "而不是代码名" in result.zh
+
+
+def test_lab06_3_a_reset_after_the_first_call_is_caught():
+    def reset_once(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        out = []
+        for i, args in enumerate(calls):
+            compiled(*args)
+            out.append(len(_debug_get_cache_entry_list(fn.__code__)))
+            if i == 0:
+                torch._dynamo.reset()
+        return out
+
+    result = expect_wrong("lab06.3", reset_once)
+    assert "_shift" in result.tried and result.expected == "[1, 2, 2]"

@@ -137,6 +137,24 @@ def run_kept(call: Callable[[], None], from_defaults: bool = False
     return outcome, left, differed
 
 
+def under_defaults(compute: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator for a checker's reference computation: it runs under Dynamo's defaults, whatever an
+    answer (run earlier in the same check) left changed, and the settings it found come back afterwards,
+    so a reference that is computed once and kept is never shaped by one answer's settings."""
+    import functools
+
+    @functools.wraps(compute)
+    def computed(*args: Any, **kwargs: Any) -> Any:
+        before = dynamo_state()
+        set_state(defaults())
+        try:
+            return compute(*args, **kwargs)
+        finally:
+            set_state(before)
+
+    return computed
+
+
 def left_changed(changed: list[str], advice: tuple[str, str], tried: tuple[str, str]) -> Any:
     """The feedback (a ``Wrong``) for an answer that left Dynamo's settings changed: ``changed`` as
     :func:`restore` gives it, seen at the moment ``tried`` names; ``advice`` says what to do instead."""

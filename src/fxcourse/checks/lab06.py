@@ -215,6 +215,7 @@ def puzzle_input() -> torch.Tensor:
 _FACTS: dict[str, tuple[int, int]] = {}
 
 
+@settings.under_defaults
 def _facts(name: str) -> tuple[int, int]:
     """(graphs, breaks) torch reports for puzzle ``name``; computed once."""
     if name not in _FACTS:
@@ -598,6 +599,10 @@ def _affine(x):
     return 2 * x - 1
 
 
+def _shift(x):
+    return x + 1
+
+
 def _cache_cases() -> list[tuple[str, Callable[..., Any], list[tuple[Any, ...]]]]:
     f32, f64 = torch.float32, torch.float64
     return [
@@ -609,12 +614,15 @@ def _cache_cases() -> list[tuple[str, Callable[..., Any], list[tuple[Any, ...]]]
                           (torch.ones(5, dtype=f64),)]),
         ("_halves", _halves, [(torch.ones(2, dtype=f32),), (torch.ones(2),), (torch.ones(2, 2),)]),
         ("_times", _times, [(torch.ones(2), 2), (torch.ones(2), 2), (torch.ones(2), 3), (torch.ones(2, 2), 3)]),
+        # the second call differs from the first: a reset between calls shows
+        ("_shift", _shift, [(torch.ones(2, 3),), (torch.ones(4, 3),), (torch.ones(4, 3),)]),
     ]
 
 
 _SIZES: dict[str, tuple[list[int], list[int], list[int]]] = {}
 
 
+@settings.under_defaults
 def _reference_sizes(label: str, fn: Callable[..., Any],
                      calls: list[tuple[Any, ...]]) -> tuple[list[int], list[int], list[int]]:
     """(cache entries on fn.__code__, graphs compiled so far, entries on fn's code and every resume
@@ -693,6 +701,7 @@ _CACHE_MISTAKES: list[tuple[Callable[[list[int], list[int], list[int], list[int]
 ]
 
 
+@settings.under_defaults
 def _sizes_with(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], dynamic: bool,
                 stale: bool = False) -> list[int]:
     """Cache entries on fn.__code__ after each call when compiled with ``dynamic`` (after the checker's
@@ -728,6 +737,7 @@ def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> 
     torch.compile(fn, backend="eager")(*_stale_args(calls))
 
 
+@settings.under_defaults
 def _sizes_after_reset_code(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[int]:
     """Counts of an answer that, after the checker's stale entry, empties fn's code object only
     (``torch._dynamo.reset_code``) instead of resetting Dynamo; computed once."""
@@ -1039,6 +1049,8 @@ def _resume_cases() -> list[tuple[str, Callable[..., Any], tuple[Any, ...], tupl
              ("_seven_breaks", _seven_breaks, (x,)), ("_calls_itself", _calls_itself, (x,)),
              ("_recurses", _recurses, (x,)), ("_two_args", _two_args, (x, 2)),
              ("_breaks_in_both_branches", _breaks_in_both_branches, (-x,)),
+             # x > 0: the compiled branch's resume function is reached after the other one of its code name
+             ("_breaks_in_both_branches", _breaks_in_both_branches, (x,)),
              ("_calls_a_helper", _calls_a_helper, (x,))]
     # last: the earlier compile took the k == 2 branch, so its stale entries reach a resume function that a call
     # with x alone never reaches (a search that skips the reset lists it)
@@ -1074,11 +1086,17 @@ _NAMES: dict[str, dict[str, list[str]]] = {}
 _ENTRIES: dict[str, int] = {}
 
 
+def _names_key(label: str, args: tuple[Any, ...]) -> str:
+    """The key of _NAMES and _ENTRIES for a call of ``label`` with ``args`` (how many, and x's sign)."""
+    return f"{label}{len(args)}{'+' if bool((args[0] > 0).all()) else '-'}"
+
+
+@settings.under_defaults
 def _reference_names(label: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> dict[str, list[str]]:
     """The resume functions' names after one call with ``args``: "want" (one per ``__resume_at_*`` global
     reached, as the reference solution lists them), "by code" (also right) and "no dedupe" (see :func:`_names_by`), and "first arg" (want, after a call with
     ``args[0]`` alone); computed once."""
-    key = f"{label}{len(args)}"
+    key = _names_key(label, args)
     if key not in _NAMES:
         out = {}
         for what, call in (("first arg", args[:1]), ("want", args)):
@@ -1119,6 +1137,13 @@ _RESUME_MISTAKES: list[tuple[Callable[[list[str], list[str], str], bool], str, s
      "(the name of its code object, which starts with torch_dynamo_resume_in_).",
      "这些是改写后的字节码引用的全局变量名；请返回每个恢复函数自己的代码名（它的代码对象的名字，以 "
      "torch_dynamo_resume_in_ 开头）。"),
+    (lambda got, want, label: label == "_breaks_in_both_branches" and len(got) < len(want) and set(got) <= set(want),
+     "two resume functions share one code name here (one per branch, made at the same line), and only one of them "
+     "was compiled, so only that one leads on to further resume functions. Searching each code name once skips "
+     "the second of them, whichever is reached second: remember the __resume_at_* global names (or the code "
+     "objects) you have followed, not the code names.",
+     "这里有两个恢复函数共用一个代码名（if 的两个分支各一个，在同一行生成），其中只有一个被编译过，所以只有它会引出后面的恢复函数。"
+     "每个代码名只搜索一次，就会跳过后到达的那一个，不论是哪个：请记住已经跟随过的 __resume_at_* 全局变量名（或代码对象），而不是代码名。"),
     (lambda got, want, label: label == "_branchy" and len(got) < len(want),
      "Dynamo writes a resume function for each branch of the if, and the transformed code names both, even "
      "though only one of them has run; the two share one code name: keep both.",
@@ -1218,13 +1243,13 @@ def _resume(answer: Any) -> None:
                         "这些是只用第一个参数调用时的恢复函数：请按任务要求，用 args 中的全部参数调用编译后的 fn；"
                         "后面的参数取别的值时，可能走别的分支、发生别的中断。",
                         tried=tried, expected=repr(want), got=repr(got))
-        if reset and len(got) > len(want) and set(got) <= set(want) and own > _ENTRIES[f"{label}{len(args)}"]:
+        if reset and len(got) > len(want) and set(got) <= set(want) and own > _ENTRIES[_names_key(label, args)]:
             raise Wrong(f"some names come more often than they should: after your answer fn's code holds {own} cache "
-                        f"entries, where one call with args leaves {_ENTRIES[f'{label}{len(args)}']}. fn was called "
+                        f"entries, where one call with args leaves {_ENTRIES[_names_key(label, args)]}. fn was called "
                         "again (with other arguments, or some of them), and each new entry names resume functions of "
                         "its own. Call the compiled fn once, with every argument in args.",
                         f"有些名字出现的次数比应有的多：你的答案运行之后，fn 的代码上有 {own} 个缓存条目，而用 args 调用一次只会留下 "
-                        f"{_ENTRIES[f'{label}{len(args)}']} 个。fn 又被调用过（用了别的参数，或只用了部分参数），每个新条目都引用了"
+                        f"{_ENTRIES[_names_key(label, args)]} 个。fn 又被调用过（用了别的参数，或只用了部分参数），每个新条目都引用了"
                         "各自的恢复函数。请只调用一次编译后的 fn，并传入 args 中的全部参数。",
                         tried=tried, expected=repr(want), got=repr(got))
         if reset and len(got) > len(want) and set(got) <= set(want):
