@@ -1129,3 +1129,48 @@ def test_lab07_1_a_print_to_stderr_kept_outside_compiles_is_named():
 def test_lab07_1_an_epsilon_is_not_called_greater_or_equal():
     result = expect_wrong("lab07.1", _no_breaks_variant(lambda y, s: torch.where(y.sum() > 0, y / (s + 1e-8), -y)))
     assert "strict y.sum() > 0" not in result.en and "another dtype" not in result.en
+
+
+# -- found by the seventh attack (issue 30) ------------------------------------------------------
+
+def test_lab07_1_a_warning_kept_out_of_compiles_is_printing():
+    import warnings
+
+    def warns(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        if not torch.compiler.is_compiling():
+            warnings.warn(f"scale: {scale}")
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+
+    result = expect_wrong("lab07.1", warns)
+    assert "printed when called eagerly" in result.en and "UserWarning: scale" in result.got
+
+
+def test_lab07_1_a_no_breaks_already_compiled_passes():
+    # torch.compile(no_breaks) compiled again with fullgraph=True used to read as "still has a graph break"
+    reference = solution("lab07", "no_breaks")
+    expect_passed("lab07.1", torch.compile(reference, backend="eager"))
+    expect_passed("lab07.1", torch.compile(reference, backend="eager", fullgraph=True))
+
+
+def test_lab07_1_an_epsilon_on_float64_is_not_called_a_decision_per_row():
+    # on a 1-d x the per-row slip is messy itself: it used to match any float64 error below 1e-5
+    def epsilon(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.sum() > 0, y / (y.abs().max() + 1e-8), -y) + 1
+
+    result = expect_wrong("lab07.1", epsilon)
+    assert "row by row" not in result.en and "按行判断" not in result.zh
+    assert "float64" in result.tried[0]
+
+
+def test_lab07_4_a_relu6_for_the_relu_is_caught_far_from_the_threshold():
+    import torch.nn.functional as F
+
+    class Relu6(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0, lambda t: F.relu6(self.large(t)), lambda t: self.small(t) * 0.5, [x])
+
+    result = expect_wrong("lab07.4", Relu6)
+    assert "norm 40" in result.tried[0]

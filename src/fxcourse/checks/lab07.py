@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import warnings
 from typing import Any, Callable, Iterator
 
 import torch
@@ -246,7 +248,7 @@ def _scale_per_dim(got: Any, want: Any, probe: Probe) -> bool:
                 variant = torch.where(y.sum() > 0, y / y.abs().amax(dim=dim, keepdim=keep), -y) + 1
             except RuntimeError:  # a scale that does not broadcast against y
                 continue
-            if variant.shape == want.shape and differs(variant, want) is not None and _same(got, variant):
+            if variant.shape == want.shape and _like(got, want, variant):
                 return True
     return False
 
@@ -259,6 +261,12 @@ def _label(probe: Probe) -> tuple[str, str]:
 
 def _same(got: Any, want: Any) -> bool:
     return differs(got, want) is None
+
+
+def _like(got: Any, want: Any, variant: torch.Tensor) -> bool:
+    """``got`` is ``variant`` (messy with a known slip) at the precision of its dtype, and the slip shows on
+    this probe: the variant is not messy's own result there."""
+    return _compare(variant, want) is not None and _compare(got, variant) is None
 
 
 def _nan_where_number(got: Any, want: Any, probe: Probe) -> bool:
@@ -344,27 +352,27 @@ _MESSY_MISTAKES = [
             "当 y.sum() 恰好为 0 时，messy 走的是 else 分支：它的条件是严格的 y.sum() > 0。"),
     # before the swap: on an input where x.sum() and y.sum() differ in sign, both give the other branch
     Mistake("decided on x.sum()", lambda got, want, probe: "x.sum()" in _label(probe)[0]
-            and _same(got, _messy_variant(probe, per="x")),
+            and _like(got, want, _messy_variant(probe, per="x")),
             "your result takes its branch from the sign of the input's sum; messy decides from y.sum(), and y is "
             "2 * sin(x): sin can give a sum of the other sign (here x.sum() and y.sum() have opposite signs).",
             "你的结果依据输入之和的正负选择分支；messy 依据的是 y.sum()，而 y 是 2 * sin(x)：经过 sin 之后，和的正负可能相反"
             "（这个输入的 x.sum() 与 y.sum() 符号相反）。"),
     Mistake("NaN skipped in the sum", lambda got, want, probe: bool(torch.isnan(probe.args[0]).any())
-            and _same(got, _messy_variant(probe, per="nansum")),
+            and _like(got, want, _messy_variant(probe, per="nansum")),
             "your decision takes the y / scale branch when y holds a NaN: messy's y.sum() is then NaN, and NaN > 0 "
             "is False, so messy takes the else branch (a sum that skips the NaN, or a test written as not "
             "(y.sum() <= 0), decides otherwise).",
             "当 y 含有 NaN 时，你的判断走了 y / scale 分支：这时 messy 的 y.sum() 是 NaN，而 NaN > 0 为 False，所以 messy 走的是 "
             "else 分支（跳过 NaN 的求和，或写成 not (y.sum() <= 0) 的判断，结论都会不同）。"),
-    Mistake("decided per element", lambda got, want, probe: _same(got, _messy_variant(probe, per="element")),
+    Mistake("decided per element", lambda got, want, probe: _like(got, want, _messy_variant(probe, per="element")),
             "your result decides element by element whether y is positive; messy makes one decision for the whole "
             "tensor, from the sum of all of y.",
             "你的结果逐个元素判断 y 是否为正；messy 对整个张量只做一次判断，依据的是 y 全部元素之和。"),
-    Mistake("decided per row", lambda got, want, probe: _same(got, _messy_variant(probe, per="row")),
+    Mistake("decided per row", lambda got, want, probe: _like(got, want, _messy_variant(probe, per="row")),
             "your result decides row by row from the sum of each row; messy makes one decision for the whole "
             "tensor, from the sum of all of y.",
             "你的结果按行判断，依据的是每一行之和；messy 对整个张量只做一次判断，依据的是 y 全部元素之和。"),
-    Mistake("scale from y.max()", lambda got, want, probe: _same(got, _messy_variant(probe, plain_max=True)),
+    Mistake("scale from y.max()", lambda got, want, probe: _like(got, want, _messy_variant(probe, plain_max=True)),
             "scale is the largest absolute value of y; where y's most negative entry is the largest in size, the "
             "largest value and the largest absolute value differ.",
             "scale 是 y 的绝对值的最大值；当 y 中最负的元素绝对值最大时，最大值与绝对值的最大值并不相同。"),
@@ -406,7 +414,7 @@ def _messy_mistakes(answer: Callable[..., Any]) -> list[Mistake]:
                 memo.append(False)
         return memo[0]
 
-    other = lambda got, want, probe: _same(got, _messy_variant(probe, swapped=True))  # noqa: E731
+    other = lambda got, want, probe: _like(got, want, _messy_variant(probe, swapped=True))  # noqa: E731
     known = list(_MESSY_MISTAKES)
     at = next(i for i, m in enumerate(known) if m.name == "decided per element")
     known[at:at] = [
@@ -488,14 +496,23 @@ def _break_hint(line: str, reason: str) -> tuple[str, str]:
                          "请在函数本身中消除图中断；检查器用 Dynamo 的默认设置编译它。"))
 def _no_breaks(answer: Any) -> None:
     need_callable(answer, "no_breaks")
+    # a no_breaks already wrapped by torch.compile (a decorator, as the lecture shows) is checked as the
+    # function it wraps: compiling a compiled function again is not what the task is about
+    answer = getattr(answer, "_torchdynamo_orig_callable", answer)
     probes = _messy_probes()
     printed = io.StringIO()  # called eagerly, outside any compile, the answer prints nothing
-    # warnings and log records are kept by quiet(); what the answer writes to stdout or stderr is printing
-    with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+    # log records are kept by quiet(); what the answer writes to stdout or stderr, or warns, is printing
+    with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+            warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
         try:
             answer(probes[0].args[0].clone())
         except Exception:  # its errors are named by the probes below
             pass
+    torch_dir = os.path.dirname(torch.__file__)
+    for warning in warned:  # a warning of the answer's own (not one torch gives) is shown, as a print is
+        if not warning.filename.startswith(torch_dir):
+            printed.write(f"{warning.category.__name__}: {warning.message}\n")
     if printed.getvalue():
         raise Wrong("no_breaks printed when called eagerly (a print kept behind a condition such as "
                     "torch.compiler.is_compiling() still runs outside a compile); the task asks for no printing.",
@@ -1080,6 +1097,10 @@ def _router_probes() -> list[Probe]:
                       "形状为 (2, 3, 4)、范数为 1.5 的 x（small 分支）"), (1.5 * batch / batch.norm(),)))
     out.append(Probe(("x of shape (2, 3, 4) with norm 4 (the large branch)",
                       "形状为 (2, 3, 4)、范数为 4 的 x（large 分支）"), (4 * batch / batch.norm(),)))
+    # far from the threshold: large(x) reaches values above 6 (a relu6, or a clamp, shows)
+    far = torch.randn(3, 4, generator=gen)
+    out.append(Probe(("x with norm 40 (the large branch, outputs far above 6)",
+                      "范数为 40 的 x（large 分支，输出远大于 6）"), (40 * far / far.norm(),)))
     return out
 
 
