@@ -674,3 +674,45 @@ def test_lab13_2_a_submodule_class_swapped_is_named():
 
     result = expect_wrong("lab13.2", swaps)
     assert "changed the given model" in result.en and "修改了传入的模型" in result.zh
+    assert result.got == ("b: class Linear -> Doubling", "b：类 Linear -> Doubling")
+
+
+# -- found by the fourth attack (issue 29) -------------------------------------------------------
+
+def _branching_on(predicate):
+    """The reference's cond, its predicate computed by ``predicate(a, h)`` (a = self.a(x), h = tanh(a))."""
+    def forward(self, x):
+        a = self.a(x)
+        h = torch.tanh(a)
+        return torch.cond(predicate(a, h), lambda h: self.b(h) / h.abs().max().detach(), lambda h: -h, (h,))
+    return _variant(forward)
+
+
+def test_lab13_2_branching_when_any_row_sums_above_0_is_wrong():
+    # the old "negated" probes of 3 and 50 rows still summed above 0: the <= 0 branch ran at batch 1 only
+    result = expect_wrong("lab13.2", _branching_on(lambda a, h: (h.sum(1) > 0).any()))
+    assert "branch for a sum ≤ 0" in result.en and "h sums to 0 or less" in result.tried[0]
+    assert "h 之和不大于 0" in result.tried[1]
+
+
+def test_lab13_2_branching_on_the_sum_before_tanh_is_wrong():
+    result = expect_wrong("lab13.2", _branching_on(lambda a, h: a.sum() > 0))
+    assert "differs from the original model's" in result.en
+
+
+def test_lab13_2_the_reference_predicate_written_differently_passes():
+    expect_passed("lab13.2", _branching_on(lambda a, h: torch.logical_not(h.sum() <= 0)))
+
+
+def test_lab13_3_sorting_rows_while_reading_the_table_says_the_table_looks_empty():
+    from fxcourse import FxCourseError
+    from fxcourse.viewers.compare import Comparison
+
+    def sorts(constraint, table):
+        table.rows.sort(key=lambda r: table.speedup(r.method) or 0, reverse=True)
+        return solution("lab13", "choose")(constraint, table)
+
+    result = check("lab13.3", sorts)
+    assert result.status == "raised" and "sort a copy" in result.en, result.to_text()
+    with pytest.raises(FxCourseError, match="sort a copy"):
+        Comparison("m", "x", "none", [])["torch.jit.trace"]  # a table with no rows says why it may look so

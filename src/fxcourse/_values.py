@@ -108,8 +108,11 @@ def _tensor_diff(got: torch.Tensor, want: torch.Tensor, where: str, rtol: float,
         return say["inf"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
                                  x=f"{w[index].item():.4g}")
     worst = float((g - w)[finite].abs().max())
-    return say["close"].format(w=where, i=index, g=f"{g[index].item():.4g}", e=expected,
-                               x=f"{w[index].item():.4g}", d=f"{worst:.3g}")
+    shown_g, shown_w = g[index].item(), w[index].item()
+    # as few digits as make the two read differently
+    digits = next((d for d in (".4g", ".9g") if format(shown_g, d) != format(shown_w, d)), ".17g")
+    return say["close"].format(w=where, i=index, g=format(shown_g, digits), e=expected,
+                               x=format(shown_w, digits), d=f"{worst:.3g}")
 
 
 #: 中文 for the ``where`` words checkers pass to :func:`differs` in English.

@@ -113,6 +113,13 @@ class Comparison(Viewable):
         for row in self.rows:
             if row.method == method:
                 return row
+        if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
+            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows (rows being "
+                                "sorted in place look empty: sort a copy)",
+                                fix="sorted(table.rows, key=...) gives a sorted copy and leaves the table as it is",
+                                where="Comparison[...]",
+                                zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
+                                   "表看起来是空的：请对一份排好序的副本（sorted(table.rows, key=...)）操作，让表保持原样。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                             fix="index the comparison by a method name", where="Comparison[...]",
                             zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
