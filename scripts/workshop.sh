@@ -33,10 +33,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-# Pins for the hub: jupyterhub is also pinned in pyproject.toml (set-up installs it); the check below
-# covers --no-setup on an older .venv. Its proxy, configurable-http-proxy, comes from npm.
+# Pins for the hub and its proxy (the Python configurable-http-proxy: no Node.js), also pinned in
+# pyproject.toml, so set-up (or a wheelhouse) installs them; the check below covers --no-setup on
+# an older .venv.
 JUPYTERHUB_VERSION=6.1.1
-CHP_VERSION=5.3.0
+CHP_VERSION=0.4.0
 
 die() { printf 'workshop.sh: %s\n' "$*" >&2; exit 2; }
 say() { printf '[workshop] %s\n' "$*"; }
@@ -80,23 +81,18 @@ case "$port" in ''|*[!0-9]*) die "--port takes a number, not '$port'" ;; esac
 case "$lang" in en|zh|both) ;; *) die "--lang takes en, zh or both, not '$lang' / --lang 需要 en、zh 或 both" ;; esac
 case "$dir" in /*) ;; *) dir="$root/$dir" ;; esac
 
-# 1. The course's environment, then the hub: jupyterhub in .venv, its proxy from npm, kept
-#    inside .venv/hub (no global install).
+# 1. The course's environment, then the hub: jupyterhub and its proxy in .venv (from the
+#    wheelhouse when setup.sh finds one: no network needed).
 [ "$setup" = 1 ] && bash scripts/setup.sh
 py=.venv/bin/python
-if ! "$py" -c "import jupyterhub, sys; sys.exit(jupyterhub.__version__ != '$JUPYTERHUB_VERSION')" 2>/dev/null; then
-  say "installing jupyterhub $JUPYTERHUB_VERSION / 安装 jupyterhub"
-  "$py" -m pip install -q "jupyterhub==$JUPYTERHUB_VERSION"
-fi
-chp=.venv/hub/node_modules/.bin/configurable-http-proxy
-chp_installed=$("$py" -c 'import json, sys
-try: print(json.load(open(sys.argv[1]))["version"])
-except OSError: pass' .venv/hub/node_modules/configurable-http-proxy/package.json)
-if [ "$chp_installed" != "$CHP_VERSION" ] || [ ! -x "$chp" ]; then
-  command -v npm >/dev/null 2>&1 || die "npm (Node.js 20 or newer) is needed for JupyterHub's proxy / 需要 npm（Node.js 20 以上）"
-  say "installing configurable-http-proxy $CHP_VERSION into .venv/hub / 安装代理"
-  npm install --prefix .venv/hub --no-audit --no-fund --loglevel=error \
-    "configurable-http-proxy@$CHP_VERSION" >/dev/null
+if ! "$py" - "$JUPYTERHUB_VERSION" "$CHP_VERSION" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit((version("jupyterhub"), version("configurable-http-proxy")) != tuple(sys.argv[1:3]))
+PY
+then
+  say "installing jupyterhub $JUPYTERHUB_VERSION and configurable-http-proxy $CHP_VERSION / 安装 jupyterhub 及其代理"
+  "$py" -m pip install -q "jupyterhub==$JUPYTERHUB_VERSION" "configurable-http-proxy==$CHP_VERSION"
 fi
 
 # 2. The workshop code (kept, so a restarted hub lets the room back in) and the instructor's

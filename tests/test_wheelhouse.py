@@ -145,6 +145,9 @@ def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> 
     listed = (course / "room" / "requirements.txt").read_text().splitlines()
     assert listed == [r for r in wanted if not re.match(r"torch(vision)?==", r)]
     assert {"setuptools>=68", "wheel", "pytest>=8", "jupyterlab==4.6.*"} <= set(listed)
+    # the workshop hub as workshop.sh pins it, its proxy included: a room with no network can start it
+    pins = dict(re.findall(r"^(JUPYTERHUB|CHP)_VERSION=(\S+)$", (ROOT / "scripts" / "workshop.sh").read_text(), re.M))
+    assert {f"jupyterhub=={pins['JUPYTERHUB']}", f"configurable-http-proxy=={pins['CHP']}"} <= set(listed)
 
 
 @pytest.mark.parametrize("script", ["setup.sh", "wheelhouse.sh"])

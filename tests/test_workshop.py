@@ -89,6 +89,22 @@ def _stop(hub: subprocess.Popen, root: Path) -> list[str]:
     return [str(p) for p in left]
 
 
+#: What a tool shadowed by _offline prints when something calls it.
+NO_TOOL = "called in a room without network or Node.js"
+
+
+def _offline(environ, folder: Path) -> dict:
+    """``environ`` as a room with no network would have it: pip may not download (no index, and
+    an index address that refuses), and node, npm and npx are commands in ``folder``, first on
+    PATH, that only fail with NO_TOOL."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tool in ("node", "nodejs", "npm", "npx"):
+        (folder / tool).write_text(f"#!/bin/sh\necho \"{tool}: {NO_TOOL}\" >&2\nexit 1\n")
+        (folder / tool).chmod(0o755)
+    return dict(environ, PATH=f"{folder}{os.pathsep}{environ.get('PATH', '')}", PIP_NO_INDEX="1",
+                PIP_INDEX_URL="http://127.0.0.1:9/simple", npm_config_offline="true")
+
+
 @pytest.fixture(scope="module")
 def hub():
     import tempfile
@@ -104,7 +120,7 @@ def hub():
             json.dumps({"windowingMode": "none"}))
     port = _free_port()
     users_before = _workshop_users()
-    env = dict(os.environ, FXCOURSE_WORKSHOP_CODE=CODE, FXCOURSE_INSTRUCTOR_PASSWORD=INSTRUCTOR_PASSWORD,
+    env = dict(_offline(os.environ, root / "no-network"), FXCOURSE_WORKSHOP_CODE=CODE, FXCOURSE_INSTRUCTOR_PASSWORD=INSTRUCTOR_PASSWORD,
                PYTHONHASHSEED="0")
     env.pop("FXCOURSE_LANG", None)
     log_path = root / "workshop.log"
@@ -202,7 +218,7 @@ def _memory(hub_proc: subprocess.Popen) -> dict:
     for child in hub.children():
         cmd = " ".join(child.cmdline())
         if "configurable-http-proxy" in cmd:
-            out["proxy"] = mib(child)
+            out["proxy"] = {**mib(child), "runs": Path(child.exe()).name}
         elif "jupyterhub.singleuser" in cmd or "jupyterhub-singleuser" in cmd:
             user = child.environ().get("JUPYTERHUB_USER")
             kernels = [k for k in child.children(recursive=True) if "ipykernel" in " ".join(k.cmdline())]
@@ -306,6 +322,14 @@ def test_learners_run_checks_in_their_own_copies(hub):
         finally:
             browser.close()
     assert sorted(memory["learners"]) == ["learner01", "learner02", "learner03"]
+    # the proxy is the Python implementation from the course's environment: the hub started with
+    # downloads refused and no Node.js, and its set-up never tried them (JupyterLab itself asks
+    # for node once a server runs, to show its build status, and does without it)
+    assert memory["proxy"] and memory["proxy"]["runs"].startswith("python"), memory["proxy"]
+    import re
+
+    set_up = re.split(r"^\[[DIWE] \d{4}-", hub["log"].read_text(), maxsplit=1, flags=re.M)[0]
+    assert "[workshop]" in set_up and NO_TOOL not in set_up, set_up
     venv_python = REPO / ".venv" / "bin" / "python"
     # the course's environment: .venv's interpreter, or (root, when other users cannot run it)
     # workshop.sh's view of .venv run by the system's Python of the same version

@@ -113,7 +113,9 @@ c.JupyterHub.port = int(os.environ.get("FXCOURSE_WORKSHOP_PORT", "8000"))
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = _free_port()
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{_free_port()}"
-c.ConfigurableHTTPProxy.command = [str(VENV / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")]
+# JupyterHub's proxy API, served by the Python implementation (a pinned course dependency), so the
+# hub needs no Node.js and sets up from a wheelhouse with no network.
+c.ConfigurableHTTPProxy.command = [str(VENV / "bin" / "configurable-http-proxy")]
 c.Spawner.ip = "127.0.0.1"
 
 # --- the hub's own state (database, cookie secret), kept with the workshop -----------------------
