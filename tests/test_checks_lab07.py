@@ -1174,3 +1174,34 @@ def test_lab07_4_a_relu6_for_the_relu_is_caught_far_from_the_threshold():
 
     result = expect_wrong("lab07.4", Relu6)
     assert "norm 40" in result.tried[0]
+
+
+# -- found by the eighth attack (issue 30) -------------------------------------------------------
+
+def test_lab07_1_a_decision_on_the_scaled_values_is_caught():
+    def scaled(x):
+        y = torch.sin(x) * 2
+        z = y / y.abs().max()
+        return torch.where(z.sum() > 0, z, -y) + 1
+
+    result = expect_wrong("lab07.1", scaled)
+    assert "(y / scale).sum() is not" in result.tried[0]
+
+
+def test_lab07_1_a_warning_torch_gives_is_not_printing():
+    # torch.tensor(a tensor) warns from C++ with the learner's own file and line: not a print of the answer's
+    def rewrapped(x):
+        y = torch.sin(x) * 2
+        scale = torch.tensor(y.abs().max())
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+
+    expect_passed("lab07.1", rewrapped)
+
+
+def test_lab07_4_the_predicate_written_the_other_way_round_passes():
+    class AtMost(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() <= 2.0, lambda t: self.small(t) * 0.5,
+                              lambda t: torch.relu(self.large(t)), (x,))
+
+    expect_passed("lab07.4", AtMost)
