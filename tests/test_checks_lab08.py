@@ -1255,3 +1255,43 @@ def test_lab08_2_dead_code_elimination_after_the_swap_is_pointed_at():
 
     result = expect_wrong("lab08.2", then_dce)
     assert "eliminate_dead_code" in result.en and "eliminate_dead_code" in result.zh
+
+
+# -- found by the seventh attack (issue 30) ------------------------------------------------------
+
+def test_lab08_1_skipping_a_named_node_nobody_reads_is_named():
+    result = expect_wrong("lab08.1", _recording_with(match=lambda node, store: node.name in store and node.users))
+    assert "no node reads 'mul_'" in result.en and "没有节点读取 'mul_'" in result.zh
+
+
+def test_lab08_1_a_graph_rebuilt_with_a_transformer_passes():
+    # the rebuilt graph's nodes get new names: not a removal
+    from torch import fx
+
+    def make(names):
+        store = {name: [] for name in names}
+
+        class Rec(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                self.name = name
+
+            def forward(self, t):
+                store[self.name].append(t.detach().clone())
+                return t
+
+        def backend(gm, example_inputs):
+            class Recording(fx.Transformer):
+                def run_node(self, node):
+                    value = super().run_node(node)
+                    if node.name in names and node.op != "output":
+                        gm.add_submodule(f"rec_{node.name}", Rec(node.name))
+                        return self.call_module(f"rec_{node.name}", (value,), {})
+                    return value
+            gm.graph = Recording(gm).transform().graph
+            gm.recompile()
+            return gm.forward
+        return backend, store
+
+    expect_passed("lab08.1", make)
+
