@@ -714,5 +714,29 @@ def test_lab13_3_sorting_rows_while_reading_the_table_says_the_table_looks_empty
 
     result = check("lab13.3", sorts)
     assert result.status == "raised" and "sort a copy" in result.en, result.to_text()
+    assert "表中现在没有任何行" in result.zh  # the course's own error in each language, not English twice
     with pytest.raises(FxCourseError, match="sort a copy"):
         Comparison("m", "x", "none", [])["torch.jit.trace"]  # a table with no rows says why it may look so
+
+
+# -- found by the fifth attack (issue 29) --------------------------------------------------------
+
+def test_lab13_1_measuring_twice_in_one_process_gives_the_same_table():
+    # torch.jit.script keeps the methods of a class it failed on: a second measurement of Router itself
+    # failed with "Can't redefine method", and every answer, the reference included, was then wrong
+    first = lab13.measured()
+    lab13.measured.cache_clear()
+    assert lab13.measured() == first
+    expect_passed("lab13.1", solution("lab13", "predict"))
+
+
+def test_lab13_4_a_bare_file_name_is_told_to_return_the_whole_path():
+    def bare(model, example, folder):
+        name = f"router-{uuid.uuid4().hex}.pt2"
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(b"not compiled: the name is what is checked")
+        return name
+
+    result = expect_wrong("lab13.4", bare)
+    assert "returned its name alone" in result.en and "只返回了它的名字" in result.zh
+

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .._lang import Bilingual, current, pick, text
 from .._render import Viewable, esc
-from .._text import one_line_error, scrub
+from .._text import first_line, one_line_error, scrub
 
 __all__ = ["check", "hint", "CheckResult", "HintResult", "Wrong", "task", "task_ids"]
 
@@ -210,6 +210,10 @@ def _short_exception(exc: BaseException) -> tuple[str, str]:
     """
     try:
         text = zh = one_line_error(exc)
+        en_part, zh_part = getattr(exc, "en", None), getattr(exc, "zh", None)
+        if isinstance(en_part, str) and isinstance(zh_part, str):  # the course's own FxCourseError: each language
+            name = type(exc).__name__
+            text, zh = f"{name}: {first_line(en_part, 220)}", f"{name}: {first_line(zh_part, 220)}"
     except Exception:
         name = type(exc).__name__
         text, zh = f"{name} (its message could not be shown)", f"{name}（其报错信息无法显示）"

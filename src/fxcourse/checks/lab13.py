@@ -67,6 +67,10 @@ def measured() -> dict[str, Any]:
     from ..viewers.compare import compare_capture
 
     model, x = _example()
+    # a class of its own at each measurement: torch.jit.script keeps the methods of a class it failed on, and
+    # scripting Router again in the same process then fails for another reason ("Can't redefine method")
+    fresh = type("Router", (Router,), {"__module__": Router.__module__})
+    model.__class__ = fresh
     with quiet(), torch.no_grad():
         table = compare_capture(model, x, paths="all")
     out: dict[str, Any] = {}
@@ -95,7 +99,7 @@ def _normal(value: Any) -> Any:
      "path after export fails where export fails.",
      "第 13 讲第 2 节“一个模型，走遍每条路径”：在 gate 上对每一行的同样解读；导出之后的每条编译路径，"
      "都会在导出失败的地方失败。"),
-])
+], time_limit=240)  # the checker's own measurement compiles every path (25-45 s on 2 busy cores)
 def _check_predict(answer: Any) -> None:
     need_callable(answer, "predict")
     with quiet():
@@ -620,12 +624,20 @@ def _check_deploy(answer: Any) -> None:
         if changed:
             raise Wrong("Your function removed or overwrote a file that was already in the folder; add the package "
                         "next to what is there, under a name no file has yet.",
-                        "你的函数删除或覆盖了文件夹中原有的文件；请把包放在已有文件旁边，用一个还没有文件使用的名字。",
+                        "你的函数删除或覆盖了文件夹中原有的文件；请把包放在已有文件旁边，用一个还没有被占用的名字。",
                         tried=tried, expected=(f"{', '.join(changed)} unchanged", f"{'、'.join(changed)} 保持不变"),
                         got=(f"{', '.join(changed)} removed or rewritten", f"{'、'.join(changed)} 被删除或改写"))
         if sorted(os.listdir(root)) != ["deploy"]:
             raise Wrong("Your function wrote files next to the folder, not inside it.",
                         "你的函数把文件写到了文件夹旁边，而不是文件夹里面。", tried=tried)
+        if not os.path.isfile(path) and not os.path.isabs(os.fspath(got)) \
+                and os.path.isfile(os.path.join(folder, os.fspath(got))):
+            raise Wrong("The package is in the folder, but you returned its name alone: a bare name is read from the "
+                        "current working directory, not from folder. Return the whole path (the folder joined with "
+                        "the name).",
+                        "包在文件夹里，但你只返回了它的名字：单独的文件名是相对当前工作目录解析的，而不是相对 folder。"
+                        "请返回完整路径（文件夹与文件名拼接起来）。",
+                        tried=tried, expected=("the package's whole path", "包的完整路径"), got=repr(os.fspath(got)))
         if not os.path.isfile(path):
             raise Wrong("The path you returned is not a file"
                         + (": it is the folder itself; return the package file inside it." if os.path.isdir(path)
@@ -659,7 +671,7 @@ def _check_deploy(answer: Any) -> None:
                     "name no file in the folder has at the moment you write.",
                     "用同一个文件夹第二次调用时，你的函数覆盖了"
                     + ("第一次调用生成的包" if again == [os.path.basename(path)] else "别人的文件")
-                    + "：固定的文件名，或由文件夹内容推算出的文件名，迟早会与已有文件重名。请在写入的那一刻选择一个文件夹中还没有文件使用的名字。",
+                    + "：固定的文件名，或由文件夹内容推算出的文件名，迟早会与已有文件重名。请在写入的那一刻选择一个文件夹中还没有被占用的名字。",
                     tried=("deploy called twice with the same folder", "用同一个文件夹调用 deploy 两次"),
                     expected=("two packages, every earlier file unchanged", "两个包，原有文件都保持不变"),
                     got=(f"{', '.join(again)} rewritten", f"{'、'.join(again)} 被改写"))
