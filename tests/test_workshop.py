@@ -223,6 +223,8 @@ def _memory(hub_proc: subprocess.Popen) -> dict:
             user = child.environ().get("JUPYTERHUB_USER")
             kernels = [k for k in child.children(recursive=True) if "ipykernel" in " ".join(k.cmdline())]
             out["learners"][user] = {"server": mib(child), "kernels": [mib(k) for k in kernels],
+                                     "caches": [child.environ().get(key) for key in
+                                                ("TORCHINDUCTOR_CACHE_DIR", "TORCH_EXTENSIONS_DIR")],
                                      "kernel_python": kernels[0].cmdline()[0] if kernels else None,
                                      "uids": sorted({p.uids().effective for p in [child, *kernels]})}
     return out
@@ -341,6 +343,8 @@ def test_learners_run_checks_in_their_own_copies(hub):
 
             assert used["uids"] == [pwd.getpwnam(name).pw_uid], (name, used["uids"])
         assert used["kernel_python"] in course_pythons, used["kernel_python"]  # the course's environment
+        # compile caches in the learner's own folder, never in the shared .venv
+        assert all(cache and cache.startswith(str(root / "learners" / name) + os.sep) for cache in used["caches"]), used
         assert used["server"]["pss"] > 10 and used["kernels"][0]["pss"] > 50, used
     per = [u["server"]["pss"] + u["kernels"][0]["pss"] for u in memory["learners"].values()]
     memory["per_learner_pss_mib"] = {"min": min(per), "max": max(per)}

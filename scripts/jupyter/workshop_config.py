@@ -151,13 +151,10 @@ if LANG in ("en", "zh"):
     _lang_env, _lang_args = prepare(LANG)
     c.Spawner.args += _lang_args
 
-# Shared compile caches: one learner's Inductor compile or C++ extension build serves the room
-# (both caches lock their entries, so concurrent learners are safe).
+# What every person's server gets; the compile caches are set per person in pre_spawn_hook.
 _shared_env = {
     "FXCOURSE_LANG": LANG,
     "PYTHONHASHSEED": "0",
-    "TORCHINDUCTOR_CACHE_DIR": os.environ.get("TORCHINDUCTOR_CACHE_DIR", str(VENV / "inductor-cache")),
-    "TORCH_EXTENSIONS_DIR": os.environ.get("TORCH_EXTENSIONS_DIR", str(VENV / "torch-extensions")),
     # Each kernel's torch uses cores // learners threads (at least 1), so N learners'
     # kernels do not fight over the machine's cores.
     "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // LEARNERS)),
@@ -199,9 +196,11 @@ def pre_spawn_hook(spawner) -> None:
             copy_labs(home, ROOT / "labs")
     config = home / ".jupyter"
     env = dict(_shared_env)
-    if USERS:  # caches of one's own: nobody else's code can end up in a learner's kernel
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(home / ".cache" / "torchinductor")
-        env["TORCH_EXTENSIONS_DIR"] = str(home / ".cache" / "torch_extensions")
+    # Compile caches of one's own, in one's own folder: nobody else's code can end up in a learner's
+    # kernel (as root), nothing a learner compiles lands in the shared .venv, and removing a learner's
+    # folder removes all they left. The price: each learner compiles cold once.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(home / ".cache" / "torchinductor")
+    env["TORCH_EXTENSIONS_DIR"] = str(home / ".cache" / "torch_extensions")
     if _lang_env:
         # the room's language CSS, and this person's own settings and workspaces
         env.update({
