@@ -1060,3 +1060,22 @@ def test_lab06_3_a_reset_after_the_first_call_is_caught():
 
     result = expect_wrong("lab06.3", reset_once)
     assert "_shift" in result.tried and result.expected == "[1, 2, 2]"
+    # it used to be told "as with dynamic=True": the answer compiled with the defaults
+    assert "a reset of Dynamo between the calls" in result.en and "after call 1" in result.en
+    assert "在两次调用之间重置 Dynamo" in result.zh
+
+
+def test_lab06_3_a_reset_after_the_second_call_is_named():
+    def reset_after_two(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        out = []
+        for i, args in enumerate(calls):
+            compiled(*args)
+            out.append(len(_debug_get_cache_entry_list(fn.__code__)))
+            if i == 1:
+                torch._dynamo.reset()
+        return out
+
+    result = expect_wrong("lab06.3", reset_after_two)
+    assert "after call 2" in result.en and "reset empties the cache" in result.en

@@ -737,6 +737,44 @@ def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> 
     torch.compile(fn, backend="eager")(*_stale_args(calls))
 
 
+@contextlib.contextmanager
+def _counting_resets() -> Iterator[list[None]]:
+    """Within the block, each torch._dynamo.reset() (torch.compiler.reset() calls it too) adds an item to the
+    list it yields."""
+    import torch._dynamo
+
+    real, counted = torch._dynamo.reset, []
+
+    def reset(*args: Any, **kwargs: Any) -> Any:
+        counted.append(None)
+        return real(*args, **kwargs)
+
+    torch._dynamo.reset = reset
+    try:
+        yield counted
+    finally:
+        torch._dynamo.reset = real
+
+
+@settings.under_defaults
+def _sizes_reset_after(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]], k: int) -> list[int]:
+    """Counts of an answer that resets Dynamo again right after call ``k`` (from 0); computed once."""
+    key = f"{label} reset after {k}"
+    if key not in _SIZES:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        sizes = []
+        with quiet():
+            for i, args in enumerate(calls):
+                compiled(*args)
+                sizes.append(len(cache_entries(fn.__code__)))
+                if i == k:
+                    torch._dynamo.reset()
+        torch._dynamo.reset()
+        _SIZES[key] = (sizes, [], [])
+    return _SIZES[key][0]
+
+
 @settings.under_defaults
 def _sizes_after_reset_code(label: str, fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> list[int]:
     """Counts of an answer that, after the checker's stale entry, empties fn's code object only
@@ -851,9 +889,10 @@ def _cache_sizes(answer: Any) -> None:
         with quiet():
             _leave_stale_entry(fn, calls)
         stale = [entry.code for entry in cache_entries(fn.__code__)]
-        with quiet():
+        with quiet(), _counting_resets() as counted:
             # copies: an answer may mark them (mark_dynamic), and the checker's own tensors must stay unmarked
             got = answer(fn, [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in c) for c in calls])
+        resets = len(counted)
         after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
         left = len(after)
         compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
@@ -870,6 +909,15 @@ def _cache_sizes(answer: Any) -> None:
                         got=describe(got))
         if got == want:
             continue
+        between = None if resets < 2 else next(
+            (k for k in range(len(calls) - 1) if got == _sizes_reset_after(label, fn, calls, k)), None)
+        if between is not None:
+            raise Wrong(f"your counts are what a reset of Dynamo between the calls gives (here after call {between + 1}): "
+                        "a reset empties the cache, so the entries the earlier calls left are gone and the count "
+                        "starts again. Reset once, before the first call, and then only call and count.",
+                        f"你的计数等于在两次调用之间重置 Dynamo 时的结果（这里是在第 {between + 1} 次调用之后）："
+                        "重置会清空缓存，之前的调用留下的条目没了，计数又从头开始。请只在第一次调用之前重置一次，之后只调用和计数。",
+                        tried=tried, expected=repr(want), got=repr(got))
         _name_other_settings(label, fn, calls, got, want, left, tried)
         if not compiled_any and len(set(got)) == 1 and got != [want[-1]] * len(want):
             raise Wrong("Dynamo compiled nothing for fn during your calls: no new cache entry is on its code object "
