@@ -1046,19 +1046,23 @@ def test_lab06_4_searching_each_code_name_once_is_named():
     assert "not the code names" in result.en and "而不是代码名" in result.zh
 
 
-def test_lab06_3_a_reset_after_the_first_call_is_caught():
-    def reset_once(fn, calls):
+def _reset_after(k):
+    """cache_sizes that resets Dynamo before the first call and again right after call ``k`` (from 0)."""
+    def cache_sizes(fn, calls):
         torch._dynamo.reset()
         compiled = torch.compile(fn, backend="eager")
         out = []
         for i, args in enumerate(calls):
             compiled(*args)
             out.append(len(_debug_get_cache_entry_list(fn.__code__)))
-            if i == 0:
+            if i == k:
                 torch._dynamo.reset()
         return out
+    return cache_sizes
 
-    result = expect_wrong("lab06.3", reset_once)
+
+def test_lab06_3_a_reset_after_the_first_call_is_caught():
+    result = expect_wrong("lab06.3", _reset_after(0))
     assert "_shift" in result.tried and result.expected == "[1, 2, 2]"
     # it used to be told "as with dynamic=True": the answer compiled with the defaults
     assert "a reset of Dynamo between the calls" in result.en and "after call 1" in result.en
@@ -1066,16 +1070,41 @@ def test_lab06_3_a_reset_after_the_first_call_is_caught():
 
 
 def test_lab06_3_a_reset_after_the_second_call_is_named():
-    def reset_after_two(fn, calls):
-        torch._dynamo.reset()
+    # it used to be told to reset Dynamo itself, which it did
+    result = expect_wrong("lab06.3", _reset_after(1))
+    assert "after call 2" in result.en and "reset empties the cache" in result.en
+
+
+def test_lab06_3_a_reset_under_another_name_between_the_calls_is_named():
+    from torch._dynamo import reset
+
+    def aliased(fn, calls):
+        reset()
         compiled = torch.compile(fn, backend="eager")
         out = []
         for i, args in enumerate(calls):
             compiled(*args)
             out.append(len(_debug_get_cache_entry_list(fn.__code__)))
-            if i == 1:
-                torch._dynamo.reset()
+            if i == 0:
+                reset()
         return out
 
-    result = expect_wrong("lab06.3", reset_after_two)
-    assert "after call 2" in result.en and "reset empties the cache" in result.en
+    result = expect_wrong("lab06.3", aliased)
+    assert "a reset of Dynamo between the calls" in result.en and "after call 1" in result.en
+
+
+def test_lab06_3_a_clean_up_reset_at_the_end_is_not_called_a_reset_between_calls():
+    def marks_then_cleans_up(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        out = []
+        for args in calls:
+            if isinstance(args[0], torch.Tensor) and args[0].dim():
+                torch._dynamo.mark_dynamic(args[0], 0)
+            compiled(*args)
+            out.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        torch._dynamo.reset()
+        return out
+
+    result = expect_wrong("lab06.3", marks_then_cleans_up)
+    assert "between the calls" not in result.en

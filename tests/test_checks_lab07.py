@@ -1198,10 +1198,59 @@ def test_lab07_1_a_warning_torch_gives_is_not_printing():
     expect_passed("lab07.1", rewrapped)
 
 
-def test_lab07_4_the_predicate_written_the_other_way_round_passes():
+def test_lab07_4_the_predicate_written_the_other_way_round_is_caught_on_a_nan():
+    # x.norm() <= 2.0 with the branches swapped agrees with Router except where the norm is NaN
     class AtMost(Router):
         def forward(self, x):
             return torch.cond(x.norm() <= 2.0, lambda t: self.small(t) * 0.5,
                               lambda t: torch.relu(self.large(t)), (x,))
 
-    expect_passed("lab07.4", AtMost)
+    result = expect_wrong("lab07.4", AtMost)
+    assert "NaN > 2.0 is False" in result.tried[0] and "NaN > 2.0 为 False" in result.tried[1]
+
+
+def test_lab07_4_a_strict_predicate_written_another_way_passes():
+    class Shifted(Router):
+        def forward(self, x):
+            return torch.cond((x.norm() - 2.0) > 0, lambda t: torch.relu(self.large(t)),
+                              lambda t: self.small(t) * 0.5, (x,))
+
+    expect_passed("lab07.4", Shifted)
+
+
+# -- found by the ninth attack (issue 30) --------------------------------------------------------
+
+def test_lab07_1_a_decision_on_the_scaled_values_is_named():
+    def scaled(x):
+        y = torch.sin(x) * 2
+        z = y / y.abs().max()
+        return torch.where(z.sum() > 0, z, -y) + 1
+
+    result = expect_wrong("lab07.1", scaled)
+    assert "sum of y / scale" in result.en and "y / scale 之和" in result.zh
+    assert "another dtype" not in result.en
+
+
+@pytest.mark.parametrize("how", ["imported warn", "warn_explicit"])
+def test_lab07_1_a_warning_by_another_route_is_printing(how):
+    import warnings
+
+    namespace = {"torch": torch, "warnings": warnings}
+    call = ("warn(f'scale: {scale}')" if how == "imported warn"
+            else "warnings.warn_explicit(f'scale: {scale}', UserWarning, 'cell', 1)")
+    exec(f"""from warnings import warn
+def no_breaks(x):
+    y = torch.sin(x) * 2
+    scale = y.abs().max()
+    if not torch.compiler.is_compiling():
+        {call}
+    return torch.where(y.sum() > 0, y / scale, -y) + 1
+""", namespace)
+    result = expect_wrong("lab07.1", namespace["no_breaks"])
+    assert "printed when called eagerly" in result.en and "UserWarning: scale" in result.got
+
+
+def test_lab07_2_another_backend_is_named_before_its_rounding():
+    # inductor's rounding of a near-zero gradient used to be reported as "other gradients than fn's"
+    result = expect_wrong("lab07.2", lambda fn, backend: torch.compile(fn, dynamic=True))
+    assert "never ran" in result.en and "从未运行" in result.zh

@@ -1295,3 +1295,41 @@ def test_lab08_1_a_graph_rebuilt_with_a_transformer_passes():
 
     expect_passed("lab08.1", make)
 
+
+
+# -- found by the eighth attack (issue 30) -------------------------------------------------------
+
+def test_lab08_2_a_forward_taken_before_the_edits_is_named():
+    swap = make_swap(recompile=False)
+
+    def stale(gm, example_inputs):
+        before = gm.forward
+        swap(gm, example_inputs)
+        gm.recompile()
+        return before
+
+    result = expect_wrong("lab08.2", stale)
+    assert "taken before gm.recompile()" in result.en and "gm.recompile() 之前取得的" in result.zh
+
+
+def test_lab08_1_a_forward_taken_before_the_edits_is_named():
+    def make(names):
+        backend, store = make_recording_backend(names)
+
+        def stale(gm, example_inputs):
+            before = gm.forward
+            backend(gm, example_inputs)
+            return before
+
+        return stale, store
+
+    result = expect_wrong("lab08.1", make)
+    assert "taken before gm.recompile()" in result.en
+
+
+def test_lab08_1_recording_only_without_gradients_is_named():
+    result = expect_wrong("lab08.1", _recording_with(
+        add=lambda values, kept: None if kept.requires_grad else values.append(kept),
+        keep=lambda t: t.detach().clone() if not t.requires_grad else t.clone()))
+    assert "with autograd on, the store did not get one value per name" in result.en
+    assert "开启 autograd 时" in result.zh

@@ -738,5 +738,28 @@ def test_lab13_4_a_bare_file_name_is_told_to_return_the_whole_path():
         return name
 
     result = expect_wrong("lab13.4", bare)
-    assert "returned its name alone" in result.en and "只返回了它的名字" in result.zh
+    assert "does not lead there" in result.en and "并不指向那里" in result.zh
+
+    def made_absolute(model, example, folder):
+        return os.path.abspath(bare(model, example, folder))
+
+    result = expect_wrong("lab13.4", made_absolute)
+    assert "does not lead there" in result.en
+
+
+# -- found by the sixth attack (issue 29) --------------------------------------------------------
+
+def test_lab13_2_a_sum_taken_in_float64_is_caught():
+    result = expect_wrong("lab13.2", _branching_on(lambda a, h: h.sum(dtype=torch.float64) > 0))
+    assert "+3e-8 in float32" in result.tried[0]
+
+
+def test_lab13_3_a_row_where_its_name_belongs_is_named():
+    def rows(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and table.speedup(r.method)]
+        return max(ok, key=table.speedup).method if ok else None
+
+    result = check("lab13.3", rows)
+    assert result.status == "raised" and "index the table by row.method" in result.en, result.to_text()
+    assert "请用 row.method 作下标" in result.zh
 

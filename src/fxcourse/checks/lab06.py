@@ -738,22 +738,23 @@ def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> 
 
 
 @contextlib.contextmanager
-def _counting_resets() -> Iterator[list[None]]:
-    """Within the block, each torch._dynamo.reset() (torch.compiler.reset() calls it too) adds an item to the
-    list it yields."""
+def _counting_resets(fn: Callable[..., Any], stale: list[Any]) -> Iterator[list[bool]]:
+    """Within the block, each reset of Dynamo (torch._dynamo.reset, torch.compiler.reset, or either under another
+    name: counted where reset empties the code caches) adds to the yielded list whether fn's code held an entry
+    of the answer's own then (not one of ``stale``), i.e. whether it came after a compiled call."""
     import torch._dynamo
 
-    real, counted = torch._dynamo.reset, []
+    real, counted = torch._dynamo.reset_code_caches, []
 
-    def reset(*args: Any, **kwargs: Any) -> Any:
-        counted.append(None)
+    def reset_code_caches(*args: Any, **kwargs: Any) -> Any:
+        counted.append(any(all(entry.code is not old for old in stale) for entry in cache_entries(fn.__code__)))
         return real(*args, **kwargs)
 
-    torch._dynamo.reset = reset
+    torch._dynamo.reset_code_caches = reset_code_caches
     try:
         yield counted
     finally:
-        torch._dynamo.reset = real
+        torch._dynamo.reset_code_caches = real
 
 
 @settings.under_defaults
@@ -889,12 +890,14 @@ def _cache_sizes(answer: Any) -> None:
         with quiet():
             _leave_stale_entry(fn, calls)
         stale = [entry.code for entry in cache_entries(fn.__code__)]
-        with quiet(), _counting_resets() as counted:
+        with quiet(), _counting_resets(fn, stale) as counted:
             # copies: an answer may mark them (mark_dynamic), and the checker's own tensors must stay unmarked
             got = answer(fn, [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in c) for c in calls])
-        resets = len(counted)
         after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
         left = len(after)
+        # resets after a compiled call, a last one that emptied the cache at the end (a clean-up) aside
+        between = counted[:-1] if counted and counted[-1] and not left else counted
+        resets_between = sum(between)
         compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
         kept_stale = any(entry.code is code for entry in after for code in stale)
         del stale, after
@@ -909,13 +912,13 @@ def _cache_sizes(answer: Any) -> None:
                         got=describe(got))
         if got == want:
             continue
-        between = None if resets < 2 else next(
+        at = None if not resets_between else next(
             (k for k in range(len(calls) - 1) if got == _sizes_reset_after(label, fn, calls, k)), None)
-        if between is not None:
-            raise Wrong(f"your counts are what a reset of Dynamo between the calls gives (here after call {between + 1}): "
+        if at is not None:
+            raise Wrong(f"your counts are what a reset of Dynamo between the calls gives (here after call {at + 1}): "
                         "a reset empties the cache, so the entries the earlier calls left are gone and the count "
                         "starts again. Reset once, before the first call, and then only call and count.",
-                        f"你的计数等于在两次调用之间重置 Dynamo 时的结果（这里是在第 {between + 1} 次调用之后）："
+                        f"你的计数等于在两次调用之间重置 Dynamo 时的结果（这里是在第 {at + 1} 次调用之后）："
                         "重置会清空缓存，之前的调用留下的条目没了，计数又从头开始。请只在第一次调用之前重置一次，之后只调用和计数。",
                         tried=tried, expected=repr(want), got=repr(got))
         _name_other_settings(label, fn, calls, got, want, left, tried)
@@ -1277,12 +1280,12 @@ def _resume(answer: Any) -> None:
                         "（torch._dynamo.reset() 会清空所有缓存）。",
                         tried=tried, expected=repr(want), got=repr(got))
         if reset and got == variants["no dedupe"]:
-            raise Wrong("a resume function reached more than once is listed, and searched, once each time: a code object "
-                        "that two global names share is searched twice, and the names its cache entries refer to come "
-                        "twice. Remember the __resume_at_* names (or the code objects) you have already followed, and search "
-                        "each one once.",
-                        "被多次到达的恢复函数，每到达一次就被列出和搜索一次：两个全局变量名共用的代码对象被搜索了两次，"
-                        "它的缓存条目所引用的名字也就出现了两次。请记住已经跟随过的 __resume_at_* 名字（或代码对象），每个只搜索一次。",
+            raise Wrong("a resume function reached more than once is listed each time it is reached (and searched again, "
+                        "if the search does not remember it): a code object that two global names share comes twice, "
+                        "and so do the names its cache entries refer to. Remember the __resume_at_* names (or the code "
+                        "objects) you have already followed, list each one when you first reach it, and search it once.",
+                        "被多次到达的恢复函数，每到达一次就被列出一次（如果搜索不记住它，还会被再搜索一次）：两个全局变量名共用的代码对象会出现两次，"
+                        "它的缓存条目所引用的名字也会出现两次。请记住已经跟随过的 __resume_at_* 名字（或代码对象），只在第一次到达时列出，并且只搜索一次。",
                         tried=tried, expected=repr(want), got=repr(got))
         if len(args) > 1 and got == variants["first arg"]:
             raise Wrong("those are the resume functions of a call with the first argument alone: call the compiled fn "

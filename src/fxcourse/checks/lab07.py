@@ -197,12 +197,13 @@ def _compare(got: Any, want: Any) -> str | None:
 def _messy_variant(probe: Probe, *, at_least: bool = False, plain_max: bool = False, swapped: bool = False,
                    per: str = "") -> torch.Tensor:
     """What messy would return with one known slip: ``>=`` for ``>``, ``y.max()`` for ``y.abs().max()``,
-    the two branches swapped, or the decision taken per element, per row or from x instead of once from y."""
+    the two branches swapped, or the decision taken per element, per row, from x or from y / scale instead of
+    once from y."""
     (x,) = probe.args
     y = torch.sin(x) * 2
     scale = y.max() if plain_max else y.abs().max()
     total = (y if per == "element" else y.sum(-1, keepdim=True) if per == "row" else x.sum() if per == "x"
-             else y.nansum() if per == "nansum" else y.sum())
+             else y.nansum() if per == "nansum" else (y / scale).sum() if per == "scaled" else y.sum())
     take = total >= 0 if at_least else total > 0
     if swapped:
         take = ~take
@@ -344,6 +345,14 @@ _MESSY_MISTAKES = [
             "无论它多小，所以 |y / scale| 的最大值是 1。给 scale 加下限或 epsilon 会改变这一点（只有全零的输入才会出现 0 / 0，"
             "而那时 messy 走的是另一个分支）；判断条件比 y.sum() > 0 更严也会如此：与一个大于 0 的阈值比较，"
             "或者使用在 y 如此小时舍入为 0 的量（平均值要把和除以元素个数）。"),
+    # before "computed in another dtype": on the probe where y.sum() is exactly 0, messy wholly in float64 and a
+    # decision on y / scale agree
+    Mistake("decided on y / scale", lambda got, want, probe: _like(got, want, _messy_variant(probe, per="scaled")),
+            "your result takes its branch from the sum of y / scale; messy decides from y.sum() before dividing, and "
+            "the two round differently: here y.sum() is exactly 0 (messy takes the else branch) while the sum of the "
+            "scaled values is not.",
+            "你的结果依据 y / scale 之和选择分支；messy 依据的是除法之前的 y.sum()，两者的舍入不同：这里 y.sum() 恰好为 0"
+            "（messy 走 else 分支），而缩放之后的和不为 0。"),
     Mistake("computed in another dtype", _other_precision,
             "your result is messy's computed in another dtype than the input's (all of it, or only y.sum()) and "
             "then given the input's dtype back: its rounding differs from the input dtype's, and on this input "
@@ -485,26 +494,58 @@ def _break_hint(line: str, reason: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _own_warnings(into: io.StringIO) -> Iterator[None]:
-    """Within the block, a warnings.warn call made from code outside torch (the answer's own) is written to
-    ``into`` as a line, as a print would be; warnings torch gives (from C++ or its Python code) are not."""
+def _own_output(into: io.StringIO, answer: Any) -> Iterator[None]:
+    """Within the block, what the answer shows besides stdout and stderr is written to ``into`` as lines, as a
+    print would be: a warnings.warn or warn_explicit call from code outside torch (also through a name the
+    answer's module bound to them, ``from warnings import warn``), and IPython's display(). Warnings torch
+    gives (from C++ or its Python code) are not."""
+    import sys
+
     torch_dir = os.path.dirname(torch.__file__)
-    real = warnings.warn
+    real_warn, real_explicit = warnings.warn, warnings.warn_explicit
+
+    def shown(message: Any, category: Any) -> None:
+        if not sys._getframe(2).f_code.co_filename.startswith(torch_dir):
+            kind = category.__name__ if isinstance(category, type) else type(message).__name__ \
+                if isinstance(message, Warning) else "UserWarning"
+            into.write(f"{kind}: {message}\n")
 
     def warn(message: Any, category: Any = None, stacklevel: int = 1, *args: Any, **kwargs: Any) -> None:
-        import sys
+        shown(message, category)
+        return real_warn(message, category, stacklevel + 1, *args, **kwargs)
 
-        caller = sys._getframe(1).f_code.co_filename
-        if not caller.startswith(torch_dir):
-            kind = category.__name__ if isinstance(category, type) else "UserWarning"
-            into.write(f"{kind}: {message}\n")
-        return real(message, category, stacklevel + 1, *args, **kwargs)
+    def warn_explicit(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        shown(message, category)
+        return real_explicit(message, category, *args, **kwargs)
 
-    warnings.warn = warn
+    namespace = getattr(answer, "__globals__", {})
+    bound = {name: value for name, value in namespace.items() if value is real_warn or value is real_explicit}
+    publisher = None
+    try:  # display() in a notebook goes to the kernel's display publisher, not to stdout
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        publisher = getattr(shell, "display_pub", None)
+    except Exception:  # no IPython: nothing to catch there
+        shell = None
+    real_publish = getattr(publisher, "publish", None)
+
+    def publish(data: Any, *args: Any, **kwargs: Any) -> None:
+        text = data.get("text/plain", "") if isinstance(data, dict) else data
+        into.write(f"display: {text}\n")
+
+    warnings.warn, warnings.warn_explicit = warn, warn_explicit
+    for name, value in bound.items():
+        namespace[name] = warn if value is real_warn else warn_explicit
+    if real_publish is not None:
+        publisher.publish = publish
     try:
         yield
     finally:
-        warnings.warn = real
+        warnings.warn, warnings.warn_explicit = real_warn, real_explicit
+        namespace.update(bound)
+        if real_publish is not None:
+            publisher.publish = real_publish
 
 
 @task("lab07.1", "remove every graph break", "消除全部图中断", hints=[
@@ -531,7 +572,7 @@ def _no_breaks(answer: Any) -> None:
     printed = io.StringIO()  # called eagerly, outside any compile, the answer prints nothing
     # log records are kept by quiet(); what the answer writes to stdout or stderr, or warns itself, is printing
     with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
-            _own_warnings(printed):
+            _own_output(printed, answer):
         try:
             answer(probes[0].args[0].clone())
         except Exception:  # its errors are named by the probes below
@@ -672,6 +713,13 @@ _ONCE_ADVICE = ("Make the batch dimension dynamic for this function only: mark i
                 "只在编译后函数的一次调用期间修改、并在这次调用返回前恢复的设置是可以的。")
 
 
+def _never_ran(tried: tuple[str, str], expected: tuple[str, str], got: tuple[str, str]) -> Wrong:
+    return Wrong("the backend you were given never ran: compile fn with it (not with another backend, and "
+                 "not eagerly), so that the checker can count the compiles.",
+                 "给你的 backend 从未运行：请用它来编译 fn（不要换成别的后端，也不要直接 eager 运行），这样检查器才能统计编译次数。",
+                 tried=tried, expected=expected, got=got)
+
+
 @task("lab07.2", "compile once for three batch sizes", "三种批大小只编译一次", hints=[
     ("By default, when does Dynamo decide that a dimension may change? Count the compiles for three batch "
      "sizes with a plain torch.compile.",
@@ -748,11 +796,16 @@ def _compile_once(answer: Any) -> None:
                     raise _settings_wrong(changed, _ONCE_ADVICE, (f"{at[0]}: Dynamo's settings after that call",
                                                                   f"{at[1]}：这次调用之后的 Dynamo 设置"))
                 want = fn(x)
-                diff = differs(out, want)
-                if diff:
-                    raise Wrong("the compiled function gives a different result from the original.",
-                                "编译后的函数与原函数结果不同。", tried=at, expected=describe(want), got=diff)
-                _same_gradients(out, want, fn, at)
+                try:
+                    diff = differs(out, want)
+                    if diff:
+                        raise Wrong("the compiled function gives a different result from the original.",
+                                    "编译后的函数与原函数结果不同。", tried=at, expected=describe(want), got=diff)
+                    _same_gradients(out, want, fn, at)
+                except Wrong:
+                    if not backend.graphs:  # another backend's rounding: the real slip is the backend
+                        raise _never_ran(tried, one, ("0 compiles with it", "用它编译 0 次")) from None
+                    raise
             marked = _marked(inputs)
         n = len(backend.graphs)
         if _bounded(inputs):
@@ -772,10 +825,7 @@ def _compile_once(answer: Any) -> None:
             continue
         got = (f"{n} compiles", f"编译 {n} 次")
         if n == 0:
-            raise Wrong("the backend you were given never ran: compile fn with it (not with another backend, and "
-                        "not eagerly), so that the checker can count the compiles.",
-                        "给你的 backend 从未运行：请用它来编译 fn（不要换成别的后端，也不要直接 eager 运行），这样检查器才能统计编译次数。",
-                        tried=tried, expected=one, got=got)
+            raise _never_ran(tried, one, got)
         if marked and 0 not in marked and marked[0] < 0:
             raise Wrong(f"you marked dim {marked[0]} as dynamic: mark_dynamic takes the dimension counted from 0, not "
                         "from the end (a negative index marks no dimension Dynamo uses), and the batch is dim 0.",
@@ -1120,6 +1170,13 @@ def _router_probes() -> list[Probe]:
                       "形状为 (2, 3, 4)、范数为 1.5 的 x（small 分支）"), (1.5 * batch / batch.norm(),)))
     out.append(Probe(("x of shape (2, 3, 4) with norm 4 (the large branch)",
                       "形状为 (2, 3, 4)、范数为 4 的 x（large 分支）"), (4 * batch / batch.norm(),)))
+    # a NaN in the batch: x.norm() is NaN, NaN > 2.0 is False, so Router takes the small branch (a predicate
+    # written the other way round, x.norm() <= 2.0 with the branches swapped, takes the large one)
+    nan_row = torch.ones(2, 4)
+    nan_row[0, 0] = float("nan")
+    out.append(Probe(("x = [[nan, 1, 1, 1], [1, 1, 1, 1]] (x.norm() is NaN, and NaN > 2.0 is False: the small "
+                      "branch)",
+                      "x = [[nan, 1, 1, 1], [1, 1, 1, 1]]（x.norm() 是 NaN，NaN > 2.0 为 False：small 分支）"), (nan_row,)))
     # far from the threshold: large(x) reaches values above 6 (a relu6, or a clamp, shows)
     far = torch.randn(3, 4, generator=gen)
     out.append(Probe(("x with norm 40 (the large branch, outputs far above 6)",

@@ -211,6 +211,19 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
     ]
 
 
+def _require_current_forward(returned: Any, gm: fx.GraphModule, label: tuple[str, str]) -> None:
+    """``returned``, when it is a forward of ``gm``, is the one gm has now: gm.recompile() gives the module a new
+    forward, and a forward taken before that runs the code from before the edits."""
+    if getattr(returned, "__self__", None) is gm and getattr(returned, "__func__", None) is not type(gm).forward:
+        raise Wrong("the forward your backend returned is not the module's current one: it was taken before "
+                    "gm.recompile(), so it runs the code from before your edits. Return gm.forward after "
+                    "gm.recompile().",
+                    "你的后端返回的 forward 不是模块当前的 forward：它是在 gm.recompile() 之前取得的，运行的是修改之前的代码。"
+                    "请在 gm.recompile() 之后返回 gm.forward。",
+                    tried=label, expected=("gm.forward after gm.recompile()", "gm.recompile() 之后的 gm.forward"),
+                    got=("a forward from before the edits", "修改之前的 forward"))
+
+
 def _tensors(count: int) -> tuple[str, str]:
     return (f"{count} tensor" if count == 1 else f"{count} tensors"), f"{count} 个张量"
 
@@ -274,6 +287,7 @@ def _recording(answer: Any) -> None:
                             tried=label, expected=("a recorder added for every name", "每个名字都添加了记录器"),
                             got=(f"nodes named like an attribute: {', '.join(taken) or exc}",
                                  f"与属性同名的节点：{', '.join(taken) or exc}")) from None
+            _require_current_forward(returned, gm, label)
             now = [n.name for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
             # fewer ops than Dynamo gave (a graph rebuilt with new names keeps its count: not a removal)
             lost = sorted(set(ops_before) - set(now)) if len(now) < len(ops_before) else []
@@ -325,11 +339,16 @@ def _recording(answer: Any) -> None:
             held.extend(t for t in (x_compiled, got_out) if isinstance(t, torch.Tensor))
             history.append(({name: len(store.get(name) or []) if isinstance(store, dict) else 0 for name in names},
                             len(edited)))
-        if with_grad:
-            _gradient_call(_with(label, _WITH_GRAD[0], _WITH_GRAD[1]), model, answer(list(names)), xs[0])
+        with_autograd = _with(label, _WITH_GRAD[0], _WITH_GRAD[1])
+        counted = _gradient_call(with_autograd, model, answer(list(names)), xs[0], names) if with_grad else None
         _check_store(label, store, names, wants, edited, history, first_lists)
         _check_copies(label, store, names, held)
         _check_rerouted(label, names, edited, original)
+        if counted is not None and any(count != 1 for count in counted.values()):
+            raise Wrong("with autograd on, the store did not get one value per name from the one call: a recorder "
+                        "records on every call, whether or not the values require gradients.",
+                        "开启 autograd 时，这一次调用并没有为每个名字各记录一个值：不论这些值是否需要梯度，记录器每次调用都要记录。",
+                        tried=with_autograd, expected=("1 tensor for each name", "每个名字 1 个张量"), got=repr(counted))
 
 
 def _check_fresh_store(names: list[str], store: Any) -> None:
@@ -393,9 +412,11 @@ _WITH_GRAD = (", a call with gradients (x and the parameters require grad)",
               "，开启梯度的一次调用（x 和参数都需要梯度）")
 
 
-def _gradient_call(tried: tuple[str, str], model: nn.Module, made: Any, x: torch.Tensor) -> None:
+def _gradient_call(tried: tuple[str, str], model: nn.Module, made: Any, x: torch.Tensor,
+                   recorded: list[str]) -> dict[str, int]:
     """Compile with a fresh (backend, store) and call once with autograd on: the output and the gradients of
-    x and of every parameter match eager's, and what the store holds is detached from autograd."""
+    x and of every parameter match eager's, and what the store holds is detached from autograd. Returns how many
+    values each name in ``recorded`` got (one each is right; checked once the calls without autograd pass)."""
     backend, store = made
     names = ["x"] + [name for name, _ in model.named_parameters()]
     params = list(model.parameters())
@@ -449,6 +470,7 @@ def _gradient_call(tried: tuple[str, str], model: nn.Module, made: Any, x: torch
                         tried=tried, expected=("tensors with requires_grad=False", "requires_grad=False 的张量"),
                         got=(f"{len(attached)} tensor(s) with requires_grad=True",
                              f"{len(attached)} 个 requires_grad=True 的张量"))
+    return {name: len(store.get(name) or []) if isinstance(store, dict) else 0 for name in recorded}
 
 
 def _check_rerouted(label: tuple[str, str], names: list[str], edited: list[fx.GraphModule],
@@ -1001,6 +1023,7 @@ def _swap(answer: Any) -> None:
                     relus.setdefault(n.args[0].name, []).append(k)
             orders.append(({n.name: k for k, n in enumerate(gm.graph.nodes)}, relus))
             returned = _code_first(answer)(gm, example_inputs)
+            _require_current_forward(returned, gm, label)
             seen.append((inputs, returned, gm))
             return returned
 

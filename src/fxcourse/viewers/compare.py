@@ -113,6 +113,10 @@ class Comparison(Viewable):
         for row in self.rows:
             if row.method == method:
                 return row
+        if isinstance(method, Attempt):  # a row where its name belongs
+            raise FxCourseError(got=f"a row (Attempt) of {method.method!r}", accepted="a method's name",
+                                fix="index the table by row.method", where="Comparison[...]",
+                                zh=f"Comparison[...]：传入的是一行（Attempt，{method.method!r}），而不是名字；请用 row.method 作下标。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
             raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows (rows being "
                                 "sorted in place look empty: sort a copy)",
