@@ -1108,3 +1108,29 @@ def test_lab06_3_a_clean_up_reset_at_the_end_is_not_called_a_reset_between_calls
 
     result = expect_wrong("lab06.3", marks_then_cleans_up)
     assert "between the calls" not in result.en
+
+
+def test_lab06_3_dynamic_false_with_a_clean_up_reset_is_named_as_dynamic_false():
+    def static_then_cleans_up(fn, calls):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager", dynamic=False)
+        out = []
+        for args in calls:
+            compiled(*args)
+            out.append(len(_debug_get_cache_entry_list(fn.__code__)))
+        torch._dynamo.reset()
+        return out
+
+    result = expect_wrong("lab06.3", static_then_cleans_up)
+    assert "as with dynamic=False" in result.en and "distinct" not in result.en
+
+
+def test_lab06_2_changing_the_default_dtype_is_named_and_put_back():
+    def float64_default():
+        torch.set_default_dtype(torch.float64)
+        return {**solution("lab06", "guard_inputs")(), "fails_on_x": (torch.ones(2, 3, dtype=torch.float32), 3,
+                                                                       "double")}
+
+    result = expect_wrong("lab06.2", float64_default)
+    assert "default dtype" in result.en and "默认 dtype" in result.zh
+    assert torch.get_default_dtype() == torch.float32

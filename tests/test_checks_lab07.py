@@ -1254,3 +1254,27 @@ def test_lab07_2_another_backend_is_named_before_its_rounding():
     # inductor's rounding of a near-zero gradient used to be reported as "other gradients than fn's"
     result = expect_wrong("lab07.2", lambda fn, backend: torch.compile(fn, dynamic=True))
     assert "never ran" in result.en and "从未运行" in result.zh
+
+
+# -- found by the tenth attack (issue 30) --------------------------------------------------------
+
+def test_lab07_1_printing_only_on_some_inputs_is_caught():
+    def prints_in_the_else_branch(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        if not torch.compiler.is_compiling() and not (y.sum() > 0):
+            print("else branch, scale:", scale)
+        return torch.where(y.sum() > 0, y / scale, -y) + 1
+
+    result = expect_wrong("lab07.1", prints_in_the_else_branch)
+    assert "printed when called eagerly" in result.en and "else branch" in result.got
+
+
+def test_lab07_4_a_tolerance_in_the_predicate_is_caught_just_above_2():
+    class Tolerant(Router):
+        def forward(self, x):
+            return torch.cond(x.norm() > 2.0 + 1e-6, lambda t: torch.relu(self.large(t)),
+                              lambda t: self.small(t) * 0.5, (x,))
+
+    result = expect_wrong("lab07.4", Tolerant)
+    assert "just above 2.0" in result.tried[0]

@@ -1333,3 +1333,52 @@ def test_lab08_1_recording_only_without_gradients_is_named():
         keep=lambda t: t.detach().clone() if not t.requires_grad else t.clone()))
     assert "with autograd on, the store did not get one value per name" in result.en
     assert "开启 autograd 时" in result.zh
+
+
+# -- found by the ninth attack (issue 30) --------------------------------------------------------
+
+def test_lab08_2_the_forward_taken_after_recompile_then_printing_the_code_passes():
+    # printing gm.code after recompile() replaces the class's forward; the lazy forward taken before runs
+    # the current code all the same
+    swap = make_swap()
+
+    def prints(gm, example_inputs):
+        swap(gm, example_inputs)
+        forward = gm.forward
+        str(gm.code)
+        return forward
+
+    expect_passed("lab08.2", prints)
+
+
+def test_lab08_3_one_limit_shared_by_every_backend_is_named():
+    def make(n):
+        def backend(gm, example_inputs):
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if ops > backend.limit:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {backend.limit}")
+            return gm.forward
+        backend.limit = n
+        return backend
+    shared = make(0)
+
+    def make_shared(n):
+        shared.limit = n
+        return shared
+
+    result = expect_wrong("lab08.3", make_shared)
+    assert "the backends share one limit" in result.en and "共用了同一个上限" in result.zh
+
+
+def test_lab08_3_running_the_graph_on_the_callers_tensors_is_named():
+    def runs_it(n):
+        def backend(gm, example_inputs):
+            gm(*example_inputs)  # "just to see it runs"
+            ops = sum(1 for node in gm.graph.nodes if node.op.startswith("call_"))
+            if ops > n:
+                raise GraphTooLarge(f"graph has {ops} ops, more than the limit of {n}")
+            return gm.forward
+        return backend
+
+    result = expect_wrong("lab08.3", runs_it)
+    assert "ran the graph itself on example_inputs" in result.en and "x is 4" in result.got[0]

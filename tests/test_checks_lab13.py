@@ -763,3 +763,29 @@ def test_lab13_3_a_row_where_its_name_belongs_is_named():
     assert result.status == "raised" and "index the table by row.method" in result.en, result.to_text()
     assert "请用 row.method 作下标" in result.zh
 
+
+
+# -- found by the seventh attack (issue 29) ------------------------------------------------------
+
+@pytest.mark.parametrize("change", ["requires_grad", "hook"])
+def test_lab13_4_a_model_changed_beyond_its_weights_is_named(change):
+    def changes(model, example, folder):
+        if change == "requires_grad":
+            model.requires_grad_(False)
+        else:
+            model.register_forward_hook(lambda module, args, out: None)
+        return os.path.join(folder, "never-written.pt2")
+
+    result = expect_wrong("lab13.4", changes)
+    assert "changed the given model" in result.en and "修改了传入的模型" in result.zh
+
+
+def test_lab13_4_a_path_to_a_file_gone_is_not_told_it_is_in_the_folder():
+    # the folder holds someone else's model.pt2: a vanished model.pt2 elsewhere is not "in the folder"
+    def vanished(model, example, folder):
+        import tempfile
+        with tempfile.TemporaryDirectory() as scratch:
+            return os.path.join(scratch, "model.pt2")
+
+    result = expect_wrong("lab13.4", vanished)
+    assert "does not lead there" not in result.en and "not a file that exists" in result.en

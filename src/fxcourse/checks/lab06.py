@@ -507,7 +507,20 @@ _A_RECOMPILE = ("a recompile", "重新编译了一次")
                       "guard_inputs() 只需构造参数；请不要改动 Dynamo 的设置。"))
 def _guards(answer: Any) -> None:
     need_callable(answer, "guard_inputs")
-    inputs = answer()
+    default_dtype = torch.get_default_dtype()
+    try:
+        inputs = answer()
+    finally:
+        changed_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(default_dtype)
+    if changed_dtype != default_dtype:
+        raise Wrong("guard_inputs() changed torch's default dtype for the whole process (the checker has put it "
+                    "back): every later tensor in your notebook, the first call's x included, would get it. Give "
+                    "a tensor its dtype where you make it (dtype=...) instead.",
+                    "guard_inputs() 修改了整个进程中 torch 的默认 dtype（检查器已经把它改回原样）：之后你的笔记本里的每个张量，"
+                    "包括第一次调用的 x，都会沿用它。请在创建张量时指定它的 dtype（dtype=...）。",
+                    expected=(f"the default dtype {default_dtype}", f"默认 dtype 为 {default_dtype}"),
+                    got=(f"the default dtype {changed_dtype}", f"默认 dtype 为 {changed_dtype}"))
     want = ", ".join([*_KEYS, "passes"])
     if not isinstance(inputs, dict) or set(inputs) != {*_KEYS, "passes"}:
         raise Wrong(f"return a dict with exactly the keys {want}.", f"请返回恰好包含这些键的 dict：{want}。",
@@ -738,16 +751,18 @@ def _leave_stale_entry(fn: Callable[..., Any], calls: list[tuple[Any, ...]]) -> 
 
 
 @contextlib.contextmanager
-def _counting_resets(fn: Callable[..., Any], stale: list[Any]) -> Iterator[list[bool]]:
+def _counting_resets(fn: Callable[..., Any], stale: list[Any]) -> Iterator[list[tuple[bool, int]]]:
     """Within the block, each reset of Dynamo (torch._dynamo.reset, torch.compiler.reset, or either under another
     name: counted where reset empties the code caches) adds to the yielded list whether fn's code held an entry
-    of the answer's own then (not one of ``stale``), i.e. whether it came after a compiled call."""
+    of the answer's own then (not one of ``stale``), i.e. whether it came after a compiled call, and how many
+    entries it held."""
     import torch._dynamo
 
     real, counted = torch._dynamo.reset_code_caches, []
 
     def reset_code_caches(*args: Any, **kwargs: Any) -> Any:
-        counted.append(any(all(entry.code is not old for old in stale) for entry in cache_entries(fn.__code__)))
+        entries = cache_entries(fn.__code__)
+        counted.append((any(all(entry.code is not old for old in stale) for entry in entries), len(entries)))
         return real(*args, **kwargs)
 
     torch._dynamo.reset_code_caches = reset_code_caches
@@ -895,10 +910,13 @@ def _cache_sizes(answer: Any) -> None:
             got = answer(fn, [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in c) for c in calls])
         after = cache_entries(fn.__code__)  # what the cache holds after the answer's calls
         left = len(after)
-        # resets after a compiled call, a last one that emptied the cache at the end (a clean-up) aside
-        between = counted[:-1] if counted and counted[-1] and not left else counted
-        resets_between = sum(between)
-        compiled_any = any(all(entry.code is not code for code in stale) for entry in after)
+        # resets after a compiled call, a last one that emptied the cache at the end (a clean-up) aside; after
+        # a clean-up, what the cache held just before it is what the answer's calls left
+        clean_up = bool(counted) and counted[-1][0] and not left
+        if clean_up:
+            left = counted[-1][1]
+        resets_between = sum(after_call for after_call, _ in (counted[:-1] if clean_up else counted))
+        compiled_any = clean_up or any(all(entry.code is not code for code in stale) for entry in after)
         kept_stale = any(entry.code is code for entry in after for code in stale)
         del stale, after
         torch._dynamo.reset()

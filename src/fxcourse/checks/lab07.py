@@ -569,22 +569,25 @@ def _no_breaks(answer: Any) -> None:
     # function it wraps: compiling a compiled function again is not what the task is about
     answer = getattr(answer, "_torchdynamo_orig_callable", answer)
     probes = _messy_probes()
-    printed = io.StringIO()  # called eagerly, outside any compile, the answer prints nothing
-    # log records are kept by quiet(); what the answer writes to stdout or stderr, or warns itself, is printing
-    with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
-            _own_output(printed, answer):
-        try:
-            answer(probes[0].args[0].clone())
-        except Exception:  # its errors are named by the probes below
-            pass
-    if printed.getvalue():
-        raise Wrong("no_breaks printed when called eagerly (a print kept behind a condition such as "
-                    "torch.compiler.is_compiling() still runs outside a compile); the task asks for no printing.",
-                    "直接（eager）调用 no_breaks 时它打印了内容（放在 torch.compiler.is_compiling() 之类条件后面的 print，"
-                    "在编译之外仍然会执行）；本题要求不打印任何内容。",
-                    tried=(f"no_breaks({_label(probes[0])[0]}), called eagerly",
-                           f"直接调用 no_breaks，输入：{_label(probes[0])[1]}"),
-                    expected=("nothing printed", "不打印任何内容"), got=first_line(printed.getvalue()))
+    # called eagerly, outside any compile, on every probe (printing may depend on the input), the answer
+    # prints nothing; log records are kept by quiet(); what the answer writes to stdout or stderr, warns
+    # itself or displays is printing
+    for probe in probes:
+        printed = io.StringIO()
+        with quiet(stderr=False), contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+                _own_output(printed, answer):
+            try:
+                answer(*(a.clone() for a in probe.args))
+            except Exception:  # its errors are named by the probes below
+                pass
+        if printed.getvalue():
+            raise Wrong("no_breaks printed when called eagerly (a print kept behind a condition such as "
+                        "torch.compiler.is_compiling() still runs outside a compile); the task asks for no printing.",
+                        "直接（eager）调用 no_breaks 时它打印了内容（放在 torch.compiler.is_compiling() 之类条件后面的 print，"
+                        "在编译之外仍然会执行）；本题要求不打印任何内容。",
+                        tried=(f"no_breaks({_label(probe)[0]}), called eagerly",
+                               f"直接调用 no_breaks，输入：{_label(probe)[1]}"),
+                        expected=("nothing printed", "不打印任何内容"), got=first_line(printed.getvalue()))
     with _fresh_dynamo():
         run_probes(_any_layout(answer, probes), _messy_quietly, probes, mistakes=_messy_mistakes(answer),
                    what="no_breaks", compare=_compare,
@@ -1170,6 +1173,12 @@ def _router_probes() -> list[Probe]:
                       "形状为 (2, 3, 4)、范数为 1.5 的 x（small 分支）"), (1.5 * batch / batch.norm(),)))
     out.append(Probe(("x of shape (2, 3, 4) with norm 4 (the large branch)",
                       "形状为 (2, 3, 4)、范数为 4 的 x（large 分支）"), (4 * batch / batch.norm(),)))
+    # the float32 just above 2.0: a tolerance in the predicate (x.norm() > 2.0 + 1e-6, isclose) takes the small
+    # branch, Router the large one
+    above = torch.zeros(3, 4)
+    above[0, 0] = -torch.nextafter(torch.tensor(2.0), torch.tensor(3.0))
+    out.append(Probe(("x whose norm is the float32 just above 2.0 (2.0000002: the large branch)",
+                      "范数为刚好大于 2.0 的 float32（2.0000002）的 x（large 分支）"), (above,)))
     # a NaN in the batch: x.norm() is NaN, NaN > 2.0 is False, so Router takes the small branch (a predicate
     # written the other way round, x.norm() <= 2.0 with the branches swapped, takes the large one)
     nan_row = torch.ones(2, 4)

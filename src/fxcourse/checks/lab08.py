@@ -13,7 +13,7 @@ from torch import fx, nn
 
 from . import Wrong, task
 from ._dynamo_settings import keeping_settings
-from .._text import quiet
+from .._text import first_line, quiet
 from ._probe import close, describe, need_callable, seeded
 
 _OPS = ("call_function", "call_method", "call_module")
@@ -214,7 +214,11 @@ def _recording_cases() -> list[tuple[tuple[str, str], nn.Module, list[str], Call
 def _require_current_forward(returned: Any, gm: fx.GraphModule, label: tuple[str, str]) -> None:
     """``returned``, when it is a forward of ``gm``, is the one gm has now: gm.recompile() gives the module a new
     forward, and a forward taken before that runs the code from before the edits."""
-    if getattr(returned, "__self__", None) is gm and getattr(returned, "__func__", None) is not type(gm).forward:
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    # the lazy forward (what gm.forward is right after recompile()) always runs the current code
+    current = (type(gm).forward, _LazyGraphModule._lazy_forward)
+    if getattr(returned, "__self__", None) is gm and getattr(returned, "__func__", None) not in current:
         raise Wrong("the forward your backend returned is not the module's current one: it was taken before "
                     "gm.recompile(), so it runs the code from before your edits. Return gm.forward after "
                     "gm.recompile().",
@@ -1713,6 +1717,47 @@ def _limited(answer: Any) -> None:
                         expected="BackendCompilerFailed", got=type(exc).__name__)
         _check_message(label, too_big[0], limit, inner)
     _direct_call(answer)
+    _kept_apart(answer)
+
+
+def _doubles_its_input(x: torch.Tensor) -> torch.Tensor:
+    x.mul_(2.0)
+    return x + 1.0
+
+
+def _kept_apart(answer: Any) -> None:
+    """Two backends made one after the other each keep their own limit, and a backend under its limit leaves
+    the caller's tensors as the model leaves them (it counts nodes; it does not run the graph itself)."""
+    big, small = answer(100), answer(0)
+    label = ("big = make_limited_backend(100); small = make_limited_backend(0); then torch.compile(fn, "
+             "backend=big) with fn = a chain of 3 ops",
+             "big = make_limited_backend(100); small = make_limited_backend(0)；然后 torch.compile(fn, backend=big)，"
+             "其中 fn = 3 个算子组成的链")
+    (x,) = _inputs(89, (5,))
+    try:
+        _run(_compile(_chain(3), big), x.clone())
+    except Exception as exc:
+        raise Wrong("a backend made with a limit of 100 refused a graph of 3 ops once a second backend had been made "
+                    "with a limit of 0: the backends share one limit. Each backend keeps the n it was made with (a "
+                    "closure over n), whatever backends are made after it.",
+                    "用上限 100 构造的后端，在又用上限 0 构造了第二个后端之后，拒绝了只有 3 个算子的计算图：两个后端共用了同一个上限。"
+                    "每个后端都要保留构造它时的 n（闭包捕获 n），不受之后构造的后端影响。",
+                    tried=label, expected=("the graph compiled and ran", "计算图被编译并运行"),
+                    got=f"{type(exc).__name__}: {first_line(str(exc))}") from None
+    del small
+    mine, theirs = torch.ones(3), torch.ones(3)
+    _doubles_its_input(theirs)
+    _run(_compile(_doubles_its_input, big), mine)
+    if not torch.equal(mine, theirs):
+        raise Wrong("under its limit your backend changed the caller's tensor once more than the model does: it ran "
+                    "the graph itself on example_inputs (the caller's real tensors), and a graph that changes its "
+                    "input in place changed them. Count the nodes without running the graph.",
+                    "在上限之内，你的后端让调用方的张量比模型多改了一次：它自己在 example_inputs（调用方真实的张量）上运行了计算图，"
+                    "而原地修改输入的计算图就把它们改了。请只数节点，不要运行计算图。",
+                    tried=("make_limited_backend(100) on fn(x): x.mul_(2); return x + 1, with x = torch.ones(3)",
+                           "make_limited_backend(100)，fn(x): x.mul_(2); return x + 1，x = torch.ones(3)"),
+                    expected=("x is 2.0 after the call, as in eager", "调用之后 x 为 2.0，与 eager 相同"),
+                    got=(f"x is {mine[0].item():g}", f"x 为 {mine[0].item():g}"))
 
 
 def _check_message(label: tuple[str, str], count: int, limit: int, inner: BaseException) -> None:

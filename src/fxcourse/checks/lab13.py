@@ -606,7 +606,7 @@ def _check_deploy(answer: Any) -> None:
 
     need_callable(answer, "deploy")
     model = seeded(_Small(), 1314)
-    before, training = Snapshot.of(model), [m.training for m in model.modules()]
+    before, training, rest = Snapshot.of(model), [m.training for m in model.modules()], _beyond_snapshot(model)
     example = torch.randn(4, 5, generator=torch.Generator().manual_seed(1315))
     tried = ("a two-layer model, example of shape (4, 5), a folder already holding someone else's files "
              f"({', '.join(_THEIRS)})", f"一个两层模型，示例形状为 (4, 5)，文件夹中已有别人的文件（{'、'.join(_THEIRS)}）")
@@ -629,6 +629,7 @@ def _check_deploy(answer: Any) -> None:
         if [m.training for m in model.modules()] != training:
             raise Wrong("Your function switched the mode of the model it was given; export it as it is.",
                         "你的函数切换了传入模型的模式；请按原样导出它。", tried=tried)
+        _require_kept(model, before, rest, tried, ("Your function", "你的函数"))
         if not isinstance(got, (str, os.PathLike)):
             raise Wrong("deploy must return the path of the package file (a string).",
                         "deploy 必须返回包文件的路径（字符串）。", tried=tried, got=described(got))
@@ -643,7 +644,8 @@ def _check_deploy(answer: Any) -> None:
         if sorted(os.listdir(root)) != ["deploy"]:
             raise Wrong("Your function wrote files next to the folder, not inside it.",
                         "你的函数把文件写到了文件夹旁边，而不是文件夹里面。", tried=tried)
-        if not os.path.isfile(path) and os.path.isfile(os.path.join(folder, os.path.basename(os.fspath(got)))):
+        if not os.path.isfile(path) and os.path.basename(os.fspath(got)) not in _THEIRS \
+                and os.path.isfile(os.path.join(folder, os.path.basename(os.fspath(got)))):
             raise Wrong("The package is in the folder, but the path you returned does not lead there: a bare name "
                         "(or one made absolute with abspath or resolve) is read from the current working directory, "
                         "not from folder. Return the whole path (the folder joined with the name).",
