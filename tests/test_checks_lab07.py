@@ -1278,3 +1278,14 @@ def test_lab07_4_a_tolerance_in_the_predicate_is_caught_just_above_2():
 
     result = expect_wrong("lab07.4", Tolerant)
     assert "just above 2.0" in result.tried[0]
+
+
+# -- found by the eleventh attack (issue 30) -----------------------------------------------------
+
+def test_lab07_1_a_result_cut_off_from_autograd_is_named():
+    def detached(x):
+        y = torch.sin(x) * 2
+        return (torch.where(y.sum() > 0, y / y.abs().max(), -y) + 1).detach()
+
+    result = expect_wrong("lab07.1", detached)
+    assert "cuts its result off from autograd" in result.en and "与 autograd 断开" in result.zh

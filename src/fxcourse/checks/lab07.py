@@ -593,6 +593,20 @@ def _no_breaks(answer: Any) -> None:
                    what="no_breaks", compare=_compare,
                    generic=("run eagerly, no_breaks gives a different result from messy.",
                             "在 eager 模式下，no_breaks 的结果与 messy 不同。"))
+        # an x that requires grad: messy's result carries autograd (its scale is a number, its y is not)
+        x = probes[0].args[0].clone().requires_grad_()
+        with quiet(), contextlib.redirect_stdout(io.StringIO()):
+            got = answer(x)
+        if isinstance(got, torch.Tensor) and not got.requires_grad:
+            raise Wrong("no_breaks cuts its result off from autograd (detach, no_grad, or a new tensor): for an x "
+                        "that requires grad, messy's result requires grad too, so a loss computed from it can be "
+                        "backpropagated to x.",
+                        "no_breaks 让结果与 autograd 断开了（detach、no_grad 或新建张量）：x 需要梯度时，messy 的结果也需要梯度，"
+                        "这样由它算出的损失才能反向传播到 x。",
+                        tried=(f"no_breaks(x) with x = {_label(probes[0])[0]}, requires_grad=True",
+                               f"no_breaks(x)，x 为{_label(probes[0])[1]}，requires_grad=True"),
+                        expected=("a result with requires_grad=True", "requires_grad=True 的结果"),
+                        got=("a result with requires_grad=False", "requires_grad=False 的结果"))
         with torch._dynamo.config.patch(capture_scalar_outputs=False):
             compiled = torch.compile(answer, backend="eager", fullgraph=True)
             # both branches, the exact-zero sum, zeros and float64: what compiled code could get wrong
