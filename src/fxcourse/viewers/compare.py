@@ -125,7 +125,8 @@ class Comparison(Viewable):
                                 zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
                                    "表看起来是空的：请对一份排好序的副本（sorted(table.rows, key=...)）操作，让表保持原样。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
-                            fix="index the comparison by a method name", where="Comparison[...]",
+                            fix="index it by a method the table has (a table may hold only some paths: loop "
+                                "over table.rows)", where="Comparison[...]",
                             zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
                                f"{'、'.join(r.method for r in self.rows)}。")
 
