@@ -1289,3 +1289,22 @@ def test_lab07_1_a_result_cut_off_from_autograd_is_named():
 
     result = expect_wrong("lab07.1", detached)
     assert "cuts its result off from autograd" in result.en and "与 autograd 断开" in result.zh
+
+
+# -- found by the twelfth attack (issue 30) ------------------------------------------------------
+
+def test_lab07_1_an_else_branch_cut_off_from_autograd_is_named():
+    def else_detached(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.sum() > 0, y / y.abs().max(), -y.detach()) + 1
+
+    result = expect_wrong("lab07.1", else_detached)
+    assert "takes the else branch" in result.en and "走 else 分支" in result.zh
+
+
+def test_lab07_1_a_scale_kept_out_of_autograd_passes():
+    def scale_detached(x):
+        y = torch.sin(x) * 2
+        return torch.where(y.sum() > 0, y / y.abs().max().detach(), -y) + 1
+
+    expect_passed("lab07.1", scale_detached)
