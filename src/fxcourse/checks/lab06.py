@@ -18,6 +18,7 @@ import numbers
 import re
 import types
 from typing import Any, Callable, Iterator
+from unittest import mock
 
 import torch
 
@@ -765,11 +766,8 @@ def _counting_resets(fn: Callable[..., Any], stale: list[Any]) -> Iterator[list[
         counted.append((any(all(entry.code is not old for old in stale) for entry in entries), len(entries)))
         return real(*args, **kwargs)
 
-    torch._dynamo.reset_code_caches = reset_code_caches
-    try:
+    with mock.patch.object(torch._dynamo, "reset_code_caches", reset_code_caches):
         yield counted
-    finally:
-        torch._dynamo.reset_code_caches = real
 
 
 @settings.under_defaults
