@@ -1299,7 +1299,23 @@ def test_lab07_1_an_else_branch_cut_off_from_autograd_is_named():
         return torch.where(y.sum() > 0, y / y.abs().max(), -y.detach()) + 1
 
     result = expect_wrong("lab07.1", else_detached)
-    assert "takes the else branch" in result.en and "走 else 分支" in result.zh
+    assert "takes the else branch" in result.en and "走 else 分支" in result.zh and "x.grad" in result.got
+
+
+@pytest.mark.parametrize("then", ["detach", "no_grad"])
+def test_lab07_1_the_scaled_branch_cut_off_from_autograd_is_named(then):
+    def cut(x):
+        y = torch.sin(x) * 2
+        scale = y.abs().max()
+        if then == "detach":
+            scaled = (y / scale).detach()
+        else:
+            with torch.no_grad():
+                scaled = y / scale
+        return torch.where(y.sum() > 0, scaled, -y) + 1
+
+    result = expect_wrong("lab07.1", cut)
+    assert "takes the y / scale branch" in result.en
 
 
 def test_lab07_1_a_scale_kept_out_of_autograd_passes():

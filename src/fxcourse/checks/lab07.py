@@ -607,24 +607,37 @@ def _no_breaks(answer: Any) -> None:
                                f"no_breaks(x)，x 为{_label(probes[0])[1]}，requires_grad=True"),
                         expected=("a result with requires_grad=True", "requires_grad=True 的结果"),
                         got=("a result with requires_grad=False", "requires_grad=False 的结果"))
-        # on the else branch (-y + 1) no scale is involved, so the gradients must agree exactly as messy's
-        else_probe = probes[1]  # y.sum() < 0
-        x_want, x_got = (else_probe.args[0].clone().requires_grad_() for _ in range(2))
-        _messy_quietly(x_want).sum().backward()
-        with quiet(), contextlib.redirect_stdout(io.StringIO()):
-            out = answer(x_got)
-        if isinstance(out, torch.Tensor) and out.requires_grad:
-            out.sum().backward()
-        diff = _compare(x_got.grad if x_got.grad is not None else torch.zeros_like(x_got), x_want.grad)
-        if diff:
-            raise Wrong("on an x that takes the else branch (-y), the gradient that reaches x differs from messy's: "
-                        "part of the result is cut off from autograd (a detach or no_grad on a branch), so backward "
-                        "through no_breaks does not compute what it computes through messy.",
-                        "在走 else 分支（-y）的 x 上，传回 x 的梯度与 messy 不同：结果的一部分与 autograd 断开了"
-                        "（某个分支上的 detach 或 no_grad），所以经过 no_breaks 的反向传播与经过 messy 的不一样。",
-                        tried=(f"no_breaks(x).sum().backward() with x = {_label(else_probe)[0]}, requires_grad=True",
-                               f"no_breaks(x).sum().backward()，x 为{_label(else_probe)[1]}，requires_grad=True"),
-                        expected=("x.grad as messy gives it", "与 messy 相同的 x.grad"), got=diff)
+        # the gradient that reaches x, on each branch: messy's (its scale a number, held constant) or, where the
+        # scale is a tensor, the one through the scale too (the two differ only at the largest |y|); on the else
+        # branch (-y + 1) both are the same
+        for probe in probes[:2]:  # y.sum() > 0, then y.sum() < 0
+            x_got = probe.args[0].clone().requires_grad_()
+            wants = []
+            for through_scale in (False, True):
+                x_want = probe.args[0].clone().requires_grad_()
+                if through_scale:
+                    y = torch.sin(x_want) * 2
+                    (torch.where(y.sum() > 0, y / y.abs().max(), -y) + 1).sum().backward()
+                else:
+                    _messy_quietly(x_want).sum().backward()
+                wants.append(x_want.grad)
+            with quiet(), contextlib.redirect_stdout(io.StringIO()):
+                out = answer(x_got)
+            if isinstance(out, torch.Tensor) and out.requires_grad:
+                out.sum().backward()
+            grad = x_got.grad if x_got.grad is not None else torch.zeros_like(x_got)
+            if all(_compare(grad, want) is not None for want in wants):
+                branch = (("the y / scale branch", " y / scale 分支") if probe is probes[0]
+                          else ("the else branch (-y)", " else 分支（-y）"))
+                raise Wrong(f"on an x that takes {branch[0]}, the gradient that reaches x differs from messy's: part "
+                            "of the result is cut off from autograd (a detach or no_grad on a branch), so backward "
+                            "through no_breaks does not compute what it computes through messy.",
+                            f"在走{branch[1]}的 x 上，传回 x 的梯度与 messy 不同：结果的一部分与 autograd 断开了"
+                            "（某个分支上的 detach 或 no_grad），所以经过 no_breaks 的反向传播与经过 messy 的不一样。",
+                            tried=(f"no_breaks(x).sum().backward() with x = {_label(probe)[0]}, requires_grad=True",
+                                   f"no_breaks(x).sum().backward()，x 为{_label(probe)[1]}，requires_grad=True"),
+                            expected=("x.grad as messy gives it", "与 messy 相同的 x.grad"),
+                            got=(_compare(grad, wants[0]) or "").replace("result", "x.grad", 1))
         with torch._dynamo.config.patch(capture_scalar_outputs=False):
             compiled = torch.compile(answer, backend="eager", fullgraph=True)
             # both branches, the exact-zero sum, zeros and float64: what compiled code could get wrong
