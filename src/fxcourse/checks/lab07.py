@@ -629,11 +629,12 @@ def _no_breaks(answer: Any) -> None:
             if all(_compare(grad, want) is not None for want in wants):
                 branch = (("the y / scale branch", " y / scale 分支") if probe is probes[0]
                           else ("the else branch (-y)", " else 分支（-y）"))
-                raise Wrong(f"on an x that takes {branch[0]}, the gradient that reaches x differs from messy's: part "
-                            "of the result is cut off from autograd (a detach or no_grad on a branch), so backward "
-                            "through no_breaks does not compute what it computes through messy.",
-                            f"在走{branch[1]}的 x 上，传回 x 的梯度与 messy 不同：结果的一部分与 autograd 断开了"
-                            "（某个分支上的 detach 或 no_grad），所以经过 no_breaks 的反向传播与经过 messy 的不一样。",
+                raise Wrong(f"on an x that takes {branch[0]}, the gradient that reaches x differs from messy's: "
+                            "something on a branch changes what backward sees (a detach or no_grad, or a trick that "
+                            "keeps the values but not the gradient), so backward through no_breaks does not compute "
+                            "what it computes through messy.",
+                            f"在走{branch[1]}的 x 上，传回 x 的梯度与 messy 不同：某个分支上的写法改变了反向传播看到的内容"
+                            "（detach、no_grad，或数值不变但梯度不同的技巧），所以经过 no_breaks 的反向传播与经过 messy 的不一样。",
                             tried=(f"no_breaks(x).sum().backward() with x = {_label(probe)[0]}, requires_grad=True",
                                    f"no_breaks(x).sum().backward()，x 为{_label(probe)[1]}，requires_grad=True"),
                             expected=("x.grad as messy gives it", "与 messy 相同的 x.grad"),
