@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -328,8 +329,6 @@ def test_learners_run_checks_in_their_own_copies(hub):
     # downloads refused and no Node.js, and its set-up never tried them (JupyterLab itself asks
     # for node once a server runs, to show its build status, and does without it)
     assert memory["proxy"] and memory["proxy"]["runs"].startswith("python"), memory["proxy"]
-    import re
-
     set_up = re.split(r"^\[[DIWE] \d{4}-", hub["log"].read_text(), maxsplit=1, flags=re.M)[0]
     assert "[workshop]" in set_up and NO_TOOL not in set_up, set_up
     venv_python = REPO / ".venv" / "bin" / "python"

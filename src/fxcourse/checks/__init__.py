@@ -27,6 +27,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
+from ..errors import FxCourseError
 from .._lang import Bilingual, current, pick, text
 from .._render import Viewable, esc
 from .._text import first_line, one_line_error, scrub
@@ -210,10 +211,9 @@ def _short_exception(exc: BaseException) -> tuple[str, str]:
     """
     try:
         text = zh = one_line_error(exc)
-        en_part, zh_part = getattr(exc, "en", None), getattr(exc, "zh", None)
-        if isinstance(en_part, str) and isinstance(zh_part, str):  # the course's own FxCourseError: each language
+        if isinstance(exc, FxCourseError):  # the course's own error carries each language: show each
             name = type(exc).__name__
-            text, zh = f"{name}: {first_line(en_part, 220)}", f"{name}: {first_line(zh_part, 220)}"
+            text, zh = f"{name}: {first_line(exc.en, 220)}", f"{name}: {first_line(exc.zh, 220)}"
     except Exception:
         name = type(exc).__name__
         text, zh = f"{name} (its message could not be shown)", f"{name}（其报错信息无法显示）"

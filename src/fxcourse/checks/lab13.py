@@ -624,12 +624,10 @@ def _check_deploy(answer: Any) -> None:
             raise Wrong("Your function changed the working directory of your notebook (os.chdir); build the "
                         "package's path from folder instead.",
                         "你的函数改变了笔记本的当前工作目录（os.chdir）；请改为用 folder 拼出包的路径。", tried=tried)
-        require_untouched(before, model, tried=tried, en="Your function changed the model it was given.",
-                          zh="你的函数修改了传入的模型。")
         if [m.training for m in model.modules()] != training:
             raise Wrong("Your function switched the mode of the model it was given; export it as it is.",
                         "你的函数切换了传入模型的模式；请按原样导出它。", tried=tried)
-        _require_kept(model, before, rest, tried, ("Your function", "你的函数"))
+        _require_kept(model, before, rest, tried, ("Your function", "你的函数"))  # weights, graph and beyond
         if not isinstance(got, (str, os.PathLike)):
             raise Wrong("deploy must return the path of the package file (a string).",
                         "deploy 必须返回包文件的路径（字符串）。", tried=tried, got=described(got))
