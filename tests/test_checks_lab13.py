@@ -267,7 +267,9 @@ def test_lab13_3_sorted_copy_passes():
     def by_sorting(constraint, table):
         allowed = {"no compiler on target": set(PATHS) - {"torch.compile inductor"},
                    "no Python on target": {"torch.jit.trace", "torch.jit.script", "export + AOTInductor",
-                                           "export + IREE"}}.get(constraint, set(PATHS))
+                                           "export + IREE"},
+                   "C++ custom op, no Python on target": {"export + AOTInductor", "torch.jit.script",
+                                                          "torch.jit.trace"}}.get(constraint, set(PATHS))
         ok = [r for r in table.rows if r.worked and r.matches and r.method in allowed and r.latency is not None]
         ok = sorted(ok, key=lambda r: r.latency.median)
         return ok[0].method if ok else None
@@ -293,6 +295,7 @@ def lab13_table(model, x):
 def _ref_allowed(constraint):
     return {"no compiler on target": [p for p in PATHS if p != "torch.compile inductor"],
             "no Python on target": ["torch.jit.trace", "torch.jit.script", "export + AOTInductor", "export + IREE"],
+            "C++ custom op, no Python on target": ["torch.jit.trace", "torch.jit.script", "export + AOTInductor"],
             }.get(constraint, list(PATHS))
 
 
@@ -789,3 +792,81 @@ def test_lab13_4_a_path_to_a_file_gone_is_not_told_it_is_in_the_folder():
 
     result = expect_wrong("lab13.4", vanished)
     assert "does not lead there" not in result.en and "not a file that exists" in result.en
+
+
+# -- lab13.3's custom-op constraint ------------------------------------------------------------------
+
+CUSTOM = "C++ custom op, no Python on target"
+
+
+def test_lab13_3_custom_op_read_as_no_python():
+    """IREE loads without Python, but torch-mlir cannot lower the op: a substring match on 'no Python'."""
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: _ref_allowed("no Python on target") if "no Python" in c else _ref_allowed(c)))
+    assert f"The constraint {CUSTOM!r} does not allow 'export + IREE'" in result.en and "不允许" in result.zh
+
+
+def test_lab13_3_custom_op_only_through_aoti():
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: ["export + AOTInductor"] if c == CUSTOM else _ref_allowed(c)))
+    assert result.tried[0].startswith(f"choose({CUSTOM!r}")
+    assert "is faster" in result.en or "You returned None" in result.en
+
+
+def test_lab13_3_custom_op_read_as_the_paths_that_need_a_fake_kernel():
+    fake = ["dynamo fullgraph=True", "dynamo fullgraph=False", "torch.export.export", "torch.compile inductor",
+            "export + AOTInductor"]
+    result = expect_wrong("lab13.3", _allowed_then_fastest(lambda c: fake if c == CUSTOM else _ref_allowed(c)))
+    assert "does not allow" in result.en and "不允许" in result.zh
+
+
+def test_lab13_3_an_unknown_constraint_read_as_fastest():
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: {k: v for k, v in [("no compiler on target", _ref_allowed("no compiler on target")),
+                                     ("no Python on target", _ref_allowed("no Python on target"))]}.get(c, PATHS)))
+    assert result.tried[0].startswith(f"choose({CUSTOM!r}")
+
+
+def test_lab13_3_custom_op_without_script():
+    """TorchScript's scripted file calls the op by name too (lecture 11 §5 shows the trace)."""
+    result = expect_wrong("lab13.3", _allowed_then_fastest(
+        lambda c: ["torch.jit.trace", "export + AOTInductor"] if c == CUSTOM else _ref_allowed(c)))
+    assert "torch.jit.script" in result.expected
+
+
+# -- found by the attack on the custom-op constraint ----------------------------------------------
+
+def test_lab13_3_longest_capture_time():
+    def longest(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)]
+        return max(ok, key=lambda r: r.seconds).method if ok else None
+
+    result = expect_wrong("lab13.3", longest)
+    assert "is faster" in result.en and "更快" in result.zh
+
+
+@pytest.mark.parametrize("change", ["eager", "fields", "reorder"])
+def test_lab13_3_a_table_changed_after_choosing(change):
+    def answer(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        if change == "eager":
+            table.eager = None
+        elif change == "fields":
+            for row in table.rows:
+                row.seconds, row.reason = 0.0, "touched"
+        else:
+            table.rows = table.rows[::-1]
+        return got
+
+    result = expect_wrong("lab13.3", answer)
+    named = {"eager": ("table.eager", "table.eager"), "fields": ("the fields of a row", "某一行的字段"),
+             "reorder": ("table.rows (their order", "table.rows（行的顺序")}[change]
+    assert "changed the table" in result.en and named[0] in result.en and named[1] in result.zh
+
+
+def test_lab13_3_an_empty_string_for_no_row():
+    def empty(constraint, table):
+        return solution("lab13", "choose")(constraint, table) or ""
+
+    result = expect_wrong("lab13.3", empty)
+    assert "not an empty string" in result.en and "空字符串" in result.zh

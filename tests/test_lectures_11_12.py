@@ -350,6 +350,66 @@ def test_a_cpp_op_runs_from_a_cpp_only_program_and_a_python_custom_op_does_not(a
         "both", aoti_ops["library"])
 
 
+# a C++ program with no Python in it: dlopen the op library (if given), load a TorchScript file
+_TS_DRIVER = r"""
+#include <dlfcn.h>
+#include <iostream>
+#include <torch/script.h>
+int main(int argc, char** argv) {
+  if (argc > 2 && !dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL)) { std::cout << dlerror(); return 2; }
+  try {
+    torch::jit::Module module = torch::jit::load(argv[1]);
+    std::vector<torch::jit::IValue> inputs{at::ones({2, 3})};
+    std::cout << "ran " << module.forward(inputs).toTensor().sum().item<float>() << std::endl;
+  } catch (const std::exception& e) {
+    std::cout << "failed: " << std::string(e.what()).substr(0, 200) << std::endl;
+  }
+}
+"""
+
+
+class _CppOpModule(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.test1112_cpp.scaled_add(torch.relu(x), x, 0.5)
+
+
+@pytest.mark.slow
+def test_torchscript_files_call_a_cpp_op_from_a_cpp_only_program(aoti_ops):
+    """Lab 13.3's C++ custom op constraint: a scripted or traced file keeps the op as one call, and
+    a C++ program with no Python runs it once the op's library is loaded, and only then."""
+    work = aoti_ops["work"]
+    (work / "ts_driver.cpp").write_text(_TS_DRIVER)
+    _gxx(str(work / "ts_driver.cpp"), "-o", str(work / "ts_driver"))
+    linked = subprocess.run(["ldd", str(work / "ts_driver")], capture_output=True, text=True)
+    assert "libpython" not in linked.stdout
+    x = torch.ones(2, 3)
+    want = float(_CppOpModule()(x).sum())
+    env = {**os.environ, "LD_LIBRARY_PATH": str(_TORCH_DIR / "lib")}
+    for kind, module in (("script", torch.jit.script(_CppOpModule())),
+                         ("trace", torch.jit.trace(_CppOpModule(), (x,)))):
+        assert "test1112_cpp::scaled_add" in str(module.graph), kind
+        path = work / f"{kind}.pt"
+        module.save(str(path))
+
+        def drive(*library: str) -> str:
+            return subprocess.run([str(work / "ts_driver"), str(path), *library], capture_output=True,
+                                  text=True, timeout=600, env=env).stdout.strip()
+
+        out = drive(aoti_ops["library"])
+        assert out.startswith("ran ") and math.isclose(float(out.split()[1]), want, rel_tol=1e-5), (kind, out)
+        assert drive().startswith("failed: ") and "test1112_cpp::scaled_add" in drive(), kind
+
+
+@pytest.mark.slow
+def test_the_mlir_route_stops_at_a_cpp_op(aoti_ops):
+    """... and lab 13.3's reason to leave IREE out: torch-mlir cannot lower an op it does not know."""
+    from fxcourse import FxCourseError, lowering
+
+    with pytest.raises(FxCourseError) as raised:
+        lowering(_CppOpModule(), torch.ones(2, 3), stages=("linalg-on-tensors",))
+    assert "test1112_cpp.scaled_add" in str(raised.value)
+
+
 @pytest.mark.slow
 def test_a_load_inline_library_includes_torch_extension_and_needs_python_symbols(tmp_path,
                                                                                  monkeypatch):
