@@ -8,8 +8,12 @@ the behaviour the lecture explains its numbers with).
   every call and computes batch norm in generated kernels; with ``freezing=True`` (inference)
   no copy is made per call, no kernel computes batch norm, and the convolutions become oneDNN
   calls with the pointwise work fused in.
+- §3: the IREE column counts every operation of the linalg-on-tensors module; the model's work
+  is its ``linalg.matmul`` and ``linalg.generic`` ops, and each linalg op carries a scalar body
+  (a matmul's is one ``arith.mulf`` and one ``arith.addf`` and its ``linalg.yield``).
 - §6: the MLIR route refuses ``torch.cond`` (torch-mlir's importer has no ``cond``), while the
-  exported program itself holds a ``cond`` node.
+  exported program itself holds a ``cond`` node, taking the predicate and the two branches as
+  subgraphs read with ``get_attr``; ``lowering`` names the stage and the op.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import pytest
 import torch
 from torch import nn
 
-from fxcourse import capture, compare_capture, inductor_code
+from fxcourse import FxCourseError, capture, compare_capture, inductor_code, lowering
 
 # a channels-last 4-d buffer whose first size is not 1: a weight laid out again
 _COPY = re.compile(r"empty_strided_cpu\(\((\d+), \d+, \d+, \d+\), \(\d+, 1, ")
@@ -92,3 +96,37 @@ def test_mlir_route_refuses_cond_that_export_keeps() -> None:
     iree = row["export + IREE"]
     assert not iree.worked
     assert "NotImplementedError" in iree.reason and "'cond'" in iree.reason
+
+
+class _TwoLayers(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(5, 7), nn.Linear(7, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.tanh(self.a(x)))
+
+
+def test_the_iree_count_is_every_op_of_the_linalg_module() -> None:
+    model, x = _TwoLayers().eval(), torch.randn(3, 5, generator=torch.Generator().manual_seed(2))
+    ops = lowering(model, x, stages=("linalg-on-tensors",)).stage("linalg-on-tensors").ops
+    row = compare_capture(model, x, paths=["export + IREE"])["export + IREE"]
+    assert row.worked and row.ops == sum(ops.values())
+    assert ops["linalg.matmul"] == 2 and ops["linalg.generic"] == 3  # bias, tanh, bias
+    linalg = sum(n for op, n in ops.items() if op.startswith("linalg.") and op != "linalg.yield")
+    assert ops["linalg.yield"] == linalg  # one scalar body per linalg op
+    assert ops["arith.mulf"] >= ops["linalg.matmul"] and ops["arith.addf"] >= ops["linalg.matmul"] + 2
+
+
+def test_the_exported_cond_takes_two_subgraphs_and_lowering_names_it() -> None:
+    model = _Branch().eval()
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(1))
+    graph = torch.export.export(model, (x,)).graph
+    cond = next(n for n in graph.nodes if str(n.target) == "cond")
+    predicate, true_fn, false_fn, operands = cond.args
+    assert [true_fn.op, false_fn.op] == ["get_attr", "get_attr"]
+    assert predicate.op == "call_function" and "gt" in str(predicate.target)
+    with pytest.raises(FxCourseError) as raised:
+        lowering(model, x, stages=("linalg-on-tensors",))
+    assert raised.value.where == "lowering, stage linalg-on-tensors"
+    assert "Higher-order operation 'cond'" in raised.value.got
