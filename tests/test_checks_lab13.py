@@ -859,9 +859,11 @@ def test_lab13_3_a_table_changed_after_choosing(change):
         return got
 
     result = expect_wrong("lab13.3", answer)
-    named = {"eager": ("table.eager", "table.eager"), "fields": ("the fields of a row", "某一行的字段"),
+    named = {"eager": ("table.eager", "table.eager"), "fields": ("the fields or attributes of a row", "某一行的字段"),
              "reorder": ("table.rows (their order", "table.rows（行的顺序")}[change]
     assert "changed the table" in result.en and named[0] in result.en and named[1] in result.zh
+    if change == "reorder":  # rows only reordered: no field is said to have changed
+        assert "fields" not in result.en and "字段" not in result.zh
 
 
 def test_lab13_3_an_empty_string_for_no_row():
@@ -870,3 +872,66 @@ def test_lab13_3_an_empty_string_for_no_row():
 
     result = expect_wrong("lab13.3", empty)
     assert "not an empty string" in result.en and "空字符串" in result.zh
+
+
+# -- the second attack on lab13.3 ------------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["row attribute", "table attribute", "cached method"])
+def test_lab13_3_attributes_left_on_the_table(where):
+    import functools
+
+    def answer(constraint, table):
+        if where == "row attribute":
+            for row in table.rows:
+                row.speedup = table.speedup(row.method)
+        elif where == "table attribute":
+            table._speeds = {r.method: table.speedup(r.method) for r in table.rows}
+        else:
+            table.speedup = functools.lru_cache(None)(table.speedup)
+        return solution("lab13", "choose")(constraint, table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "changed the table" in result.en and "修改了传入的表格" in result.zh
+    assert ("of a row" if where == "row attribute" else "an attribute of the table") in result.en
+
+
+def test_lab13_3_one_graph_required():
+    """A path that broke the graph still worked and matched: the rule has no graph filter."""
+    def one_graph(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and not r.breaks and r.graphs in (None, 1)
+              and r.method in _ref_allowed(constraint) and table.speedup(r.method) is not None]
+        return max(ok, key=table.speedup) if ok else None
+
+    result = expect_wrong("lab13.3", one_graph)
+    assert "dynamo fullgraph=False" in result.expected or "torch.compile inductor" in result.expected
+
+
+def test_lab13_3_latencies_compared_as_text():
+    def as_text(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        return min(ok, key=lambda r: r.latency.ms()).method if ok else None
+
+    result = expect_wrong("lab13.3", as_text)
+    assert "eager at 20 ms" in result.tried[0] and "eager 为 20 毫秒" in result.tried[1]
+
+
+def test_lab13_3_ranked_by_the_spread():
+    def by_iqr(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        return min(ok, key=lambda r: r.latency.iqr).method if ok else None
+
+    result = expect_wrong("lab13.3", by_iqr)
+    assert "is faster" in result.en
+
+
+def test_lab13_3_a_shallow_copy_sorted_is_told_to_make_a_new_list():
+    import copy
+
+    def shallow(constraint, table):
+        speeds = {r.method: table.speedup(r.method) for r in table.rows}
+        mine = copy.copy(table)
+        mine.rows.sort(key=lambda r: -(speeds[r.method] or 0))
+        return solution("lab13", "choose")(constraint, table)
+
+    result = expect_wrong("lab13.3", shallow)
+    assert "copy.copy(table) shares its rows" in result.en and "copy.copy(table)" in result.zh

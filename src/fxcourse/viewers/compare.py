@@ -119,11 +119,11 @@ class Comparison(Viewable):
                                 zh=f"Comparison[...]：传入的是一行（Attempt，{method.method!r}），而不是名字；请用 row.method 作下标。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
             raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows (rows being "
-                                "sorted in place look empty: sort a copy)",
-                                fix="sorted(table.rows, key=...) gives a sorted copy and leaves the table as it is",
+                                "sorted in place look empty, also through copy.copy(table), which shares them)",
+                                fix="sorted(table.rows, key=...) gives a sorted new list and leaves the table as it is",
                                 where="Comparison[...]",
                                 zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
-                                   "表看起来是空的：请对一份排好序的副本（sorted(table.rows, key=...)）操作，让表保持原样。")
+                                   "表看起来是空的（通过 copy.copy(table) 排序也一样，它与原表共用行列表）：请用 sorted(table.rows, key=...) 生成一个排好序的新列表，让表保持原样。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                             fix="index it by a method the table has (a table may hold only some paths: loop "
                                 "over table.rows)", where="Comparison[...]",
