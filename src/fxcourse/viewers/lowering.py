@@ -165,7 +165,7 @@ def _fail(stage: str, exc: BaseException, diagnostics: Sequence[str]) -> FxCours
         fix=("try another stage (each has its own op coverage), replace that op in the model, "
              "or keep the stages before it"),
         where=f"lowering, stage {stage}",
-        zh=(f"下降到 {stage!r} 失败{blocked_zh}（{type(exc).__name__}）；每个算子都要有到该阶段的下降规则。"
+        zh=(f"下降到 {stage!r} 失败{blocked_zh}（{type(exc).__name__}：{first}）；每个算子都要有到该阶段的下降规则。"
             "修复：换一个阶段（各阶段支持的算子不同），在模型中替换该算子，或只保留它之前的阶段。"))
 
 
