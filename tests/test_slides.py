@@ -49,18 +49,20 @@ def test_a_lecture_cuts_into_slides_the_same_in_both_languages(path):
         if level == 3:
             assert types[i] == "subslide"
         assert types[i] in ("slide", "subslide", "fragment", "-"), (i, types[i])
-    # a slide with the English cells and code that it opens fits the budget unless one cell alone is bigger
+    # a slide with the English cells and code that it opens fits the budget (pixels of a 1280×720
+    # slide) unless one cell alone is bigger; tests/test_slides_fit.py measures it in a browser
     shown = [(c, t) for c, t in zip(nb.cells, types) if "lang-zh" not in c.metadata.get("tags", [])]
     used = 0
     for cell, kind in shown:
-        lines = slides.estimate_lines(cell)
-        used = lines if kind in ("slide", "subslide") else used + lines
+        height = slides.estimate_height(cell)
+        used = height if kind in ("slide", "subslide") else used + height
         assert used <= slides.BUDGET or kind in ("slide", "subslide"), (cell.source[:60], used)
     assert sum(t == "slide" for _, t in shown) >= 5  # sections, Summary, Exercises
 
 
 def test_the_rules_on_a_small_notebook():
-    big = nbformat.v4.new_code_cell("\n".join(f"x{i} = {i}" for i in range(slides.BUDGET)))
+    big = nbformat.v4.new_code_cell("\n".join(f"x{i} = {i}" for i in range(30)))
+    assert slides.estimate_height(big) > slides.BUDGET  # 30 lines of code at 20 px: taller than a slide
     nb = nbformat.v4.new_notebook(cells=[
         _md("# Title\n\nWhy.", "en"), _md("# 标题\n\n为什么。", "zh"),
         nbformat.v4.new_code_cell("x = 1"),  # continues the title slide
@@ -105,6 +107,8 @@ def test_the_export_keeps_one_language_and_the_slide_metadata(tmp_path):
         nb = nbformat.read(tmp_path / lang / "course" / "00_overview.ipynb", as_version=4)
         assert [(c.source, _type(c)) for c in nb.cells[1:]] == expected[lang]
         assert _type(nb.cells[0]) == "skip" and nb.metadata.rise == {"scroll": True}
+        # the slideshow's style (font sizes, scrolling) comes along: RISE loads it from the folder
+        assert (tmp_path / lang / "course" / "rise.css").read_bytes() == (REPO / "course" / "rise.css").read_bytes()
         assert not any(f"lang-{'zh' if lang == 'en' else 'en'}" in c.metadata.get("tags", []) for c in nb.cells)
 
 

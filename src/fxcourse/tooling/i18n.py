@@ -39,6 +39,8 @@ KINDS = ("parity", "glossary")
 #: The tag of the first cell of an exported notebook, the one that sets its language.
 LANGUAGE_TAG = "fxcourse-language"
 DEFAULT_EXPORT = ["course", "labs", "solutions"]
+#: The stylesheet jupyterlab-rise loads for slideshows of the notebooks in its folder (course/).
+SLIDE_STYLE = "rise.css"
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _NAMES = {"lang-en": ("English", "英文"), "lang-zh": ("中文", "中文")}
 
@@ -400,7 +402,7 @@ def export_iter(paths: list[str | Path], lang: str, out_dir: str | Path, *,
                             where="i18n export", zh=f"i18n export：不支持语言 {lang!r}；请用 --lang en 或 --lang zh。")
     out = Path(out_dir)
     _check_out(out)
-    planned, glossaries, exports = [], {}, {}
+    planned, glossaries, exports, styles = [], {}, {}, {}
     for path in notebooks_in(paths):
         nb = single_language(nbrun.read(path, where="i18n export"), lang)
         target = out / path.parent.name / path.name
@@ -415,8 +417,13 @@ def export_iter(paths: list[str | Path], lang: str, out_dir: str | Path, *,
         glossary = find_glossary(path)
         if glossary is not None and glossary.resolve() != (out / "course" / glossary.name).resolve():
             glossaries[glossary.resolve()] = out / "course" / glossary.name
+        style = path.parent / SLIDE_STYLE  # what RISE loads for a slideshow of this folder's notebooks
+        if style.is_file() and style.resolve() != (target.parent / SLIDE_STYLE).resolve():
+            styles.setdefault(target.parent / SLIDE_STYLE, style)
         planned.append((nb, target))
     for source, target in list(glossaries.items())[:1]:  # one course's glossary per export
+        yield _write(source.read_bytes(), target, out)
+    for target, source in styles.items():
         yield _write(source.read_bytes(), target, out)
     for nb, target in planned:
         seconds = 0.0
@@ -451,7 +458,8 @@ def _write(data: bytes, target: Path, out: Path, *, nb: nbformat.NotebookNode | 
 
 def export(paths: list[str | Path], lang: str, out_dir: str | Path, *, execute: bool = False) -> list[Exported]:
     """Write single-language copies (see :func:`single_language`; code and outputs kept) to
-    ``out_dir/<folder>/<name>``, and the course's ``GLOSSARY.md`` to ``out_dir/course/``.
+    ``out_dir/<folder>/<name>``, the course's ``GLOSSARY.md`` to ``out_dir/course/``, and the
+    slideshow style (``rise.css``, see fxcourse.tooling.slides) beside the notebooks it styles.
     With ``execute``, each copy is run in a fresh kernel with ``FXCOURSE_LANG=lang`` before it
     is written, so its outputs are in that language. Every source is read and every target
     checked before anything is written; a target that exists with other content is first

@@ -7,8 +7,10 @@ and ``fxcourse slides check`` (and a test) proves that every lecture carries wha
 * a markdown cell opening with a ``#`` or ``##`` heading starts a slide, ``###`` a sub-slide;
 * prose right after a code cell is a fragment (it appears after the output it explains);
 * everything else continues the current slide, unless the slide would grow past
-  :data:`BUDGET` projector lines: then the cell starts a sub-slide of its own ("continued"
-  below the heading, reveal.js's vertical direction);
+  :data:`BUDGET` pixels (:func:`estimate_height`, at the sizes ``course/rise.css`` sets on a
+  1280×720 screen): then the cell starts a sub-slide of its own ("continued" below the
+  heading, reveal.js's vertical direction). A cell taller than a slide alone (a long function,
+  a long output, a big drawing) gets a sub-slide to itself and scrolls inside it;
 * the 中文 twin of an English cell gets the English cell's type, so both languages cut the
   course into the same slides; sizes are measured on the English cells and shared code;
 * the cell ``fxcourse i18n export`` adds to set the language is skipped.
@@ -16,12 +18,17 @@ and ``fxcourse slides check`` (and a test) proves that every lecture carries wha
 One language at a time: present the single-language copy that ``fxcourse i18n export --lang
 en|zh OUT course`` writes. It keeps every cell's metadata and drops the other language's
 cells, so no twin can add a slide or a fragment. The notebook's ``metadata.rise`` asks RISE
-to scroll a slide taller than the screen.
+to scroll a slide taller than the screen; ``course/rise.css`` (which RISE loads for every
+notebook in its folder, and which the export copies) sets the font sizes, keeps every slide
+inside the screen and marks a slide that scrolls.
 """
 from __future__ import annotations
 
+import base64
 import math
 import re
+import struct
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,17 +36,34 @@ import nbformat
 
 from .._lang import pick
 
-__all__ = ["BUDGET", "RISE_SETTINGS", "OutOfDate", "check_paths", "estimate_lines", "mark_notebook",
-           "mark_paths", "marked_backups", "slide_types"]
+__all__ = ["BUDGET", "CODE_PX", "PROSE_PX", "RISE_SETTINGS", "SCREEN", "OutOfDate", "SlideSize", "check_paths",
+           "estimate_height", "mark_notebook", "mark_paths", "marked_backups", "slide_heights", "slide_types"]
 
-#: About how many lines of notebook text fit on a 1280×720 projector in RISE.
-BUDGET = 30
+#: The projector the slides are made for (width, height in CSS pixels).
+SCREEN = (1280, 720)
+#: Font sizes ``course/rise.css`` gives prose and code (outputs too) on that screen.
+PROSE_PX, CODE_PX = 24, 20
+#: Pixels of a slide its cells may fill: the screen less rise.css's top padding (8) and the
+#: "more below" bar that ends every slide (44).
+BUDGET = SCREEN[1] - 8 - 44
 #: Notebook-level RISE settings every lecture carries.
 RISE_SETTINGS = {"scroll": True}
-#: Characters per projector line before prose or output wraps.
-WIDTH = 100
-#: An image or drawing counts as this many lines.
-IMAGE_LINES = 16
+# How tall things render at those sizes, measured in Chromium (jupyterlab-rise 0.43) on every
+# cell of lectures 03, 04, 07 and 08: code and text outputs to the pixel, prose within about a
+# line, HTML tables within two; tests/test_slides_fit.py walks the densest decks again.
+_PROSE_LINE = PROSE_PX * 1.4  # a line of prose (line-height 1.4)
+_PROSE_CHARS = 92  # characters of prose in one line across the slide
+_PROSE_GAP = 22  # below a paragraph
+_MD_CELL = 20  # a markdown cell's own padding
+_HEADINGS = {1: 74, 2: 60, 3: 52}  # a heading line with its margins (h4-h6 as h3)
+_CODE_LINE = 26  # a line of code or output (20 px, line-height 1.3)
+_CODE_CELL = 20  # a code cell's padding and editor border
+_OUTPUT_PAD = 6  # each output
+_OUTPUT_COLUMNS = 98  # monospace columns of an output line before it wraps
+_IMAGE_WIDTH = 1180  # widest an output image shows unscaled
+_TABLE_ROW = 28  # a line of an HTML table output (the course's graph tables)
+_TABLE_MARGIN = 110  # a table's header line, margins and caption
+_CODE_CHAR = 12.04  # a monospace column at 20 px
 #: The tag of the cell ``fxcourse i18n export`` adds (fxcourse.tooling.i18n.LANGUAGE_TAG).
 LANGUAGE_TAG = "fxcourse-language"
 _HEADING = re.compile(r"^(#{1,6})\s")
@@ -58,36 +82,120 @@ def _heading_level(cell: nbformat.NotebookNode) -> int:
     return len(m.group(1)) if m else 0
 
 
-def _wrapped(text: str) -> int:
-    return sum(max(1, math.ceil(len(line) / WIDTH)) for line in text.splitlines())
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"[`*_]|<[^>]+>")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def estimate_lines(cell: nbformat.NotebookNode) -> int:
-    """Roughly how many projector lines ``cell`` takes with its stored outputs.
+def _columns(line: str) -> int:
+    """Columns a monospace font gives ``line`` (a 中文 character is two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
 
-    >>> estimate_lines(nbformat.v4.new_markdown_cell("## Title\\n\\nOne line."))
-    4
-    >>> estimate_lines(nbformat.v4.new_code_cell("x = 1\\nx"))
-    2
+
+def _prose_lines(text: str, width: int = _PROSE_CHARS) -> int:
+    shown = _MARKUP.sub("", _LINK.sub(r"\1", text)).strip()
+    return max(1, math.ceil(_columns(shown) / width))
+
+
+def _output_lines(text: str) -> int:
+    return sum(max(1, math.ceil(_columns(line) / _OUTPUT_COLUMNS)) for line in _ANSI.sub("", text).splitlines())
+
+
+def _markdown_height(source: str) -> float:
+    """Paragraphs, list items, headings, table rows and fenced code of a markdown cell."""
+    height: float = _MD_CELL
+    blocks: list[list[str]] = []  # [kind, text]
+    fence = None
+    for line in source.splitlines():
+        if fence is not None:  # inside ``` ... ```
+            if line.strip().startswith("```"):
+                height += fence * 27 + 30
+                fence = None
+            else:
+                fence += 1
+        elif line.strip().startswith("```"):
+            fence = 0
+        elif not line.strip():
+            blocks.append(["blank", ""])
+        elif _HEADING.match(line):
+            height += _HEADINGS.get(len(_HEADING.match(line).group(1)), _HEADINGS[3])
+            blocks.append(["heading", ""])
+        elif line.lstrip().startswith("|"):
+            if not re.match(r"^\s*\|[\s:|-]+\|\s*$", line):  # not the rule under the header
+                cells = line.strip().strip("|").split("|")  # columns share the width: long cells wrap
+                width = max(8, _PROSE_CHARS // len(cells) - 2)
+                height += max(_prose_lines(c, width) for c in cells) * _PROSE_LINE + 8
+            blocks.append(["row", ""])
+        elif _ITEM.match(line):
+            blocks.append(["item", line])
+        elif blocks and blocks[-1][0] in ("para", "item"):
+            blocks[-1][1] += " " + line.strip()  # markdown joins the lines of a paragraph
+        else:
+            blocks.append(["para", line])
+    for kind, text in blocks:
+        if kind == "para":
+            height += _prose_lines(text) * _PROSE_LINE + _PROSE_GAP
+        elif kind == "item":
+            height += _prose_lines(text, _PROSE_CHARS - 3) * _PROSE_LINE
+    return height + (fence or 0) * 27
+
+
+def _image_size(data: dict) -> tuple[float, float] | None:
+    """(width, height) in CSS pixels of an image output: a PNG's header, an SVG's size."""
+    if "image/png" in data:
+        raw = base64.b64decode("".join(data["image/png"])[:64])
+        if raw[:8] == b"\x89PNG\r\n\x1a\n":
+            return struct.unpack(">II", raw[16:24])
+    if "image/svg+xml" in data:
+        svg = "".join(data["image/svg+xml"])
+        head = re.search(r"<svg\b[^>]*>", svg)
+        size = [re.search(rf'\b{k}="([0-9.]+)(pt|px)?"', head.group(0)) if head else None for k in ("width", "height")]
+        if all(size):
+            return tuple(float(m.group(1)) * (4 / 3 if m.group(2) == "pt" else 1) for m in size)
+    for kind in ("image/png", "image/jpeg", "image/svg+xml"):
+        if kind in data:
+            return (_IMAGE_WIDTH, 400)  # unknown size: about half a slide
+    return None
+
+
+def _output_height(output: dict) -> float:
+    if output.get("output_type") == "stream":
+        return _OUTPUT_PAD + _CODE_LINE * _output_lines("".join(output.get("text", "")))
+    if output.get("output_type") == "error":
+        return _OUTPUT_PAD + _CODE_LINE * _output_lines("\n".join(output.get("traceback", [])))
+    data = output.get("data", {})
+    size = _image_size(data)
+    if size is not None:
+        width, height = size
+        return _OUTPUT_PAD + height * min(1.0, _IMAGE_WIDTH / width)
+    if "text/html" in data:
+        html = "".join(data["text/html"])
+        rows = 0.0
+        for row in re.findall(r"<tr\b.*?</tr>", html, re.S):  # a long row wraps across the slide
+            cells = [_MARKUP.sub("", c) for c in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", row, re.S)]
+            width = _IMAGE_WIDTH / max(1, len(cells)) - 16  # columns share the width: long cells wrap
+            rows += max([math.ceil(_columns(c) * _CODE_CHAR / width) for c in cells] + [1])
+        rows += html.count("<p") + html.count("<br") + html.count("<li") + html.count("<h") + html.count("<summary")
+        return _OUTPUT_PAD + (_TABLE_MARGIN if "<table" in html else 20) + _TABLE_ROW * max(1, rows)
+    if "text/plain" in data:
+        return _OUTPUT_PAD + _CODE_LINE * _output_lines("".join(data["text/plain"]))
+    return 0
+
+
+def estimate_height(cell: nbformat.NotebookNode) -> int:
+    """About how many pixels ``cell`` takes on a 1280×720 slide, stored outputs included (the
+    view of a trusted notebook: drawings at their size, HTML tables rendered).
+
+    >>> estimate_height(nbformat.v4.new_code_cell("x = 1\\nx"))
+    72
+    >>> estimate_height(nbformat.v4.new_markdown_cell("## Title\\n\\nOne line."))
+    136
     """
-    if cell.cell_type == "markdown":
-        return _wrapped(cell.source) + (1 if _heading_level(cell) else 0)
-    lines = len(cell.source.splitlines()) or 1
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            lines += _wrapped(output.get("text", ""))
-            continue
-        data = output.get("data", {})
-        if any(kind.startswith("image/") for kind in data):
-            lines += IMAGE_LINES
-        elif "text/html" in data:
-            html = "".join(data["text/html"])
-            lines += max(2, html.count("<tr") + html.count("<p") + html.count("<br") + html.count("<li"))
-        elif "text/plain" in data:
-            lines += _wrapped("".join(data["text/plain"]))
-        elif output.get("output_type") == "error":
-            lines += len(output.get("traceback", []))
-    return lines
+    if cell.cell_type != "code":
+        return round(_markdown_height(cell.source))
+    height = _CODE_CELL + _CODE_LINE * max(1, len(cell.source.splitlines()))
+    return round(height + sum(_output_height(o) for o in cell.get("outputs", [])))
 
 
 def _twin_of_previous(cells: list[nbformat.NotebookNode], i: int) -> bool:
@@ -107,7 +215,7 @@ def slide_types(nb: nbformat.NotebookNode) -> list[str]:
     ['slide', 'slide', '-', 'fragment', 'fragment', 'subslide', 'subslide']
     """
     types: list[str] = []
-    used = 0  # lines on the current (sub-)slide
+    used = 0  # pixels on the current (sub-)slide
     previous_kind = None  # the kind of the previous cell that was sized (not a twin, not skipped)
     for i, cell in enumerate(nb.cells):
         if LANGUAGE_TAG in _tags(cell):
@@ -116,7 +224,7 @@ def slide_types(nb: nbformat.NotebookNode) -> list[str]:
         if _twin_of_previous(nb.cells, i):
             types.append(types[-1])
             continue
-        height, level = estimate_lines(cell), _heading_level(cell)
+        height, level = estimate_height(cell), _heading_level(cell)
         if level in (1, 2):
             kind, used = "slide", height
         elif level == 3:
@@ -203,3 +311,29 @@ def mark_paths(paths: list[str | Path]) -> list[Path]:
     from .i18n import notebooks_in
 
     return [Path(p) for p in notebooks_in(paths, where="slides mark") if mark_notebook(p)]
+
+
+@dataclass(frozen=True)
+class SlideSize:
+    """One slide or sub-slide of a lecture as ``slide_types`` cuts it, in English."""
+
+    first: int  # index of its first cell in the notebook
+    cells: int  # how many cells it shows (English prose, code)
+    height: int  # estimated pixels (:func:`estimate_height`)
+
+
+def slide_heights(nb: nbformat.NotebookNode, types: list[str] | None = None) -> list[SlideSize]:
+    """The estimated height of every (sub-)slide of ``nb`` cut as ``types`` says (default: its
+    stored slide metadata); the 中文 twins and skipped cells are left out, as an English
+    single-language copy shows it."""
+    if types is None:
+        types = [c.get("metadata", {}).get("slideshow", {}).get("slide_type") or "-" for c in nb.cells]
+    sizes: list[list[int]] = []  # [first, cells, height]
+    for i, (cell, kind) in enumerate(zip(nb.cells, types)):
+        if kind in ("skip", "notes") or "lang-zh" in _tags(cell):
+            continue
+        if kind in ("slide", "subslide") or not sizes:
+            sizes.append([i, 0, 0])
+        sizes[-1][1] += 1
+        sizes[-1][2] += estimate_height(cell)
+    return [SlideSize(*s) for s in sizes]
