@@ -4,7 +4,6 @@ language at a time through the single-language export, and a real slideshow in C
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import nbformat
