@@ -502,7 +502,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
     ("The C++ custom op: which files call an op by name and find its kernel in a library loaded beside them? "
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
-     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？见第 11 讲第 5 节和第 8 节；"
+     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
 ])
 def _check_choose(answer: Any) -> None:
@@ -530,7 +530,7 @@ def _check_choose(answer: Any) -> None:
             raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. Only "
                         "read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
                         "its rows.",
-                        f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。只读取它：要排序或筛选，"
+                        f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。只能读取，不要修改：要排序或筛选，"
                         "请生成一个新列表（sorted(table.rows, ...)）；copy.copy(table) 与原表共用同一个行列表。",
                         tried=tried)
         if got == "" and right is None:

@@ -156,7 +156,8 @@ def _blocking_op(diagnostics: Sequence[str]) -> str:
 def _fail(stage: str, exc: BaseException, diagnostics: Sequence[str]) -> FxCourseError:
     op = _blocking_op(diagnostics)
     first = _LOC.sub("", next((d for d in diagnostics if d.strip()), "") or str(exc)).strip()
-    first = " ".join(first.split())[:200]
+    first = " ".join(first.split())
+    first = first if len(first) <= 200 else first[:199] + "…"
     blocked = f", blocked by {op}" if op else ""
     blocked_zh = f"，卡在 {op} 上" if op else ""
     return FxCourseError(
