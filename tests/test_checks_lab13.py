@@ -716,9 +716,9 @@ def test_lab13_3_sorting_rows_while_reading_the_table_says_the_table_looks_empty
         return solution("lab13", "choose")(constraint, table)
 
     result = check("lab13.3", sorts)
-    assert result.status == "raised" and "sort a copy" in result.en, result.to_text()
+    assert result.status == "raised" and "sorted in place look empty" in result.en, result.to_text()
     assert "表中现在没有任何行" in result.zh  # the course's own error in each language, not English twice
-    with pytest.raises(FxCourseError, match="sort a copy"):
+    with pytest.raises(FxCourseError, match="sorted in place look empty"):
         Comparison("m", "x", "none", [])["torch.jit.trace"]  # a table with no rows says why it may look so
 
 
@@ -935,3 +935,102 @@ def test_lab13_3_a_shallow_copy_sorted_is_told_to_make_a_new_list():
 
     result = expect_wrong("lab13.3", shallow)
     assert "copy.copy(table) shares its rows" in result.en and "copy.copy(table)" in result.zh
+
+
+# -- the third attack on lab13.3 -------------------------------------------------------------------
+
+def test_lab13_3_rows_with_a_deprecation_note_skipped():
+    def no_notes(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and not r.note and not r.warnings
+              and r.method in _ref_allowed(constraint) and table.speedup(r.method) is not None]
+        return max(ok, key=table.speedup) if ok else None
+
+    result = expect_wrong("lab13.3", no_notes)
+    assert "torch.jit." in result.expected
+
+
+def test_lab13_3_none_unless_faster_than_eager_without_a_compiler():
+    def faster_only(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        if constraint == "no compiler on target" and got is not None and table.speedup(got) <= 1:
+            return None
+        return got
+
+    result = expect_wrong("lab13.3", faster_only)
+    assert result.tried[0].startswith("choose('no compiler on target'")
+
+
+@pytest.mark.parametrize("rank", ["upper bound", "int speed-up, later wins"])
+def test_lab13_3_ranked_by_something_close_to_speed(rank):
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        if not ok:
+            return None
+        if rank == "upper bound":
+            return min(ok, key=lambda r: r.latency.median + r.latency.iqr / 2).method
+        best = None
+        for r in ok:
+            if best is None or int(table.speedup(r.method)) >= int(table.speedup(best.method)):
+                best = r
+        return best.method
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_answers_cached_by_the_rows_names():
+    memo = {}
+
+    def cached(constraint, table):
+        key = (constraint, tuple((r.method, r.worked, r.matches) for r in table.rows))
+        if key not in memo:
+            memo[key] = solution("lab13", "choose")(constraint, table)
+        return memo[key]
+
+    expect_wrong("lab13.3", cached)
+
+
+def test_lab13_3_a_cache_keyed_by_the_tables_id_is_always_caught():
+    for _ in range(3):  # the tables stay alive during a check: no id is reused by chance
+        memo = {}
+
+        def by_id(constraint, table):
+            key = (constraint, id(table))
+            if key not in memo:
+                memo[key] = solution("lab13", "choose")(constraint, table)
+            return memo[key]
+
+        expect_passed("lab13.3", by_id)  # right: each table is new, so the cache never answers
+
+
+def test_lab13_3_patching_the_class_is_named_and_undone():
+    import functools
+
+    from fxcourse.viewers.compare import Comparison
+
+    original = Comparison.speedup
+
+    def patches(constraint, table):
+        Comparison.speedup = functools.lru_cache(None)(Comparison.speedup)
+        return solution("lab13", "choose")(constraint, table)
+
+    result = expect_wrong("lab13.3", patches)
+    assert "Comparison class itself (speedup)" in result.en and "Comparison 类本身" in result.zh
+    assert Comparison.speedup is original
+
+
+def test_lab13_3_the_string_none():
+    def text_none(constraint, table):
+        return solution("lab13", "choose")(constraint, table) or "None"
+
+    result = expect_wrong("lab13.3", text_none)
+    assert "the string 'None'" in result.en and "字符串 'None'" in result.zh
+
+
+def test_lab13_3_every_path_name_shows_in_full_in_the_chinese_table(monkeypatch):
+    from fxcourse.checks import lab13
+    from fxcourse.viewers.compare import PATHS as ALL
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    text = lab13._table([(m, True, True, 0.5) for m in ALL]).to_text(timings=True)
+    table = text.split("\n\n")[1]
+    assert all(m in table for m in ALL) and "…" not in table

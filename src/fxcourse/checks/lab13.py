@@ -400,6 +400,10 @@ ALLOWED = {
 CUSTOM = "C++ custom op, no Python on target"
 
 
+_SCRIPT_NOTE = "TorchScript is deprecated: use torch.compile or torch.export"  # as compare_capture notes it
+_SCRIPT_WARNING = "FutureWarning: `torch.jit.{}` is deprecated. Please switch to `torch.compile` or `torch.export`."
+
+
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0) -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``."""
     from ..viewers._latency import Latency
@@ -416,10 +420,14 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         splits = broken and w and m in ("dynamo fullgraph=False", "torch.compile inductor")
         # capture times run against speed in some rows and with it in others, so neither the shortest
         # nor the longest capture time is the fastest row in every table
+        # TorchScript's rows carry what compare_capture really records there: a deprecation note and warning
+        script = w and m.startswith("torch.jit")
         attempts.append(Attempt(m, w, "made up by the checker", (3 if splits else 1) if w else None,
                                 3 if w else None, mt, seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
                                 breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
-                                latency=None if ms is None else lat(ms, k)))
+                                latency=None if ms is None else lat(ms, k),
+                                note=_SCRIPT_NOTE if script else "",
+                                warnings=[_SCRIPT_WARNING.format(m.split(".")[-1])] if script else []))
     return Comparison("a made-up model", "(4, 6)", "given", attempts, lat(eager_ms))
 
 
@@ -466,6 +474,12 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
          ("export + AOTInductor", True, True, 0.25)]
     m = [("export + AOTInductor", True, True, 0.2), ("torch.compile inductor", True, True, 0.4),
          ("torch.jit.script", True, True, 0.3)]
+    # o, o2: two rows whose speed-ups share an integer part, the faster with the wider spread (median + IQR/2
+    # ranks them the other way); o2 has o's rows with the times swapped
+    o = [("torch.compile inductor", True, False, 0.1), ("torch.jit.script", True, True, 0.3),
+         ("export + AOTInductor", True, True, 0.33)]
+    o2 = [("torch.compile inductor", True, False, 0.1), ("torch.jit.script", True, True, 0.33),
+          ("export + AOTInductor", True, True, 0.3)]
     # n: eager at 20 ms, rows of 9 and 12 ms (compared as text, "12 ± …" sorts before "9 ± …")
     n = [("torch.jit.script", True, True, 9.0), ("export + AOTInductor", True, True, 12.0), ("eager", True, True, 20.0)]
     later = [("no Python on target", h, "torch.jit.script"), ("fastest", h, "torch.jit.script"),
@@ -478,7 +492,10 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
     custom = [(CUSTOM, a, "export + AOTInductor"), (CUSTOM, b, "torch.jit.trace"), (CUSTOM, c, None),
               (CUSTOM, d, "export + AOTInductor"), (CUSTOM, e, "export + AOTInductor"),
               (CUSTOM, f, "torch.jit.script"), (CUSTOM, h, "torch.jit.script"), (CUSTOM, j, None),
-              ("no Python on target", n, "torch.jit.script"), ("fastest", n, "torch.jit.script")]
+              ("no Python on target", n, "torch.jit.script"), ("fastest", n, "torch.jit.script"),
+              ("no compiler on target", h, "torch.jit.script"), ("no Python on target", o, "torch.jit.script"),
+              (CUSTOM, o, "torch.jit.script"), ("no Python on target", o2, "export + AOTInductor"),
+              (CUSTOM, o2, "export + AOTInductor")]
     return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
             ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
             ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
@@ -507,10 +524,15 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
 ])
 def _check_choose(answer: Any) -> None:
     need_callable(answer, "choose")
+    from ..viewers.compare import Comparison
+
+    kept = []  # every table stays alive during the check: no later table gets a used id
+    methods = dict(vars(Comparison))
     for constraint, rows, right in _choice_cases():
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
         rows = [row for row in rows if row[0] != "eager"]
         table = _table(rows, eager_ms)
+        kept.append(table)
         before = _table_state(table)
         listing = "; ".join(f"{m}: " + ("failed" if not w else "differs from eager" if not mt else f"{ms} ms")
                             for m, w, mt, ms in rows)
@@ -520,6 +542,17 @@ def _check_choose(answer: Any) -> None:
                  f"choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，各行：{listing_zh}")
         with quiet():
             got = answer(constraint, table)
+        changed = [k for k in set(methods) | set(vars(Comparison)) if vars(Comparison).get(k) is not methods.get(k)
+                   and k != "__slotnames__"]  # a cache copyreg fills on the first copy.copy
+        if changed:
+            for k in changed:  # put the class back before anything else uses it
+                if k in methods:
+                    setattr(Comparison, k, methods[k])
+                else:
+                    delattr(Comparison, k)
+            raise Wrong(f"Your function changed the Comparison class itself ({', '.join(sorted(changed))}); only "
+                        "read the table.", f"你的函数修改了 Comparison 类本身（{'、'.join(sorted(changed))}）；只能读取表格。",
+                        tried=tried)
         after = _table_state(table)
         if after != before:
             parts = (("table.rows (their order or which rows)", "table.rows（行的顺序或包含哪些行）"),
@@ -533,6 +566,10 @@ def _check_choose(answer: Any) -> None:
                         f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。只能读取，不要修改：要排序或筛选，"
                         "请生成一个新列表（sorted(table.rows, ...)）；copy.copy(table) 与原表共用同一个行列表。",
                         tried=tried)
+        if got == "None":
+            raise Wrong("You returned the string 'None'; return the value None when no row qualifies.",
+                        "你返回的是字符串 'None'；没有符合条件的行时，应返回值 None。", tried=tried,
+                        expected=repr(right), got=repr(got))
         if got == "" and right is None:
             raise Wrong("No path of this table fits, and then the answer is None, not an empty string.",
                         "这张表里没有符合条件的路径，这时答案是 None，而不是空字符串。", tried=tried,

@@ -118,12 +118,12 @@ class Comparison(Viewable):
                                 fix="index the table by row.method", where="Comparison[...]",
                                 zh=f"Comparison[...]：传入的是一行（Attempt，{method.method!r}），而不是名字；请用 row.method 作下标。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
-            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows (rows being "
-                                "sorted in place look empty, also through copy.copy(table), which shares them)",
-                                fix="sorted(table.rows, key=...) gives a sorted new list and leaves the table as it is",
+            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows: rows being sorted in place "
+                                "look empty (a table's copy.copy shares them)",
+                                fix="sorted(table.rows, key=...) gives a new list",
                                 where="Comparison[...]",
                                 zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
-                                   "表看起来是空的（通过 copy.copy(table) 排序也一样，它与原表共用行列表）：请用 sorted(table.rows, key=...) 生成一个排好序的新列表，让表保持原样。")
+                                   "表看起来是空的（表的 copy.copy 与原表共用行列表）：请用 sorted(table.rows, key=...) 生成一个新列表。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                             fix="index it by a method the table has (a table may hold only some paths: loop "
                                 "over table.rows)", where="Comparison[...]",
@@ -170,8 +170,9 @@ class Comparison(Viewable):
                     f"延迟：共 {e.rounds} 轮，每轮顺序不同（每条路径紧跟在其他每条路径之后的次数相同），"
                     f"取中位数 ± 四分位距的一半；{e.threads} 个线程，不记录梯度；eager：{e.ms()} 毫秒")
 
-    def to_text(self, timings: bool = False, width: int = 100) -> str:
-        """Table, then one reason line (and a note) per row. Timings only when asked."""
+    def to_text(self, timings: bool = False, width: int = 110) -> str:
+        """Table, then one reason line (and a note) per row. Timings only when asked (110 columns:
+        the 中文 headers with timings, every path's name in full)."""
         out = [self._headline(), "", self._table(timings).to_text(width=width), self._ops_note()]
         if timings and self.eager is not None:
             out.append(self._timing_line())
