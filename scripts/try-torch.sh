@@ -67,7 +67,7 @@ rm -f "$report"  # a report from an earlier run in this side environment is not 
 start=$(date +%s)
 set +e
 "$py" -m pytest -p fxcourse.tooling.trytorch --try-torch-report "$report" -n "${FXCOURSE_WORKERS:-2}" \
-  --dist loadscope --nbval -q --continue-on-collection-errors -o addopts="--nbval-sanitize-with=tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider" \
+  --dist loadscope --nbval -q --continue-on-collection-errors -o addopts="--nbval-sanitize-with=nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider" \
   "${tests[@]}" > "$side/pytest.log" 2>&1
 status=$?
 set -e

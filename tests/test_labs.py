@@ -251,6 +251,15 @@ def test_labs_check_in_a_learners_bundle_runs_each_lab(tmp_path, monkeypatch, ca
     assert sorted(p.name for p in bundle.iterdir()) == ["course", "labs"]  # it ran on a copy
 
 
+def test_i18n_check_without_paths_in_a_bundle_checks_what_it_holds(tmp_path, monkeypatch, capsys):
+    """The course's default folders are course/, labs/ and solutions/; a bundle has no solutions/."""
+    bundle = _bundle(tmp_path)
+    monkeypatch.chdir(bundle)
+    monkeypatch.setenv("FXCOURSE_LANG", "en")
+    assert main(["i18n", "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 notebooks, 0 problems"
+
+
 def test_labs_check_in_a_bundle_names_an_edited_lab_and_a_missing_file(tmp_path, monkeypatch, capsys):
     bundle = _bundle(tmp_path)
     lab = bundle / "labs" / "lab00_warmup.ipynb"

@@ -1,22 +1,29 @@
 """The wheelhouse: scripts/wheelhouse.sh asks pip for everything set-up installs, and
 scripts/setup.sh installs from a wheelhouse folder, without the network, when one is there.
 
-Nothing is downloaded or installed here: both scripts run for real against a stand-in Python
+Most tests download and install nothing: both scripts run for real against a stand-in Python
 (a small shell script) that records the pip commands it is given and runs everything else
-with this Python.
+with this Python. One slow test downloads the workshop hub's part for real (`wheelhouse.sh --hub`),
+installs it in a fresh virtual environment with package downloads refused and starts the hub.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import pytest
+from commands import NO_TOOL, offline
 
 from fxcourse._pins import TORCH, TORCHVISION
 
@@ -166,3 +173,105 @@ def test_setup_can_install_the_cpu_only_pair(tmp_path: Path) -> None:
     assert torch_install == ["-q", "--extra-index-url", "http://index.invalid/cpu", f"torch=={TORCH}+cpu",
                              f"torchvision=={TORCHVISION}+cpu"], torch_install
     assert PIN_TORCH not in torch_install
+
+
+def _hub_pins() -> dict[str, str]:
+    return dict(re.findall(r"^(JUPYTERHUB|CHP)_VERSION=(\S+)$", (ROOT / "scripts" / "workshop.sh").read_text(), re.M))
+
+
+def test_wheelhouse_script_hub_part_asks_pip_for_the_hub_alone(tmp_path: Path) -> None:
+    course = tmp_path / "course-copy"
+    (course / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "wheelhouse.sh", course / "scripts" / "wheelhouse.sh")
+    shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
+    _copy_pins(course)
+    log = tmp_path / "pip.log"
+    fake = tmp_path / "bin" / "python"
+    _stand_in_python(fake, log)
+    run = subprocess.run(["bash", "scripts/wheelhouse.sh", "--hub"], cwd=course,
+                         env={**os.environ, "PYTHON": str(fake)}, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    (command,) = [line.split("\t") for line in log.read_text().splitlines()]
+    # not wheelhouse/, where setup.sh would take a folder without torch for the whole course's wheelhouse
+    assert command == ["pip", "download", "--dest", "wheelhouse-hub", "-r", "wheelhouse-hub/requirements.txt"]
+    pins = _hub_pins()
+    assert (course / "wheelhouse-hub" / "requirements.txt").read_text().splitlines() == [
+        f"jupyterhub=={pins['JUPYTERHUB']}", f"configurable-http-proxy=={pins['CHP']}"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_hub_installs_from_its_wheelhouse_and_starts_without_network(tmp_path: Path) -> None:
+    """`bash scripts/wheelhouse.sh --hub DIR` for real; then, in a fresh virtual environment and a room
+    with no network and no Node.js, the install command the script prints, and jupyterhub from that
+    environment: it answers through its proxy, which is the Python configurable-http-proxy."""
+    import psutil
+
+    started = time.monotonic()
+    folder = tmp_path / "hub-wheels"
+    made = subprocess.run(["bash", "scripts/wheelhouse.sh", "--hub", str(folder)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
+    downloaded = round(time.monotonic() - started, 1)
+    pins = _hub_pins()
+    wheels = {p.name.lower() for p in folder.iterdir()}
+    assert any(n.startswith(f"jupyterhub-{pins['JUPYTERHUB']}-") for n in wheels), wheels
+    assert any(n.startswith(f"configurable_http_proxy-{pins['CHP']}-") for n in wheels), wheels
+    assert not any(n.startswith(("torch", "nvidia", "jupyterlab-")) for n in wheels), wheels  # the hub alone
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = offline(os.environ, tmp_path / "no-network")
+    env.pop("PIP_FIND_LINKS", None)  # the wheelhouse alone, not a folder of this machine's pip set-up
+    printed = re.search(r"安装：(\.venv/bin/python -m pip install .+)$", made.stdout, re.M)
+    assert printed, made.stdout
+    install = shlex.split(printed.group(1))
+    install[0] = str(venv / "bin" / "python")
+    installed = subprocess.run(install, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-3000:]
+    # the room: no Node.js (shadowed first on PATH), the fresh environment's commands next
+    no_network, rest = env["PATH"].split(os.pathsep, 1)
+    env["PATH"] = os.pathsep.join([no_network, str(venv / "bin"), rest])
+    port, hub_port, api_port = _free_port(), _free_port(), _free_port()
+    log_path = tmp_path / "hub.log"
+    with open(log_path, "w") as log:
+        hub = subprocess.Popen([str(venv / "bin" / "jupyterhub"), "--ip=127.0.0.1", f"--port={port}",
+                                f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_port}",
+                                f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{api_port}"],
+                               cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/hub/api", timeout=2) as r:
+                    answer = json.load(r)
+                    break
+            except OSError:
+                pass
+            if hub.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the hub did not start:\n" + log_path.read_text()[-4000:])
+            time.sleep(0.25)
+        assert answer["version"] == pins["JUPYTERHUB"], answer
+        proxies = [p for p in psutil.Process(hub.pid).children(recursive=True)
+                   if any("configurable-http-proxy" in a for a in p.cmdline())]
+        assert len(proxies) == 1, proxies
+        assert Path(proxies[0].exe()).name.startswith("python"), proxies[0].exe()
+        assert str(venv / "bin" / "configurable-http-proxy") in proxies[0].cmdline(), proxies[0].cmdline()
+        assert NO_TOOL not in log_path.read_text()
+    finally:
+        children = psutil.Process(hub.pid).children(recursive=True) if hub.poll() is None else []
+        if hub.poll() is None:
+            hub.send_signal(signal.SIGINT)
+            try:
+                hub.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(hub.pid, signal.SIGKILL)
+                hub.wait(timeout=10)
+        _, alive = psutil.wait_procs(children, timeout=10)
+        for proc in alive:
+            proc.kill()
+    print(f"hub wheelhouse: downloaded in {downloaded} s; whole test {time.monotonic() - started:.1f} s")

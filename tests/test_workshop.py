@@ -27,6 +27,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from commands import NO_TOOL
+from commands import offline as _offline
 from test_browser import _browser
 
 ROOT_MODE = hasattr(os, "geteuid") and os.geteuid() == 0  # CI: a Unix user per learner
@@ -88,22 +90,6 @@ def _stop(hub: subprocess.Popen, root: Path) -> list[str]:
             pass
     psutil.wait_procs(left, timeout=10)
     return [str(p) for p in left]
-
-
-#: What a tool shadowed by _offline prints when something calls it.
-NO_TOOL = "called in a room without network or Node.js"
-
-
-def _offline(environ, folder: Path) -> dict:
-    """``environ`` as a room with no network would have it: pip may not download (no index, and
-    an index address that refuses), and node, npm and npx are commands in ``folder``, first on
-    PATH, that only fail with NO_TOOL."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for tool in ("node", "nodejs", "npm", "npx"):
-        (folder / tool).write_text(f"#!/bin/sh\necho \"{tool}: {NO_TOOL}\" >&2\nexit 1\n")
-        (folder / tool).chmod(0o755)
-    return dict(environ, PATH=f"{folder}{os.pathsep}{environ.get('PATH', '')}", PIP_NO_INDEX="1",
-                PIP_INDEX_URL="http://127.0.0.1:9/simple", npm_config_offline="true")
 
 
 @pytest.fixture(scope="module")
