@@ -93,8 +93,11 @@ def test_mark_is_rerunnable_and_changes_only_slide_metadata(tmp_path, capsys):
     assert main(["slides", "mark", str(copy)]) == 0 and "0 notebooks" in capsys.readouterr().out
 
 
-def test_the_export_keeps_one_language_and_the_slide_metadata(tmp_path):
-    source = nbformat.read(REPO / "course" / "00_overview.ipynb", as_version=4)
+@pytest.mark.parametrize("name", ["00_overview.ipynb", "07_dynamo_guards_breaks.ipynb"])
+def test_the_export_keeps_one_language_and_cuts_its_slides_for_it(tmp_path, name):
+    """The export keeps one language's cells; its slides are cut again for that language, so that
+    `slides check` on the export (the README's recipe) agrees; the English cut is the course's."""
+    source = nbformat.read(REPO / "course" / name, as_version=4)
     expected = {"en": [], "zh": []}
     for cell in source.cells:
         tags = cell.metadata.get("tags", [])
@@ -102,9 +105,13 @@ def test_the_export_keeps_one_language_and_the_slide_metadata(tmp_path):
             if f"lang-{'zh' if lang == 'en' else 'en'}" not in tags:
                 expected[lang].append((cell.source, _type(cell)))
     for lang in ("en", "zh"):
-        i18n.export([REPO / "course" / "00_overview.ipynb"], lang, tmp_path / lang)
-        nb = nbformat.read(tmp_path / lang / "course" / "00_overview.ipynb", as_version=4)
-        assert [(c.source, _type(c)) for c in nb.cells[1:]] == expected[lang]
+        i18n.export([REPO / "course" / name], lang, tmp_path / lang)
+        nb = nbformat.read(tmp_path / lang / "course" / name, as_version=4)
+        assert [c.source for c in nb.cells[1:]] == [src for src, _ in expected[lang]]
+        if lang == "en":
+            assert [(c.source, _type(c)) for c in nb.cells[1:]] == expected[lang]
+        assert [_type(c) for c in nb.cells] == slides.slide_types(nb)
+        assert slides.check_paths([tmp_path / lang / "course"]) == []
         assert _type(nb.cells[0]) == "skip" and nb.metadata.rise == {"scroll": True}
         # the slideshow's style (font sizes, scrolling) comes along: RISE loads it from the folder
         assert (tmp_path / lang / "course" / "rise.css").read_bytes() == (REPO / "course" / "rise.css").read_bytes()

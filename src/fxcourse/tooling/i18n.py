@@ -434,11 +434,24 @@ def export_iter(paths: list[str | Path], lang: str, out_dir: str | Path, *,
                 nbrun.execute(nb, target.parent.resolve(), name=f"{target.parent.name}/{target.name}",
                               where="i18n export")
             seconds = (datetime.now() - start).total_seconds()
+        _cut_slides(nb)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             text = nbformat.writes(nb)
         text += "" if text.endswith("\n") else "\n"  # what nbformat.write puts in a file
         yield _write(text.encode("utf-8"), target, out, nb=nb, seconds=seconds)
+
+
+def _cut_slides(nb: nbformat.NotebookNode) -> None:
+    """A lecture's slides cut again for the one language left (and its outputs, when re-run), by
+    ``fxcourse slides mark``'s rules, so that ``slides check`` on the export agrees: a 中文
+    paragraph is not as tall as its English twin was."""
+    if not any("slideshow" in cell.get("metadata", {}) for cell in nb.cells[1:]):
+        return  # not a slideshow (labs, solutions)
+    from .slides import slide_types
+
+    for cell, kind in zip(nb.cells, slide_types(nb)):
+        cell.setdefault("metadata", {}).setdefault("slideshow", {})["slide_type"] = kind
 
 
 def _write(data: bytes, target: Path, out: Path, *, nb: nbformat.NotebookNode | None = None,
