@@ -1014,7 +1014,7 @@ def test_lab13_3_patching_the_class_is_named_and_undone():
         return solution("lab13", "choose")(constraint, table)
 
     result = expect_wrong("lab13.3", patches)
-    assert "Comparison class itself (speedup)" in result.en and "Comparison 类本身" in result.zh
+    assert "changed a class of the library (Comparison.speedup)" in result.en and "修改了库中的类" in result.zh
     assert Comparison.speedup is original
 
 
@@ -1034,3 +1034,69 @@ def test_lab13_3_every_path_name_shows_in_full_in_the_chinese_table(monkeypatch)
     text = lab13._table([(m, True, True, 0.5) for m in ALL]).to_text(timings=True)
     table = text.split("\n\n")[1]
     assert all(m in table for m in ALL) and "…" not in table
+
+
+# -- the fourth attack on lab13.3 ------------------------------------------------------------------
+
+def test_lab13_3_an_answer_kept_per_table_whatever_the_constraint():
+    memo = {}
+
+    def per_table(constraint, table):
+        if id(table) not in memo:
+            memo[id(table)] = solution("lab13", "choose")(constraint, table)
+        return memo[id(table)]
+
+    expect_wrong("lab13.3", per_table)
+
+
+@pytest.mark.parametrize("constraint", ["fastest", "no compiler on target"])
+def test_lab13_3_something_returned_when_nothing_qualifies(constraint):
+    def answer(c, table):
+        got = solution("lab13", "choose")(c, table)
+        if got is None and c == constraint:
+            timed = [r.method for r in table.rows if table.speedup(r.method) is not None]
+            return max(timed, key=table.speedup) if timed else max(r.method for r in table.rows)
+        return got
+
+    result = expect_wrong("lab13.3", answer)
+    assert result.expected == "None" and result.tried[0].startswith(f"choose({constraint!r}")
+
+
+@pytest.mark.parametrize("cls", ["Attempt", "Latency"])
+def test_lab13_3_patching_a_row_class_is_named_and_undone(cls):
+    from fxcourse.viewers import _latency, compare
+
+    target = {"Attempt": compare.Attempt, "Latency": _latency.Latency}[cls]
+    had = "__lt__" in vars(target)
+    original = vars(target).get("__lt__")
+
+    def patches(constraint, table):
+        target.__lt__ = lambda self, other: id(self) < id(other)
+        return solution("lab13", "choose")(constraint, table)
+
+    result = expect_wrong("lab13.3", patches)
+    assert f"{cls}.__lt__" in result.en
+    assert ("__lt__" in vars(target)) == had and vars(target).get("__lt__") is original
+
+
+@pytest.mark.parametrize("rounding", ["speed-up to 2 decimals", "milliseconds as printed"])
+def test_lab13_3_speeds_compared_after_rounding(rounding):
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        if rounding == "speed-up to 2 decimals":
+            return max(ok, key=lambda r: round(table.speedup(r.method), 2)).method if ok else None
+        return min(ok, key=lambda r: float(r.latency.ms().split(" ± ")[0])).method if ok else None
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_the_top_speed_looked_up_among_all_rows():
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        if not ok:
+            return None
+        top = max(table.speedup(r.method) for r in ok)
+        return next(r.method for r in table.rows if table.speedup(r.method) == top)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "does not allow" in result.en or "differs from eager" in result.en

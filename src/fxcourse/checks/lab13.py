@@ -480,6 +480,15 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
          ("export + AOTInductor", True, True, 0.33)]
     o2 = [("torch.compile inductor", True, False, 0.1), ("torch.jit.script", True, True, 0.33),
           ("export + AOTInductor", True, True, 0.3)]
+    # z, z2: nothing qualifies for "fastest" / "no compiler on target" (z2 only for the latter)
+    z = [("torch.jit.trace", True, False, 0.2), ("torch.jit.script", False, None, None),
+         ("torch.compile inductor", False, None, None)]
+    z2 = [("torch.jit.script", False, None, None), ("torch.compile inductor", True, True, 0.3)]
+    # r: speed-ups 2.0 and 2.0016 (alike at two decimals, or at three digits of milliseconds); q: three
+    # rows equally fast, only one of them right and allowed
+    r = [("torch.jit.script", True, True, 0.5), ("export + AOTInductor", True, True, 0.4996)]
+    q = [("torch.compile inductor", True, True, 0.3), ("torch.jit.trace", True, False, 0.3),
+         ("export + AOTInductor", True, True, 0.3)]
     # n: eager at 20 ms, rows of 9 and 12 ms (compared as text, "12 ± …" sorts before "9 ± …")
     n = [("torch.jit.script", True, True, 9.0), ("export + AOTInductor", True, True, 12.0), ("eager", True, True, 20.0)]
     later = [("no Python on target", h, "torch.jit.script"), ("fastest", h, "torch.jit.script"),
@@ -495,7 +504,10 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
               ("no Python on target", n, "torch.jit.script"), ("fastest", n, "torch.jit.script"),
               ("no compiler on target", h, "torch.jit.script"), ("no Python on target", o, "torch.jit.script"),
               (CUSTOM, o, "torch.jit.script"), ("no Python on target", o2, "export + AOTInductor"),
-              (CUSTOM, o2, "export + AOTInductor")]
+              (CUSTOM, o2, "export + AOTInductor"), ("fastest", z, None), ("no compiler on target", z, None),
+              ("no compiler on target", z2, None), ("fastest", z2, "torch.compile inductor"),
+              ("no Python on target", r, "export + AOTInductor"), ("fastest", r, "export + AOTInductor"),
+              ("no compiler on target", q, "export + AOTInductor"), ("no Python on target", q, "export + AOTInductor")]
     return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
             ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
             ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
@@ -526,13 +538,19 @@ def _check_choose(answer: Any) -> None:
     need_callable(answer, "choose")
     from ..viewers.compare import Comparison
 
-    kept = []  # every table stays alive during the check: no later table gets a used id
-    methods = dict(vars(Comparison))
+    from ..viewers._latency import Latency
+    from ..viewers.compare import Attempt
+
+    # one table per list of rows, asked about each of its constraints in turn, all kept alive during the
+    # check (no later table gets a used id)
+    tables: dict[int, Any] = {}
+    classes = {cls: dict(vars(cls)) for cls in (Comparison, Attempt, Latency)}
     for constraint, rows, right in _choice_cases():
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
+        if id(rows) not in tables:
+            tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms))
+        table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
-        table = _table(rows, eager_ms)
-        kept.append(table)
         before = _table_state(table)
         listing = "; ".join(f"{m}: " + ("failed" if not w else "differs from eager" if not mt else f"{ms} ms")
                             for m, w, mt, ms in rows)
@@ -542,17 +560,19 @@ def _check_choose(answer: Any) -> None:
                  f"choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，各行：{listing_zh}")
         with quiet():
             got = answer(constraint, table)
-        changed = [k for k in set(methods) | set(vars(Comparison)) if vars(Comparison).get(k) is not methods.get(k)
-                   and k != "__slotnames__"]  # a cache copyreg fills on the first copy.copy
-        if changed:
-            for k in changed:  # put the class back before anything else uses it
+        changed = []
+        for cls, methods in classes.items():
+            names = [k for k in set(methods) | set(vars(cls)) if vars(cls).get(k) is not methods.get(k)
+                     and k != "__slotnames__"]  # a cache copyreg fills on the first copy.copy
+            for k in names:  # put the class back before anything else uses it
                 if k in methods:
-                    setattr(Comparison, k, methods[k])
+                    setattr(cls, k, methods[k])
                 else:
-                    delattr(Comparison, k)
-            raise Wrong(f"Your function changed the Comparison class itself ({', '.join(sorted(changed))}); only "
-                        "read the table.", f"你的函数修改了 Comparison 类本身（{'、'.join(sorted(changed))}）；只能读取表格。",
-                        tried=tried)
+                    delattr(cls, k)
+            changed += [f"{cls.__name__}.{k}" for k in sorted(names)]
+        if changed:
+            raise Wrong(f"Your function changed a class of the library ({', '.join(changed)}); only read the table.",
+                        f"你的函数修改了库中的类（{'、'.join(changed)}）；只能读取表格。", tried=tried)
         after = _table_state(table)
         if after != before:
             parts = (("table.rows (their order or which rows)", "table.rows（行的顺序或包含哪些行）"),
