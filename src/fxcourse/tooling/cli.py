@@ -131,14 +131,14 @@ def _parser() -> argparse.ArgumentParser:
     i18n = sub.add_parser("i18n", help="bilingual parity check and single-language export / 双语检查与导出")
     i18n_sub = i18n.add_subparsers(dest="action", required=True)
     c = i18n_sub.add_parser("check", help="check English/中文 cell pairs / 检查中英文单元是否成对")
-    c.add_argument("paths", nargs="*",
+    c.add_argument("paths", nargs="*", default=[],
                    help="notebooks or folders (default: course labs solutions) / 笔记本或文件夹（默认 course labs solutions）")
     c.add_argument("--only", choices=["parity", "glossary"], help="one kind of problem: English/中文 pairs and "
                    "skeleton, or the glossary (course/GLOSSARY.md) / 只查一类问题：中英文成对与结构，或术语表")
     e = i18n_sub.add_parser("export", help="write single-language copies into OUT / 把单语言版本写到 OUT")
     e.add_argument("--lang", required=True, choices=["en", "zh"], help="the language kept / 保留的语言")
     e.add_argument("out", help="output folder, e.g. build/zh / 输出文件夹，例如 build/zh")
-    e.add_argument("paths", nargs="*",
+    e.add_argument("paths", nargs="*", default=[],
                    help="notebooks or folders (default: course labs solutions) / 笔记本或文件夹（默认 course labs solutions）")
     e.add_argument("--no-execute", action="store_true", help="copy stored outputs instead of running each "
                    "notebook in that language (fast) / 不重新运行，直接保留已有输出（更快）")
