@@ -130,7 +130,8 @@ def test_setup_finds_a_wheelhouse_elsewhere(tmp_path: Path) -> None:
     assert all(args[1:4] == ["--no-index", "--find-links", str(elsewhere)] for args in installs), installs
 
 
-def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> None:
+def _wheelhouse_script_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A course folder holding wheelhouse.sh and what it reads, and a stand-in python that logs pip."""
     course = tmp_path / "course-copy"
     (course / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "wheelhouse.sh", course / "scripts" / "wheelhouse.sh")
@@ -139,6 +140,11 @@ def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> 
     log = tmp_path / "pip.log"
     fake = tmp_path / "bin" / "python"
     _stand_in_python(fake, log)
+    return course, log, fake
+
+
+def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> None:
+    course, log, fake = _wheelhouse_script_copy(tmp_path)
     run = subprocess.run(["bash", "scripts/wheelhouse.sh", "room", "--python-version", "3.11"], cwd=course,
                          env={**os.environ, "PYTHON": str(fake)}, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -153,7 +159,7 @@ def test_wheelhouse_script_asks_pip_for_every_pinned_package(tmp_path: Path) -> 
     assert listed == [r for r in wanted if not re.match(r"torch(vision)?==", r)]
     assert {"setuptools>=68", "wheel", "pytest>=8", "jupyterlab==4.6.*"} <= set(listed)
     # the workshop hub as workshop.sh pins it, its proxy included: a room with no network can start it
-    pins = dict(re.findall(r"^(JUPYTERHUB|CHP)_VERSION=(\S+)$", (ROOT / "scripts" / "workshop.sh").read_text(), re.M))
+    pins = _hub_pins()
     assert {f"jupyterhub=={pins['JUPYTERHUB']}", f"configurable-http-proxy=={pins['CHP']}"} <= set(listed)
 
 
@@ -180,14 +186,7 @@ def _hub_pins() -> dict[str, str]:
 
 
 def test_wheelhouse_script_hub_part_asks_pip_for_the_hub_alone(tmp_path: Path) -> None:
-    course = tmp_path / "course-copy"
-    (course / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "wheelhouse.sh", course / "scripts" / "wheelhouse.sh")
-    shutil.copy(ROOT / "pyproject.toml", course / "pyproject.toml")
-    _copy_pins(course)
-    log = tmp_path / "pip.log"
-    fake = tmp_path / "bin" / "python"
-    _stand_in_python(fake, log)
+    course, log, fake = _wheelhouse_script_copy(tmp_path)
     run = subprocess.run(["bash", "scripts/wheelhouse.sh", "--hub"], cwd=course,
                          env={**os.environ, "PYTHON": str(fake)}, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
