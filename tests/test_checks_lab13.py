@@ -1100,3 +1100,48 @@ def test_lab13_3_the_top_speed_looked_up_among_all_rows():
 
     result = expect_wrong("lab13.3", answer)
     assert "does not allow" in result.en or "differs from eager" in result.en
+
+
+# -- the fifth attack on lab13.3 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("keeps", ["first", "last"])
+def test_lab13_3_alike_speeds_rounded_either_way(keeps):
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ranked = sorted(ok, key=lambda r: round(table.speedup(r.method), 2), reverse=keeps == "first")
+        if not ranked:
+            return None
+        return ranked[0].method if keeps == "first" else ranked[-1].method
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_dict_keyed_by_speed_over_every_row():
+    def answer(constraint, table):
+        by_speed = {table.speedup(r.method): r for r in table.rows if table.speedup(r.method) is not None}
+        for speed in sorted(by_speed, reverse=True):
+            r = by_speed[speed]
+            if r.worked and r.matches and r.method in _ref_allowed(constraint):
+                return r.method
+        return None
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("weighted", ["export + IREE", "torch.jit.trace", "torch.jit.script"])
+def test_lab13_3_a_path_weighted_down_a_little(weighted):
+    def answer(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)
+              and table.speedup(r.method) is not None]
+        return max(ok, key=lambda m: table.speedup(m) * (0.9 if m == weighted else 1.0)) if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert weighted in result.expected
+
+
+def test_lab13_3_the_checkers_tables_speak_chinese(monkeypatch):
+    from fxcourse.checks import lab13
+
+    monkeypatch.setenv("FXCOURSE_LANG", "zh")
+    text = lab13._table([("torch.jit.script", True, True, 0.5)]).to_text()
+    assert "检查器构造的" in text and "TorchScript 已被弃用" in text and "made up" not in text
