@@ -80,8 +80,10 @@ def test_the_rule_fails_a_made_up_lecture_that_does_not_fit():
     items = _md("## Summary\n\n" + "\n".join(["- " + "word " * 35] * 6))  # six items of two lines
     assert slides.estimate_height(items) == round(20 + 60 + 6 * 2 * 24 * 1.4)
     stream = code(1)
-    stream.outputs = [nbformat.v4.new_output("stream", text="a" * 196 + "\n" + "中" * 49 + "\n")]
-    assert slides.estimate_height(stream) == 20 + 26 + 6 + 26 * 3  # wrapped at 98 columns
+    stream.outputs = [nbformat.v4.new_output("stream", text="a" * 194 + "\n" + "中" * 48 + "\n")]
+    assert slides.estimate_height(stream) == 20 + 26 + 6 + 26 * 3  # wrapped at 97 columns
+    stream.outputs = [nbformat.v4.new_output("stream", text="a" * 98 + "\n")]
+    assert slides.estimate_height(stream) == 20 + 26 + 6 + 26 * 2  # 98 columns take two lines
     cells = [_md("## Section\n\nWhy."), code(12), code(12)]  # ~700 px on one slide
     nb = nbformat.v4.new_notebook(cells=cells)
     for cell in cells:
