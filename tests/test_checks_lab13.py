@@ -1145,3 +1145,38 @@ def test_lab13_3_the_checkers_tables_speak_chinese(monkeypatch):
     monkeypatch.setenv("FXCOURSE_LANG", "zh")
     text = lab13._table([("torch.jit.script", True, True, 0.5)]).to_text()
     assert "检查器构造的" in text and "TorchScript 已被弃用" in text and "made up" not in text
+
+
+# -- the sixth attack on lab13.3 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("weighted", list(PATHS))
+@pytest.mark.parametrize("weight", [0.98, 1.02])
+def test_lab13_3_any_path_weighted_by_two_per_cent(weighted, weight):
+    def answer(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)
+              and table.speedup(r.method) is not None]
+        return max(ok, key=lambda m: table.speedup(m) * (weight if m == weighted else 1.0)) if ok else None
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_two_rows_slower_than_eager():
+    def answer(constraint, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)
+              and table.speedup(r.method) is not None]
+        if len(ok) == 1:
+            return ok[0]
+        faster = [m for m in ok if table.speedup(m) > 1]
+        return max(faster, key=table.speedup) if faster else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "torch.jit.script" in result.expected
+
+
+def test_a_missing_path_says_to_loop_over_the_rows_in_both_languages():
+    from fxcourse import FxCourseError
+    from fxcourse.checks import lab13
+
+    with pytest.raises(FxCourseError) as raised:
+        lab13._table([("torch.jit.script", True, True, 0.5)])["torch.jit.trace"]
+    assert "loop over table.rows" in raised.value.en and "请遍历 table.rows" in raised.value.zh

@@ -125,10 +125,9 @@ class Comparison(Viewable):
                                 zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
                                    "表看起来是空的（表的 copy.copy 与原表共用行列表）：请用 sorted(table.rows, key=...) 生成一个新列表。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
-                            fix="index it by a method the table has (a table may hold only some paths: loop "
-                                "over table.rows)", where="Comparison[...]",
+                            fix="a table may hold only some paths: loop over table.rows", where="Comparison[...]",
                             zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
-                               f"{'、'.join(r.method for r in self.rows)}。")
+                               f"{'、'.join(r.method for r in self.rows)}。表格可能只包含部分路径：请遍历 table.rows。")
 
     def _table(self, timings: bool, marks: bool = False) -> Table:
         """The table; with ``marks``, yes/no cells carry ✓ / ✗ (for HTML without styles)."""
