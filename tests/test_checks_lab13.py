@@ -1215,3 +1215,44 @@ def test_lab13_3_a_near_tie_broken_by_capture_time_times_median():
 def test_lab13_3_the_call_number_is_in_the_feedback():
     result = expect_wrong("lab13.3", lambda constraint, table: None)
     assert result.tried[0].startswith("call 1 of ") and result.tried[1].startswith("第 1/")
+
+
+# -- the eighth attack on lab13.3 ------------------------------------------------------------------
+
+@pytest.mark.parametrize("constraint,weighted,weight", [
+    ("no Python on target", "torch.jit.script", 0.98), ("no Python on target", "export + IREE", 1.02),
+    ("no compiler on target", "export + AOTInductor", 1.3), ("no compiler on target", "torch.fx.symbolic_trace", 0.7),
+    ("no compiler on target", "torch.jit.trace", 0.9), ("C++ custom op, no Python on target", "export + AOTInductor", 1.03),
+    ("C++ custom op, no Python on target", "torch.jit.trace", 0.97)])
+def test_lab13_3_a_weight_under_one_constraint_only(constraint, weighted, weight):
+    def answer(c, table):
+        ok = [r.method for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(c)
+              and table.speedup(r.method) is not None]
+        w = weight if c == constraint else 1.0
+        return max(ok, key=lambda m: table.speedup(m) * (w if m == weighted else 1.0)) if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert f"choose({constraint!r}" in result.tried[0]
+
+
+def test_lab13_3_trace_only_when_nothing_else_qualifies():
+    def answer(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        if got == "torch.jit.trace" and constraint != "fastest":
+            rest = [r.method for r in table.rows if r.worked and r.matches and r.method != got
+                    and r.method in _ref_allowed(constraint) and table.speedup(r.method) is not None]
+            return max(rest, key=table.speedup) if rest else got
+        return got
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_string_that_equals_anything():
+    class Yes(str):
+        def __eq__(self, other):
+            return other not in ("None", "")
+
+        __hash__ = str.__hash__
+
+    result = expect_wrong("lab13.3", lambda constraint, table: Yes("x"))
+    assert "plain string" in result.en and "普通字符串" in result.zh
