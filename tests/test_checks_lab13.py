@@ -1255,4 +1255,38 @@ def test_lab13_3_a_string_that_equals_anything():
         __hash__ = str.__hash__
 
     result = expect_wrong("lab13.3", lambda constraint, table: Yes("x"))
-    assert "plain string" in result.en and "普通字符串" in result.zh
+    assert "not a row of this table" in result.en and "'x'" in result.got
+
+
+
+# -- the ninth attack on lab13.3 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("shortcut", ["the only row", "the only allowed row that worked", "matches not False",
+                                      "slower than four times eager is noise"])
+def test_lab13_3_shortcuts_on_small_tables(shortcut):
+    def answer(constraint, table):
+        allowed = _ref_allowed(constraint)
+        if shortcut == "the only row" and len(table.rows) == 1:
+            return table.rows[0].method
+        mine = [r for r in table.rows if r.method in allowed]
+        if shortcut == "the only allowed row that worked" and len(mine) == 1 and mine[0].worked:
+            return mine[0].method
+        if shortcut == "matches not False":
+            ok = [r for r in mine if r.worked and r.matches is not False]
+            return max(ok, key=lambda r: table.speedup(r.method) or 0.0).method if ok else None
+        got = solution("lab13", "choose")(constraint, table)
+        if shortcut == "slower than four times eager is noise" and got and table.speedup(got) < 0.25:
+            return None
+        return got
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_numpy_string_is_a_path_name():
+    import numpy as np
+
+    def with_numpy(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        return None if got is None else np.str_(got)
+
+    expect_passed("lab13.3", with_numpy)

@@ -513,6 +513,21 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
             for pair in ([(winner, True, True, 0.3), (other, True, True, 0.3006)],
                          [(other, True, True, 0.3006), (winner, True, True, 0.3)])]
     s2 = [("export + AOTInductor", True, True, 3.0), ("torch.jit.script", True, True, 2.0)]
+    # one-row tables (a failed row, a differing row, a row the constraint refuses), a row captured but never
+    # checked against eager (matches None, untimed, as compare_capture leaves one whose check failed), one
+    # allowed row refused by the constraint next to a differing one, and a row five times slower than eager
+    one = [("fastest", [("torch.jit.script", False, None, None)], None),
+           ("fastest", [("torch.jit.trace", True, False, None)], None),
+           ("no Python on target", [("torch.compile inductor", True, True, 0.2)], None),
+           ("fastest", [("torch.compile inductor", True, True, 0.2)], "torch.compile inductor"),
+           ("no Python on target", [("export + AOTInductor", True, None, None)], None),
+           ("fastest", [("export + AOTInductor", True, None, None), ("torch.jit.script", True, True, 0.5)],
+            "torch.jit.script"),
+           (CUSTOM, [("torch.jit.trace", True, False, None), ("torch.compile inductor", True, True, 0.2)], None),
+           ("no compiler on target", [("torch.jit.script", True, False, None), ("torch.compile inductor", True, True, 0.2)],
+            None),
+           ("no Python on target", [("export + IREE", True, True, 5.0)], "export + IREE")]
+    hair += one
     hair += [("no Python on target", s2, "torch.jit.script"), ("no Python on target", s2[::-1], "torch.jit.script")]
     # n: eager at 20 ms, rows of 9 and 12 ms (compared as text, "12 ± …" sorts before "9 ± …")
     n = [("torch.jit.script", True, True, 9.0), ("export + AOTInductor", True, True, 12.0), ("eager", True, True, 20.0)]
@@ -583,9 +598,14 @@ def _check_choose(answer: Any) -> None:
         table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
-        listing = "; ".join(f"{m}: " + ("failed" if not w else "differs from eager" if not mt else f"{ms} ms")
+        def timed(ms: float | None, en: bool) -> str:
+            return "" if ms is None else (f" ({ms} ms)" if en else f"（{ms} 毫秒）")
+
+        listing = "; ".join(f"{m}: " + ("failed" if not w else "not checked against eager" if mt is None
+                                        else "differs from eager" + timed(ms, True) if not mt else f"{ms} ms")
                             for m, w, mt, ms in rows)
-        listing_zh = "；".join(f"{m}：" + ("失败" if not w else "与 eager 不一致" if not mt else f"{ms} 毫秒")
+        listing_zh = "；".join(f"{m}：" + ("失败" if not w else "没有与 eager 对照" if mt is None
+                                          else "与 eager 不一致" + timed(ms, False) if not mt else f"{ms} 毫秒")
                                for m, w, mt, ms in rows)
         tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms and rows "
                  f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，"
@@ -618,9 +638,11 @@ def _check_choose(answer: Any) -> None:
                         f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。只能读取，不要修改：要排序或筛选，"
                         "请生成一个新列表（sorted(table.rows, ...)）；copy.copy(table) 与原表共用同一个行列表。",
                         tried=tried)
-        if got is not None and type(got) is not str:  # a str subclass could compare equal to anything
-            raise Wrong("choose must return a path name (a plain string from PATHS) or None.",
-                        "choose 必须返回一个路径名（PATHS 中的普通字符串）或 None。", tried=tried, got=described(got))
+        if got is not None and not isinstance(got, str):
+            raise Wrong("choose must return a path name (a string from PATHS) or None.",
+                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None。", tried=tried, got=described(got))
+        if got is not None:
+            got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
         if got == "None":
             raise Wrong("You returned the string 'None'; return the value None when no row qualifies.",
                         "你返回的是字符串 'None'；没有符合条件的行时，应返回值 None。", tried=tried,
@@ -637,6 +659,9 @@ def _check_choose(answer: Any) -> None:
         elif row is not None and not row[0]:
             en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
                       "你选的路径在这个模型上失败了：失败的路径永远不是答案。")
+        elif row is not None and row[1] is None:
+            en, zh = ("Your choice was captured but never checked against eager (matches is None): only a row that "
+                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有一致的行才是答案。")
         elif row is not None and not row[1]:
             en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
                       "你选的路径能运行，但在这个模型上与 eager 不一致：错误的结果永远不是答案。")
