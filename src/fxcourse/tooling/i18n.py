@@ -27,7 +27,7 @@ import nbformat
 
 from .._lang import current, only, pick
 from ..errors import FxCourseError
-from .nbrun import keep_copy, kernel_language
+from .nbrun import keep_copy, kernel_language, notebooks_in
 
 __all__ = ["KINDS", "LANGUAGE_TAG", "Exported", "Problem", "check_glossary", "check_notebook", "check_paths",
            "export", "export_iter", "headings", "kernel_language", "notebooks_in", "single_language"]
@@ -263,21 +263,6 @@ def _glossary_problems(nb: nbformat.NotebookNode, path: Path) -> list[Problem]:
                 f"中文正文直接写了英文术语“{english.word}”（第 {line} 行）；请写“{term.chinese}”，或在中文术语后用括号注明："
                 f"{term.forms[0]}（{english.word}）（见术语表 {shown_glossary}）"), kind="glossary"))
     return problems
-
-
-def notebooks_in(paths: list[str | Path], where: str = "i18n") -> list[Path]:
-    """The notebooks named by ``paths`` (files or folders; checkpoints skipped)."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out += sorted(q for q in p.glob("*.ipynb"))
-        elif p.suffix == ".ipynb" and p.is_file():
-            out.append(p)
-        else:
-            raise FxCourseError(got=str(p), accepted="a .ipynb file or a folder holding notebooks",
-                                fix="check the path", where=where,
-                                zh=f"{where}：{p} 既不是 .ipynb 文件，也不是存放笔记本的文件夹；请检查路径。")
-    return out
 
 
 def check_paths(paths: list[str | Path], kinds: tuple[str, ...] = KINDS) -> list[Problem]:

@@ -31,7 +31,7 @@ from .._lang import ENV, pick
 from ..errors import FxCourseError
 
 __all__ = ["BACKUPS", "backup_folder", "check_kernel", "check_writable", "execute", "keep_copy", "merge_streams",
-           "prepare", "read", "run", "write"]
+           "notebooks_in", "prepare", "read", "run", "write"]
 
 BACKUPS = "backups"  # in the course folder, beside labs/: JupyterLab's file browser shows it
 
@@ -333,3 +333,17 @@ def _restore(old: str | None) -> None:
     else:
         os.environ[ENV] = old
 
+
+def notebooks_in(paths: list[str | Path], where: str = "i18n") -> list[Path]:
+    """The notebooks named by ``paths`` (files or folders; checkpoints skipped)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted(q for q in p.glob("*.ipynb"))
+        elif p.suffix == ".ipynb" and p.is_file():
+            out.append(p)
+        else:
+            raise FxCourseError(got=str(p), accepted="a .ipynb file or a folder holding notebooks",
+                                fix="check the path", where=where,
+                                zh=f"{where}：{p} 既不是 .ipynb 文件，也不是存放笔记本的文件夹；请检查路径。")
+    return out

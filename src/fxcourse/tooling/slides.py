@@ -293,7 +293,7 @@ class OutOfDate:
 
 def check_paths(paths: list[str | Path]) -> list[OutOfDate]:
     """Every notebook under ``paths`` whose slide metadata differs from what ``mark`` writes."""
-    from .i18n import notebooks_in
+    from .nbrun import notebooks_in
     from .nbrun import read
 
     problems = []
@@ -308,7 +308,7 @@ def check_paths(paths: list[str | Path]) -> list[OutOfDate]:
 
 def mark_paths(paths: list[str | Path]) -> list[Path]:
     """Mark every notebook under ``paths``; returns those whose metadata changed."""
-    from .i18n import notebooks_in
+    from .nbrun import notebooks_in
 
     return [Path(p) for p in notebooks_in(paths, where="slides mark") if mark_notebook(p)]
 
