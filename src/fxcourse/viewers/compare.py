@@ -118,12 +118,12 @@ class Comparison(Viewable):
                                 fix="index the table by row.method", where="Comparison[...]",
                                 zh=f"Comparison[...]：传入的是一行（Attempt，{method.method!r}），而不是名字；请用 row.method 作下标。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
-            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows: rows being sorted in place "
-                                "look empty (a table's copy.copy shares them)",
+            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows: a table's rows look empty while "
+                                "they are sorted in place (its own, a deep copy's, or those copy.copy shares)",
                                 fix="sorted(table.rows, key=...) gives a new list",
                                 where="Comparison[...]",
                                 zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
-                                   "表看起来是空的（表的 copy.copy 与原表共用行列表）：请用 sorted(table.rows, key=...) 生成一个新列表。")
+                                   "表看起来是空的（无论是表自己的行、深拷贝的行，还是 copy.copy 共用的行）：请用 sorted(table.rows, key=...) 生成一个新列表。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                             fix="a table may hold only some paths: loop over table.rows", where="Comparison[...]",
                             zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
