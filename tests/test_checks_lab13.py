@@ -1315,3 +1315,23 @@ def test_lab13_3_lowercase_none_and_a_row_are_named():
     assert "the string 'none'" in result.en
     row = expect_wrong("lab13.3", lambda constraint, table: table.rows[0])
     assert "return row.method" in row.en and "row.method" in row.zh
+
+
+# -- the eleventh attack on lab13.3 ----------------------------------------------------------------
+
+@pytest.mark.parametrize("misreading", ["median times calls per round", "fewer ops preferred", "speed per op",
+                                        "rows whose reason says break skipped"])
+def test_lab13_3_row_details_that_are_not_speed(misreading):
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        if misreading == "rows whose reason says break skipped":
+            ok = [r for r in ok if "break" not in r.reason]
+        if not ok:
+            return None
+        key = {"median times calls per round": lambda r: -r.latency.median * r.latency.number,
+               "fewer ops preferred": lambda r: table.speedup(r.method) - 0.05 * (r.ops or 0),
+               "speed per op": lambda r: table.speedup(r.method) / (r.ops or 1),
+               "rows whose reason says break skipped": lambda r: table.speedup(r.method)}[misreading]
+        return max(ok, key=key).method
+
+    expect_wrong("lab13.3", answer)

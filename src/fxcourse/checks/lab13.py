@@ -413,7 +413,8 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
 
     def lat(ms: float, k: int = 0) -> Latency:
         # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed
-        return Latency(ms / 1e3, ms / 1e3 * (0.1, 0.5, 0.02, 0.3)[k % 4], 7, 10, 1)
+        # nor do the calls per round (fair_latency sets them from each path's own speed)
+        return Latency(ms / 1e3, ms / 1e3 * (0.1, 0.5, 0.02, 0.3)[k % 4], 7, (10, 200, 35, 1500)[k % 4], 1)
 
     # Dynamo's rows break the graph where fullgraph=True failed or is absent (as on a real table)
     broken = not any(m == "dynamo fullgraph=True" and w for m, w, *_ in rows)
@@ -424,8 +425,13 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         # nor the longest capture time is the fastest row in every table
         # TorchScript's rows carry what compare_capture really records there: a deprecation note and warning
         script = w and m.startswith("torch.jit")
-        attempts.append(Attempt(m, w, only("made up by the checker", "检查器构造的"), (3 if splits else 1) if w else None,
-                                3 if w else None, mt, seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
+        # reasons read like compare_capture's (a Dynamo row that splits says "graph break"), and op counts
+        # differ from row to row, neither following speed
+        reason = (only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
+                       "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
+                  else only("made up by the checker", "检查器构造的"))
+        attempts.append(Attempt(m, w, reason, (3 if splits else 1) if w else None,
+                                (3, 40, 12, 7)[k % 4] if w else None, mt, seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
                                 breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
                                 latency=None if ms is None else lat(ms, k),
                                 note=only(*_SCRIPT_NOTE) if script else "",
