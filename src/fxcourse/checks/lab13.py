@@ -406,6 +406,22 @@ _SCRIPT_NOTE = ("TorchScript is deprecated: use torch.compile or torch.export", 
 _SCRIPT_WARNING = "FutureWarning: `torch.jit.{}` is deprecated. Please switch to `torch.compile` or `torch.export`."
 
 
+#: what compare_capture says of a path that worked (the made-up rows read like a real table's)
+_REASONS = {
+    "torch.jit.trace": ("recorded the ops that ran on the example input", "记录了示例输入实际执行的算子"),
+    "torch.jit.script": ("compiled from the Python source, control flow included", "由 Python 源码编译而来，包括控制流"),
+    "torch.fx.symbolic_trace": ("traced with proxy values", "用代理值（Proxy）符号追踪"),
+    "dynamo fullgraph=True": ("one graph, no graph breaks", "一个计算图，没有图中断"),
+    "dynamo fullgraph=False": ("one graph, no graph breaks", "一个计算图，没有图中断"),
+    "torch.export.export": ("one graph of ATen ops", "一个由 ATen 算子组成的计算图"),
+    "torch.compile inductor": ("one graph, no graph breaks", "一个计算图，没有图中断"),
+    "export + AOTInductor": ("one exported graph, compiled ahead of time into a .pt2 package and loaded back",
+                             "一个导出的计算图，提前编译成 .pt2 包后再加载回来"),
+    "export + IREE": ("lowered to linalg-on-tensors by torch-mlir, compiled for this CPU by IREE",
+                      "由 torch-mlir 下降到 linalg-on-tensors，再由 IREE 编译到本机 CPU"),
+}
+
+
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0) -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``."""
     from ..viewers._latency import Latency
@@ -429,7 +445,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         # differ from row to row, neither following speed
         reason = (only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
                        "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
-                  else only("made up by the checker", "检查器构造的"))
+                  else only(*_REASONS[m]) if w and m in _REASONS else only("made up by the checker", "检查器构造的"))
         attempts.append(Attempt(m, w, reason, (3 if splits else 1) if w else None,
                                 (3, 40, 12, 7)[k % 4] if w else None, mt, seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
                                 breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
@@ -535,6 +551,16 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
             None),
            ("no Python on target", [("export + IREE", True, True, 5.0)], "export + IREE")]
     hair += one
+    # rows ten times slower than eager, 0.1% apart (an absolute tolerance on the speed-up), and a sole allowed
+    # row thirty times slower than eager (a floor on the speed-up)
+    for constraint, one_path, other_path in (("no Python on target", "torch.jit.script", "export + AOTInductor"),
+                                             ("no compiler on target", "torch.fx.symbolic_trace", "dynamo fullgraph=False")):
+        hair += [(constraint, [(one_path, True, True, 0.3003), (other_path, True, True, 0.3), ("eager", True, True, 0.03)],
+                  other_path),
+                 (constraint, [(one_path, True, True, 0.3), (other_path, True, True, 0.3003), ("eager", True, True, 0.03)],
+                  one_path)]
+    hair.append(("no Python on target", [("export + IREE", True, True, 0.9), ("torch.compile inductor", True, True, 0.02),
+                                         ("eager", True, True, 0.03)], "export + IREE"))
     # at the scale of a small model (eager 30 µs), rows 0.023 µs apart, both orders: an absolute tolerance on
     # the times ("timer noise") that a table in milliseconds would not show
     for constraint, one_path, other_path in (("fastest", "torch.jit.trace", "torch.compile inductor"),
