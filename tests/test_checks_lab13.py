@@ -529,6 +529,11 @@ def test_lab13_2_reference_keeps_the_models_gradient():
         assert torch.allclose(a.grad, b.grad, atol=1e-6)
 
 
+def _qualifying(constraint, table):
+    """The rows the reference rule keeps: worked, matched eager, timed and allowed."""
+    return [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+
+
 def _allowed_then_fastest(allowed):
     def choose(constraint, table):
         ok = [r.method for r in table.rows if r.worked and r.matches and r.method in allowed(constraint)
@@ -908,7 +913,7 @@ def test_lab13_3_one_graph_required():
 
 def test_lab13_3_latencies_compared_as_text():
     def as_text(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         return min(ok, key=lambda r: r.latency.ms()).method if ok else None
 
     result = expect_wrong("lab13.3", as_text)
@@ -917,7 +922,7 @@ def test_lab13_3_latencies_compared_as_text():
 
 def test_lab13_3_ranked_by_the_spread():
     def by_iqr(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         return min(ok, key=lambda r: r.latency.iqr).method if ok else None
 
     result = expect_wrong("lab13.3", by_iqr)
@@ -963,7 +968,7 @@ def test_lab13_3_none_unless_faster_than_eager_without_a_compiler():
 @pytest.mark.parametrize("rank", ["upper bound", "int speed-up, later wins"])
 def test_lab13_3_ranked_by_something_close_to_speed(rank):
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if not ok:
             return None
         if rank == "upper bound":
@@ -1082,7 +1087,7 @@ def test_lab13_3_patching_a_row_class_is_named_and_undone(cls):
 @pytest.mark.parametrize("rounding", ["speed-up to 2 decimals", "milliseconds as printed"])
 def test_lab13_3_speeds_compared_after_rounding(rounding):
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if rounding == "speed-up to 2 decimals":
             return max(ok, key=lambda r: round(table.speedup(r.method), 2)).method if ok else None
         return min(ok, key=lambda r: float(r.latency.ms().split(" ± ")[0])).method if ok else None
@@ -1092,7 +1097,7 @@ def test_lab13_3_speeds_compared_after_rounding(rounding):
 
 def test_lab13_3_the_top_speed_looked_up_among_all_rows():
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if not ok:
             return None
         top = max(table.speedup(r.method) for r in ok)
@@ -1107,7 +1112,7 @@ def test_lab13_3_the_top_speed_looked_up_among_all_rows():
 @pytest.mark.parametrize("keeps", ["first", "last"])
 def test_lab13_3_alike_speeds_rounded_either_way(keeps):
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         ranked = sorted(ok, key=lambda r: round(table.speedup(r.method), 2), reverse=keeps == "first")
         if not ranked:
             return None
@@ -1202,7 +1207,7 @@ def test_lab13_3_one_path_swapped_for_another_when_both_qualify(swap):
 
 def test_lab13_3_a_near_tie_broken_by_capture_time_times_median():
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if not ok:
             return None
         best = max(ok, key=lambda r: table.speedup(r.method))
@@ -1323,7 +1328,7 @@ def test_lab13_3_lowercase_none_and_a_row_are_named():
                                         "rows whose reason says break skipped"])
 def test_lab13_3_row_details_that_are_not_speed(misreading):
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if misreading == "rows whose reason says break skipped":
             ok = [r for r in ok if "break" not in r.reason]
         if not ok:
@@ -1360,7 +1365,7 @@ def test_lab13_3_an_absolute_tolerance_on_the_times(tolerance):
                                   "rows ten times slower than eager are noise", "no 'compiled' reason without a compiler"])
 def test_lab13_3_rules_that_slow_rows_or_real_reasons_expose(rule):
     def answer(constraint, table):
-        ok = [r for r in table.rows if r.worked and r.matches and r.latency and r.method in _ref_allowed(constraint)]
+        ok = _qualifying(constraint, table)
         if rule == "rows ten times slower than eager are noise":
             ok = [r for r in ok if table.speedup(r.method) >= 0.1]
         if rule == "no 'compiled' reason without a compiler" and constraint == "no compiler on target":
