@@ -768,8 +768,9 @@ def test_lab13_3_a_row_where_its_name_belongs_is_named():
         return max(ok, key=table.speedup).method if ok else None
 
     result = check("lab13.3", rows)
-    assert result.status == "raised" and "index the table by row.method" in result.en, result.to_text()
-    assert "请用 row.method 作下标" in result.zh
+    assert result.status == "raised" and "Comparison.speedup" in result.en, result.to_text()
+    assert "table.speedup(row.method)" in result.en and "Comparison[...]" not in result.en
+    assert "请传入它的名字：table.speedup(row.method)" in result.zh
 
 
 
@@ -1381,3 +1382,87 @@ def test_lab13_3_rules_that_slow_rows_or_real_reasons_expose(rule):
         return max(ok, key=lambda r: table.speedup(r.method)).method if ok else None
 
     expect_wrong("lab13.3", answer)
+
+
+# -- the fourteenth attack on lab13.3: filters on what real rows carry besides speed -------------
+
+_FILTERS = {
+    "a trace that warned": lambda r, t: "TracerWarning" not in r.note,
+    "a row whose note says torch.cond": lambda r, t: "torch.cond" not in r.note,
+    "more than two graph breaks": lambda r, t: (r.breaks or 0) <= 2,
+    "more than three graphs": lambda r, t: (r.graphs or 1) <= 3,
+    "no graphs or no ops": lambda r, t: bool(r.graphs) and bool(r.ops),
+    "times under 10 µs are timer noise": lambda r, t: r.latency.median >= 1e-5,
+    "fewer than 5 timing rounds": lambda r, t: r.latency.rounds >= 5,
+    "fewer than 10 calls per round": lambda r, t: r.latency.number >= 10,
+    "an IQR over 60% of the median": lambda r, t: r.latency.iqr <= 0.6 * r.latency.median,
+    "over 600 s to capture": lambda r, t: r.seconds <= 600,
+    "more than one warning": lambda r, t: len(r.warnings) <= 1,
+    "a speed-up over 20 is bogus": lambda r, t: t.speedup(r.method) <= 20,
+    "a speed-up under 0.03 is broken": lambda r, t: t.speedup(r.method) >= 0.03,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_FILTERS))
+def test_lab13_3_filters_on_what_real_rows_carry(rule):
+    def answer(constraint, table):
+        ok = [r for r in _qualifying(constraint, table) if _FILTERS[rule](r, table)]
+        return max(ok, key=lambda r: table.speedup(r.method)).method if ok else None
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["np.isclose on the medians (atol 10 ns)", "2e-8 s on the medians",
+                                  "speed-up rounded to 4 decimals", "5e-5 on the speed-up"])
+def test_lab13_3_tolerances_a_tiny_or_slow_model_exposes(rule):
+    def answer(constraint, table):
+        best = None
+        for r in _qualifying(constraint, table):
+            if best is None:
+                best = r
+            elif rule.startswith("np.isclose"):
+                if r.latency.median < best.latency.median and not np.isclose(r.latency.median, best.latency.median):
+                    best = r
+            elif rule.startswith("2e-8"):
+                if r.latency.median < best.latency.median - 2e-8:
+                    best = r
+            elif rule.startswith("speed-up rounded"):
+                if round(table.speedup(r.method), 4) > round(table.speedup(best.method), 4):
+                    best = r
+            elif table.speedup(r.method) > table.speedup(best.method) + 5e-5:
+                best = r
+        return best.method if best else None
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_made_up_rows_read_like_compare_capture_rows():
+    """Rounds follow the balanced design over eager and the timed rows; calls per round come from
+    50 ms over a call; a trace row carries both deprecation warnings; decorations set their fields."""
+    table = lab13._table([("torch.jit.trace", True, True, 60.0)])
+    row = table["torch.jit.trace"]
+    assert row.latency.rounds == table.eager.rounds == 2  # eager and one timed row: one full design of 2
+    assert row.latency.number <= 2 and len(row.warnings) == 2
+    assert lab13._table([(m, True, True, 0.5) for m in PATHS[:2]])["torch.jit.script"].latency.rounds == 6
+    marked = lab13._Row("torch.jit.trace", True, True, 0.3, says=("x", "x"), note="n", iqr=1.3, ops=0)
+    row = lab13._table([marked])["torch.jit.trace"]
+    assert (row.note, row.ops, row.latency.iqr) == ("n", 0, pytest.approx(1.3 * row.latency.median))
+
+
+def test_lab13_3_a_row_method_passed_to_speedup_names_speedup():
+    table = lab13._table([("torch.jit.script", True, True, 0.5)])
+    with pytest.raises(Exception) as info:
+        table.speedup(table.rows[0])
+    assert "Comparison.speedup" in str(info.value) and "table.speedup(row.method)" in str(info.value)
+
+
+def test_lab13_3_a_changed_row_field_gets_advice_about_fields():
+    def answer(constraint, table):
+        for r in table.rows:
+            r.matches = bool(r.matches)
+        ok = _qualifying(constraint, table)
+        return max(ok, key=lambda r: table.speedup(r.method)).method if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "do not assign to a row" in result.en and "sorted(table.rows" not in result.en
+    assert "不要给某一行或表格赋值" in result.zh

@@ -8,6 +8,7 @@ import io
 import pytest
 import torch
 import torch._dynamo
+from torch import nn
 
 from fxcourse import FxCourseError, is_torchscript_deprecation, zoo
 from fxcourse.viewers.compare import METHODS, Attempt, Comparison, compare_capture
@@ -294,3 +295,19 @@ def test_compiled_model_is_unwrapped():
     model, args = zoo.example("mlp")
     table = compare_capture(torch.compile(model, backend="eager"), *args)
     assert table.name == "MLP" and all(r.worked for r in table.rows)
+
+
+def test_a_row_that_fails_when_timed_is_left_untimed_and_says_why():
+    """A model with no ops: fullgraph=False skips its frame after Dynamo's reset, and the fullgraph=True
+    wrapper captured before then finds no compiled frame when called again. The table still comes back."""
+    class Same(nn.Module):
+        def forward(self, x):
+            return x
+
+    with torch.no_grad():
+        table = compare_capture(Same(), torch.randn(2, 3), paths=["dynamo fullgraph=True", "dynamo fullgraph=False"],
+                                latency=True)
+    full, split = table["dynamo fullgraph=True"], table["dynamo fullgraph=False"]
+    assert full.worked and full.matches and full.latency is None and table.speedup(full.method) is None
+    assert "not timed: running it again failed: RuntimeError" in full.reason, full.reason
+    assert split.latency is not None and split.graphs == 0

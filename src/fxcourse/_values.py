@@ -67,7 +67,7 @@ def _describe(value: Any, lang: str) -> str:
     if isinstance(value, (list, tuple)):
         if zh:
             return f"含 {len(value)} 项的 {type(value).__name__}"
-        return f"{type(value).__name__} of {len(value)} items"
+        return f"{type(value).__name__} of {len(value)} item{'' if len(value) == 1 else 's'}"
     if isinstance(value, dict):
         return f"键为 {_keys(value)} 的 dict" if zh else f"dict with keys {_keys(value)}"
     if value is None or isinstance(value, (bool, int, float, str)):

@@ -422,36 +422,88 @@ _REASONS = {
 }
 
 
+class _Row(tuple):
+    """A made-up row ``(method, worked, matches, ms)`` that also carries something a real row can
+    carry (a TracerWarning, graph breaks, a noisy or long measurement …): ``extra`` holds the
+    Attempt's fields to set and ``says`` what it is, for the feedback."""
+
+    def __new__(cls, method: str, worked: bool, matches: bool | None, ms: float | None,
+                says: tuple[str, str] = ("", ""), **extra: Any) -> "_Row":
+        row = super().__new__(cls, (method, worked, matches, ms))
+        row.says, row.extra = says, extra
+        return row
+
+
+_TRACE_WARNINGS = [_SCRIPT_WARNING.format("trace"), _SCRIPT_WARNING.format("trace_method")]  # as tracing records them
+_TRACER = ("TracerWarning: Converting a tensor to a Python boolean might cause the trace to be incorrect. We can't "
+           "record the data flow of Python values, so this value will be treated as a constant in the future.")
+
+
+def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[str, Any]]]:
+    """What real rows carry besides their speed: (paths it applies to, None for any; what the feedback
+    calls it; the Attempt's fields). A rule that reads speed alone must ignore every one of them."""
+    cond = only("the branch depends on tensor values: express it with torch.cond", "分支取决于张量的值：请用 torch.cond 表达")
+    splits = only("4 graphs, 3 graph breaks: Data-dependent branching: a Python if or while on a tensor value "
+                  "(model.py:20)", "4 个计算图，3 次图中断：数据相关的分支：Python 的 if 或 while 用到了张量的值（model.py:20）")
+    return [
+        (("torch.jit.trace",), ("a TracerWarning in its note", "提示中有 TracerWarning"),
+         {"note": _TRACER.split(". ")[0] + only("; ", "；") + only(*_SCRIPT_NOTE),
+          "warnings": _TRACE_WARNINGS + [f"TracerWarning: {_TRACER.partition(': ')[2]}"]}),
+        (("dynamo fullgraph=False", "torch.compile inductor"), ("4 graphs, 3 graph breaks, a torch.cond note",
+                                                                 "4 个计算图、3 次图中断，提示用 torch.cond"),
+         {"note": cond, "reason": splits, "graphs": 4, "breaks": 3}),
+        (None, ("an IQR 1.3 times its median", "IQR 是中位数的 1.3 倍"), {"iqr": 1.3}),
+        (None, ("700 s to capture", "捕获用了 700 秒"), {"seconds": 700.0}),
+        (None, ("0 ops, 0 graphs (a model that only returns its input)", "0 个算子、0 个计算图（只返回输入的模型）"),
+         {"ops": 0, "graphs": 0}),
+    ]
+
+
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0) -> Any:
-    """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``."""
+    """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``;
+    a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record."""
+    import math
+
     from ..viewers._latency import Latency
     from ..viewers.compare import Attempt, Comparison
 
-    def lat(ms: float, k: int = 0) -> Latency:
-        # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed
-        # nor do the calls per round (fair_latency sets them from each path's own speed)
-        return Latency(ms / 1e3, ms / 1e3 * (0.1, 0.5, 0.02, 0.3)[k % 4], 7, (10, 200, 35, 1500)[k % 4], 1)
+    # one balanced design over eager and the timed rows, as fair_latency runs it by default
+    runners = 1 + sum(ms is not None for *_, ms in rows)
+    rounds = runners if runners % 2 == 0 else 2 * runners
+
+    def lat(ms: float, k: int = 0, iqr: float | None = None, number: int | None = None) -> Latency:
+        # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed;
+        # calls per round come from one timed call (50 ms / its time), which strays from the median
+        once = ms * (0.6, 1.7, 1.0, 2.4)[k % 4]
+        return Latency(ms / 1e3, ms / 1e3 * (iqr if iqr is not None else (0.1, 0.5, 0.02, 0.3)[k % 4]), rounds,
+                       number if number is not None else max(1, math.ceil(50.0 / once)), 1)
 
     # Dynamo's rows break the graph where fullgraph=True failed or is absent (as on a real table)
     broken = not any(m == "dynamo fullgraph=True" and w for m, w, *_ in rows)
     attempts = []
-    for k, (m, w, mt, ms) in enumerate(rows):
+    for k, row in enumerate(rows):
+        m, w, mt, ms = row
+        extra = dict(getattr(row, "extra", {}))
         splits = broken and w and m in ("dynamo fullgraph=False", "torch.compile inductor")
         # capture times run against speed in some rows and with it in others, so neither the shortest
         # nor the longest capture time is the fastest row in every table
-        # TorchScript's rows carry what compare_capture really records there: a deprecation note and warning
+        # TorchScript's rows carry what compare_capture really records there: a deprecation note and warnings
         script = w and m.startswith("torch.jit")
         # reasons read like compare_capture's (a Dynamo row that splits says "graph break"), and op counts
         # differ from row to row, neither following speed
         reason = (only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
                        "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
                   else only(*_REASONS[m]) if w and m in _REASONS else only("made up by the checker", "检查器构造的"))
-        attempts.append(Attempt(m, w, reason, (3 if splits else 1) if w else None,
-                                (3, 40, 12, 7)[k % 4] if w else None, mt, seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
-                                breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
-                                latency=None if ms is None else lat(ms, k),
-                                note=only(*_SCRIPT_NOTE) if script else "",
-                                warnings=[_SCRIPT_WARNING.format(m.split(".")[-1])] if script else []))
+        warnings = (_TRACE_WARNINGS if m == "torch.jit.trace" else [_SCRIPT_WARNING.format(m.split(".")[-1])]) if script else []
+        latency = None if ms is None else lat(ms, k, extra.pop("iqr", None), extra.pop("number", None))
+        attempt = Attempt(m, w, reason, (3 if splits else 1) if w else None,
+                          (3, 40, 12, 7)[k % 4] if w else None, mt,
+                          seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
+                          breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
+                          latency=latency, note=only(*_SCRIPT_NOTE) if script else "", warnings=warnings)
+        for field, value in extra.items():
+            setattr(attempt, field, value)
+        attempts.append(attempt)
     return Comparison("a made-up model", "(4, 6)", "given", attempts, lat(eager_ms))
 
 
@@ -459,6 +511,41 @@ def _PATHS() -> tuple[str, ...]:
     from ..viewers.compare import PATHS
 
     return tuple(PATHS)
+
+
+#: per constraint, two paths it allows (the first a compiler's, the second TorchScript's or a capture's)
+_PAIRS = {"fastest": ("torch.compile inductor", "torch.jit.trace"),
+          "no compiler on target": ("torch.export.export", "torch.fx.symbolic_trace"),
+          "no Python on target": ("export + IREE", "torch.jit.script"),
+          CUSTOM: ("export + AOTInductor", "torch.jit.script")}
+
+
+def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
+    """Rows 0.1% apart where one carries what real rows carry besides speed (a TracerWarning, graph
+    breaks, a noisy or long measurement, no ops), winning and losing, in both orders; the same pairs
+    at a tiny model's scale (5 µs), 80 times faster than eager, 40 and 60 ms per call (one or two calls
+    per round), and a sole allowed row a hundred times slower than eager: whatever an answer filters
+    or rounds off besides the rule turns one of them."""
+    cases = []
+    for paths, says, fields in _decorations():
+        for constraint, allowed in ALLOWED.items():
+            pair = _PAIRS[constraint]
+            marked = [p for p in paths if allowed is None or p in allowed] if paths else list(pair)
+            for path in marked:
+                other = pair[0] if path != pair[0] else pair[1]
+                for fast, slow in ((path, other), (other, path)):
+                    rows = [_Row(fast, True, True, 0.3, **({"says": says} | fields if fast == path else {})),
+                            _Row(slow, True, True, 0.3003, **({"says": says} | fields if slow == path else {}))]
+                    cases += [(constraint, rows, fast), (constraint, rows[::-1], fast)]
+    for constraint, (one, other) in _PAIRS.items():
+        for fast_ms, slow_ms, eager_ms in ((0.005, 0.005005, 0.009), (0.1, 0.1001, 8.0), (40.0, 40.04, 1.0),
+                                           (60.0, 60.06, 80.0)):
+            for fast, slow in ((one, other), (other, one)):
+                rows = [(fast, True, True, fast_ms), (slow, True, True, slow_ms), ("eager", True, True, eager_ms)]
+                cases += [(constraint, rows, fast), (constraint, [rows[1], rows[0], rows[2]], fast)]
+        cases.append((constraint, [(one, True, True, 100.0), (other, True, False, 0.5), ("eager", True, True, 1.0)],
+                      one))
+    return cases
 
 
 def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
@@ -597,7 +684,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
               ("no compiler on target", q2, "export + AOTInductor"), ("no Python on target", q2, "export + AOTInductor"),
               ("no Python on target", w1, "export + IREE"), ("fastest", w1, "export + IREE"),
               ("fastest", w2, "torch.jit.trace"), ("no compiler on target", w2, "torch.jit.trace"),
-              ("no Python on target", w3, "torch.jit.script"), (CUSTOM, w3, "torch.jit.script")] + hair
+              ("no Python on target", w3, "torch.jit.script"), (CUSTOM, w3, "torch.jit.script")] + hair + _real_row_cases()
     return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
             ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
             ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
@@ -646,12 +733,16 @@ def _check_choose(answer: Any) -> None:
         def timed(ms: float | None, en: bool) -> str:
             return "" if ms is None else (f" ({ms} ms)" if en else f"（{ms} 毫秒）")
 
+        def carries(row: Any, en: bool) -> str:
+            says = getattr(row, "says", ("", ""))[0 if en else 1]
+            return "" if not says else (f" ({says})" if en else f"（{says}）")
+
         listing = "; ".join(f"{m}: " + ("failed" if not w else "not checked against eager" if mt is None
                                         else "differs from eager" + timed(ms, True) if not mt else f"{ms} ms")
-                            for m, w, mt, ms in rows)
+                            + carries(row, True) for row in rows for m, w, mt, ms in [row])
         listing_zh = "；".join(f"{m}：" + ("失败" if not w else "没有与 eager 对照" if mt is None
                                           else "与 eager 不一致" + timed(ms, False) if not mt else f"{ms} 毫秒")
-                               for m, w, mt, ms in rows)
+                               + carries(row, False) for row in rows for m, w, mt, ms in [row])
         tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms and rows "
                  f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，"
                  f"各行：{listing_zh}")
@@ -677,11 +768,16 @@ def _check_choose(answer: Any) -> None:
                      ("an attribute of the table (table.eager, table.speedup …)",
                       "表格的属性（table.eager、table.speedup 等）"))
             what = [part for part, b, a in zip(parts, before, after) if a != b]
-            raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. Only "
-                        "read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
-                        "its rows.",
-                        f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。只能读取，不要修改：要排序或筛选，"
-                        "请生成一个新列表（sorted(table.rows, ...)）；copy.copy(table) 与原表共用同一个行列表。",
+            if before[0] != after[0]:  # the rows themselves, their order or which
+                advice = ("Only read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
+                          "its rows.", "只能读取，不要修改：要排序或筛选，请生成一个新列表（sorted(table.rows, ...)）；"
+                          "copy.copy(table) 与原表共用同一个行列表。")
+            else:  # a row's fields, or the table's attributes
+                advice = ("Only read it: do not assign to a row or to the table (rows and the table are the caller's; "
+                          "copy.deepcopy(table) gives rows of your own).",
+                          "只能读取，不要修改：不要给某一行或表格赋值（这些行和表格都属于调用者；copy.deepcopy(table) 会给你一份自己的行）。")
+            raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
+                        + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
                         tried=tried)
         if got is not None and not isinstance(got, str):
             row_given = isinstance(got, Attempt)

@@ -104,29 +104,34 @@ class Comparison(Viewable):
 
     def speedup(self, method: str) -> float | None:
         """Eager's median time over this path's (above 1: faster than eager); None untimed."""
-        row = self[method]
+        row = self._row(method, "Comparison.speedup", "table.speedup(row.method)")
         if self.eager is None or row.latency is None:
             return None
         return self.eager.median / row.latency.median
 
     def __getitem__(self, method: str) -> Attempt:
+        return self._row(method, "Comparison[...]", "table[row.method]")
+
+    def _row(self, method: str, where: str, call: str) -> Attempt:
+        """The row named ``method``; ``where`` and ``call`` name the learner's call in an error."""
         for row in self.rows:
             if row.method == method:
                 return row
         if isinstance(method, Attempt):  # a row where its name belongs
             raise FxCourseError(got=f"a row (Attempt) of {method.method!r}", accepted="a method's name",
-                                fix="index the table by row.method", where="Comparison[...]",
-                                zh=f"Comparison[...]：传入的是一行（Attempt，{method.method!r}），而不是名字；请用 row.method 作下标。")
+                                fix=f"pass the row's name: {call}", where=where,
+                                zh=f"{where}：传入的是一行（Attempt，{method.method!r}），而不是名字；"
+                                   f"请传入它的名字：{call}。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
             raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows: a table's rows look empty while "
                                 "they are sorted in place (its own, a deep copy's, or those copy.copy shares)",
                                 fix="sorted(table.rows, key=...) gives a new list",
-                                where="Comparison[...]",
-                                zh=f"Comparison[...]：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
+                                where=where,
+                                zh=f"{where}：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
                                    "表看起来是空的（无论是表自己的行、深拷贝的行，还是 copy.copy 共用的行）：请用 sorted(table.rows, key=...) 生成一个新列表。")
         raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
-                            fix="a table may hold only some paths: loop over table.rows", where="Comparison[...]",
-                            zh=f"Comparison[...]：没有名为 {method!r} 的捕获方式；请用其中之一作下标："
+                            fix="a table may hold only some paths: loop over table.rows", where=where,
+                            zh=f"{where}：没有名为 {method!r} 的捕获方式；请用其中之一："
                                f"{'、'.join(r.method for r in self.rows)}。表格可能只包含部分路径：请遍历 table.rows。")
 
     def _table(self, timings: bool, marks: bool = False) -> Table:
@@ -308,9 +313,24 @@ def _time(model: Any, args: tuple[Any, ...], attempts: list[Any], threads: int,
     for row, _, runner in attempts:
         if row.matches and runner is not None:
             runners[row.method] = (lambda r=runner: r(*inputs))
+    # a runner that ran when it was checked can fail now, after the later rows' captures: Dynamo, reset
+    # for a later row that skipped the model's frame (a model with no ops), leaves a fullgraph=True
+    # wrapper with no compiled frame. Such a row stays untimed and says why
+    untimed: dict[str, BaseException] = {}
+    with torch.no_grad():
+        for _ in range(2):  # twice round: a runner can break once another has run after it
+            for name in [n for n in runners if n != "eager"]:
+                try:
+                    runners[name]()
+                except Exception as exc:
+                    untimed[name] = exc
+                    del runners[name]
     measured = fair_latency(runners, rounds=rounds, threads=threads)
     for row, _, _ in attempts:
         row.latency = measured.get(row.method)
+        if row.method in untimed:
+            row.reason += only(f" (not timed: running it again failed: {_crisp(untimed[row.method])})",
+                               f"（未计时：再次运行时出错：{_crisp(untimed[row.method])}）")
     return measured["eager"]
 
 
