@@ -1466,3 +1466,85 @@ def test_lab13_3_a_changed_row_field_gets_advice_about_fields():
     result = expect_wrong("lab13.3", answer)
     assert "do not assign to a row" in result.en and "sorted(table.rows" not in result.en
     assert "不要给某一行或表格赋值" in result.zh
+
+
+# -- the fifteenth attack on lab13.3: rows real tables hold that no made-up table held -------------
+
+def _best_unguarded(ok, table):
+    return max(ok, key=lambda r: table.speedup(r.method)).method if ok else None
+
+
+@pytest.mark.parametrize("rule", ["no None check on the speed-up", "an untimed row counts as 0",
+                                  "an untimed row counts as eager (1.0)"])
+def test_lab13_3_a_row_that_matched_but_was_not_timed(rule):
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)]
+        if rule == "no None check on the speed-up":
+            return _best_unguarded(ok, table)
+        fill = 0.0 if rule == "an untimed row counts as 0" else 1.0
+        return max(ok, key=lambda r: table.speedup(r.method) or fill).method if ok else None
+
+    result = check("lab13.3", answer)
+    assert result.status in ("wrong", "raised"), result.to_text()
+
+
+_MORE_FILTERS = {
+    "a Dynamo row that fell back to eager": lambda r, t: "fall back to eager" not in r.reason,
+    "a Dynamo row with no graph": lambda r, t: not (r.method.startswith(("dynamo", "torch.compile")) and r.graphs == 0),
+    "times under 2 µs are timer noise": lambda r, t: r.latency.median >= 2e-6,
+    "one round is not a measurement": lambda r, t: r.latency.rounds > 1 and r.latency.iqr > 0,
+    "only single-thread timings": lambda r, t: r.latency.threads == 1,
+    "a UserWarning": lambda r, t: not any(w.startswith("UserWarning") for w in r.warnings),
+    "more than three warnings": lambda r, t: len(r.warnings) <= 3,
+    "a trace checked only on the default second input": lambda r, t: r.method != "torch.jit.trace" or t.second == "given",
+    "an IQR over twice the median": lambda r, t: r.latency.iqr <= 2 * r.latency.median,
+    "a speed-up over 100 is bogus": lambda r, t: t.speedup(r.method) <= 100,
+    "a speed-up under 0.01 is broken": lambda r, t: t.speedup(r.method) >= 0.01,
+    "over 0.1 s per call is a hang": lambda r, t: r.latency.median <= 0.1,
+    "'deprecated' in the note (English text)": lambda r, t: "deprecated" not in r.note,
+    "'已被弃用' in the note (中文 text)": lambda r, t: "已被弃用" not in r.note,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_MORE_FILTERS))
+def test_lab13_3_more_filters_real_rows_expose(rule):
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if _MORE_FILTERS[rule](r, table)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_dropping_a_row_far_ahead_of_the_rest():
+    def answer(constraint, table):
+        ok = sorted(_qualifying(constraint, table), key=lambda r: -table.speedup(r.method))
+        if len(ok) > 1 and table.speedup(ok[0].method) > 10 * table.speedup(ok[1].method):
+            ok = ok[1:]  # "an outlier"
+        return ok[0].method if ok else None
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_rows_taken_out_of_a_shared_list_are_not_called_changed_fields():
+    def answer(constraint, table):
+        mine = copy.copy(table)
+        for r in list(mine.rows):
+            if not (r.worked and r.matches and r.latency):
+                mine.rows.remove(r)  # the list is the caller's
+        return _best_unguarded([r for r in mine.rows if r.method in _ref_allowed(constraint)], table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "table.rows (their order or which rows)" in result.en and "fields or attributes of a row" not in result.en
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("words", ["deprecated", "已被弃用", "graph break", "图中断"])
+def test_lab13_3_a_filter_on_a_rows_text_is_caught_in_either_reading_language(monkeypatch, lang, words):
+    """Real tables are in the language they were made in; the checker's alternate, so a filter on English
+    or 中文 text is caught whichever language the learner reads."""
+    monkeypatch.setenv("FXCOURSE_LANG", lang)
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table)
+                                if words not in r.note and words not in r.reason], table)
+
+    expect_wrong("lab13.3", answer)

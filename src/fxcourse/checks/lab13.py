@@ -8,6 +8,7 @@ rows that failed, rows that differ from eager and timings chosen so that one fix
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Any
@@ -439,44 +440,79 @@ _TRACER = ("TracerWarning: Converting a tensor to a Python boolean might cause t
            "record the data flow of Python values, so this value will be treated as a constant in the future.")
 
 
+_COND = ("the branch depends on tensor values: express it with torch.cond", "分支取决于张量的值：请用 torch.cond 表达")
+_SKIPPED = tuple(f"{head}No ops traced for the FX graph. `torch.compile` will skip the frame and fall back to eager."
+                 for head in ("Dynamo skipped the frame of Same: ", "Dynamo 跳过了 Same 的帧："))  # as compare_capture says it
+_SOFTMAX = ("UserWarning: Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+            "as an argument.")
+
+
 def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[str, Any]]]:
     """What real rows carry besides their speed: (paths it applies to, None for any; what the feedback
     calls it; the Attempt's fields). A rule that reads speed alone must ignore every one of them."""
-    cond = only("the branch depends on tensor values: express it with torch.cond", "分支取决于张量的值：请用 torch.cond 表达")
     splits = only("4 graphs, 3 graph breaks: Data-dependent branching: a Python if or while on a tensor value "
                   "(model.py:20)", "4 个计算图，3 次图中断：数据相关的分支：Python 的 if 或 while 用到了张量的值（model.py:20）")
+    tracer = f"TracerWarning: {_TRACER.partition(': ')[2]}"
     return [
         (("torch.jit.trace",), ("a TracerWarning in its note", "提示中有 TracerWarning"),
          {"note": _TRACER.split(". ")[0] + only("; ", "；") + only(*_SCRIPT_NOTE),
-          "warnings": _TRACE_WARNINGS + [f"TracerWarning: {_TRACER.partition(': ')[2]}"]}),
+          "warnings": _TRACE_WARNINGS + [tracer, _SOFTMAX]}),
         (("dynamo fullgraph=False", "torch.compile inductor"), ("4 graphs, 3 graph breaks, a torch.cond note",
                                                                  "4 个计算图、3 次图中断，提示用 torch.cond"),
-         {"note": cond, "reason": splits, "graphs": 4, "breaks": 3}),
-        (None, ("an IQR 1.3 times its median", "IQR 是中位数的 1.3 倍"), {"iqr": 1.3}),
+         {"note": only(*_COND), "reason": splits, "graphs": 4, "breaks": 3}),
+        (("dynamo fullgraph=False", "torch.compile inductor"), ("0 graphs, 0 ops: Dynamo skipped the frame",
+                                                                 "0 个计算图、0 个算子：Dynamo 跳过了这一帧"),
+         {"reason": only(*_SKIPPED), "graphs": 0, "ops": 0, "breaks": 0}),
+        (None, ("0 ops", "0 个算子"), {"ops": 0}),
+        (None, ("a UserWarning", "一条 UserWarning"), {"warnings": [_SOFTMAX]}),
+        (None, ("an IQR 2.3 times its median", "IQR 是中位数的 2.3 倍"), {"iqr": 2.3}),
         (None, ("700 s to capture", "捕获用了 700 秒"), {"seconds": 700.0}),
-        (None, ("0 ops, 0 graphs (a model that only returns its input)", "0 个算子、0 个计算图（只返回输入的模型）"),
-         {"ops": 0, "graphs": 0}),
     ]
 
 
-def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0) -> Any:
+_SECOND = ("example input with 1 floating-point tensor sign-flipped", "示例输入，其中 1 个浮点张量取反")  # compare_capture's default
+_NOT_TIMED = ("one graph, no graph breaks (not timed: running it again failed: RuntimeError: torch.compile with "
+              "fullgraph=True found no compiled frames)",
+              "一个计算图，没有图中断（未计时：再次运行时出错：RuntimeError: torch.compile with fullgraph=True found no "
+              "compiled frames）")
+
+
+@contextlib.contextmanager
+def _language(lang: str | None):
+    """Build a table as compare_capture does when the reader reads ``lang`` (None: as set now)."""
+    from .. import _lang
+
+    saved = _lang._chosen
+    _lang._chosen = lang if lang is not None else saved
+    try:
+        yield
+    finally:
+        _lang._chosen = saved
+
+
+def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0,
+           rounds: int | None = None, threads: int = 1, second: bool = False) -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``;
-    a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record."""
+    a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record
+    (``rounds`` and ``threads`` as passed to it; ``second``: its default second input's label)."""
     import math
 
     from ..viewers._latency import Latency
     from ..viewers.compare import Attempt, Comparison
 
-    # one balanced design over eager and the timed rows, as fair_latency runs it by default
+    # by default one balanced design over eager and the timed rows, as fair_latency runs it
     runners = 1 + sum(ms is not None for *_, ms in rows)
-    rounds = runners if runners % 2 == 0 else 2 * runners
+    if rounds is None:
+        rounds = runners if runners % 2 == 0 else 2 * runners
 
     def lat(ms: float, k: int = 0, iqr: float | None = None, number: int | None = None) -> Latency:
         # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed;
-        # calls per round come from one timed call (50 ms / its time), which strays from the median
+        # calls per round come from one timed call (50 ms / its time), which strays from the median;
+        # one round has no spread
         once = ms * (0.6, 1.7, 1.0, 2.4)[k % 4]
-        return Latency(ms / 1e3, ms / 1e3 * (iqr if iqr is not None else (0.1, 0.5, 0.02, 0.3)[k % 4]), rounds,
-                       number if number is not None else max(1, math.ceil(50.0 / once)), 1)
+        spread = 0.0 if rounds == 1 else (iqr if iqr is not None else (0.1, 0.5, 0.02, 0.3)[k % 4])
+        return Latency(ms / 1e3, ms / 1e3 * spread, rounds,
+                       number if number is not None else max(1, math.ceil(50.0 / once)), threads)
 
     # Dynamo's rows break the graph where fullgraph=True failed or is absent (as on a real table)
     broken = not any(m == "dynamo fullgraph=True" and w for m, w, *_ in rows)
@@ -491,20 +527,25 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         script = w and m.startswith("torch.jit")
         # reasons read like compare_capture's (a Dynamo row that splits says "graph break"), and op counts
         # differ from row to row, neither following speed
-        reason = (only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
-                       "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
+        reason = (only("captured, but checking it failed: RuntimeError: made up by the checker",
+                       "捕获成功，但检查它时出错：RuntimeError: 检查器构造的") if w and mt is None
+                  else only(*_NOT_TIMED) if w and mt and ms is None
+                  else only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
+                            "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
                   else only(*_REASONS[m]) if w and m in _REASONS else only("made up by the checker", "检查器构造的"))
         warnings = (_TRACE_WARNINGS if m == "torch.jit.trace" else [_SCRIPT_WARNING.format(m.split(".")[-1])]) if script else []
         latency = None if ms is None else lat(ms, k, extra.pop("iqr", None), extra.pop("number", None))
-        attempt = Attempt(m, w, reason, (3 if splits else 1) if w else None,
+        notes = ([only(*_SCRIPT_NOTE)] if script else []) + ([only(*_COND)] if splits else [])
+        attempt = Attempt(m, w, reason, (2 if splits else 1) if w else None,
                           (3, 40, 12, 7)[k % 4] if w else None, mt,
                           seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
-                          breaks=(2 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
-                          latency=latency, note=only(*_SCRIPT_NOTE) if script else "", warnings=warnings)
+                          breaks=(1 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
+                          latency=latency, note=only("; ", "；").join(notes), warnings=warnings)
         for field, value in extra.items():
             setattr(attempt, field, value)
         attempts.append(attempt)
-    return Comparison("a made-up model", "(4, 6)", "given", attempts, lat(eager_ms))
+    return Comparison("a made-up model", "(4, 6)", only(*_SECOND) if second else only("given", "由调用者给出"),
+                      attempts, lat(eager_ms))
 
 
 def _PATHS() -> tuple[str, ...]:
@@ -538,13 +579,38 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                             _Row(slow, True, True, 0.3003, **({"says": says} | fields if slow == path else {}))]
                     cases += [(constraint, rows, fast), (constraint, rows[::-1], fast)]
     for constraint, (one, other) in _PAIRS.items():
-        for fast_ms, slow_ms, eager_ms in ((0.005, 0.005005, 0.009), (0.1, 0.1001, 8.0), (40.0, 40.04, 1.0),
-                                           (60.0, 60.06, 80.0)):
+        for fast_ms, slow_ms, eager_ms in ((0.005, 0.005005, 0.009), (0.1, 0.1001, 8.0), (0.1, 0.1001, 12.0),
+                                           (40.0, 40.04, 1.0), (60.0, 60.06, 80.0), (250.0, 250.25, 300.0),
+                                           (0.0018, 0.0018018, 0.001), (1500.0, 1501.5, 1800.0)):
             for fast, slow in ((one, other), (other, one)):
                 rows = [(fast, True, True, fast_ms), (slow, True, True, slow_ms), ("eager", True, True, eager_ms)]
                 cases += [(constraint, rows, fast), (constraint, [rows[1], rows[0], rows[2]], fast)]
-        cases.append((constraint, [(one, True, True, 100.0), (other, True, False, 0.5), ("eager", True, True, 1.0)],
+        cases.append((constraint, [(one, True, True, 160.0), (other, True, False, 0.5), ("eager", True, True, 1.0)],
                       one))
+        # a row that matched but was not timed (compare_capture leaves one that fails when run again), beside
+        # a timed one and alone; one round (no spread) and two threads, as compare_capture takes them
+        untimed = _Row(one, True, True, None, reason=only(*_NOT_TIMED))
+        cases += [(constraint, [untimed, (other, True, True, 0.5)], other),
+                  (constraint, [(other, True, True, 0.5), untimed], other),
+                  (constraint, [untimed, (other, True, False, 0.2)], None)]
+        for design in ({"rounds": 1}, {"threads": 2}):
+            eager = _Row("eager", True, True, 1.0, **design)
+            cases += [(constraint, [(one, True, True, 0.3), (other, True, True, 0.3003), eager], one),
+                      (constraint, [(one, True, True, 0.3003), (other, True, True, 0.3), eager], other)]
+        # far ahead of the rest (not an outlier to drop), and a nine-row table won by its last or first row
+        rest = [m for m in _PATHS() if m not in (one, other) and (ALLOWED[constraint] is None or m in ALLOWED[constraint])]
+        cases.append((constraint, [(other, True, True, 0.9), (one, True, True, 0.05), (rest[0], True, True, 1.0),
+                                   (rest[-1], True, True, 1.1)], one))
+        nine = [(m, True, True, 0.9 - 0.05 * i) for i, m in enumerate(_PATHS())]
+        best = [m for m in _PATHS() if ALLOWED[constraint] is None or m in ALLOWED[constraint]][-1]
+        cases += [(constraint, nine, best), (constraint, nine[::-1], best)]
+    # Dynamo's fullgraph=True row untimed beside fullgraph=False, at the scale of a model with no ops
+    for constraint in ("fastest", "no compiler on target"):
+        cases.append((constraint, [("dynamo fullgraph=True", True, True, None),
+                                   _Row("dynamo fullgraph=False", True, True, 0.007, reason=only(*_SKIPPED), graphs=0, ops=0,
+                                        breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
+                                                        "0 个计算图、0 个算子：Dynamo 跳过了这一帧")),
+                                   ("eager", True, True, 0.0008)], "dynamo fullgraph=False"))
     return cases
 
 
@@ -725,8 +791,13 @@ def _check_choose(answer: Any) -> None:
     cases = _choice_cases()
     for call, (constraint, rows, right) in enumerate(cases, 1):
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
+        design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
         if id(rows) not in tables:
-            tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms))
+            # a real table's text is in the language it was made in: English and 中文 ones alternate, and
+            # some carry compare_capture's own label for its default second input
+            with _language(("en", "zh")[len(tables) % 2]):
+                tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms,
+                                                 second=len(tables) % 3 == 1, **design))
         table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
@@ -738,10 +809,12 @@ def _check_choose(answer: Any) -> None:
             return "" if not says else (f" ({says})" if en else f"（{says}）")
 
         listing = "; ".join(f"{m}: " + ("failed" if not w else "not checked against eager" if mt is None
-                                        else "differs from eager" + timed(ms, True) if not mt else f"{ms} ms")
+                                        else "differs from eager" + timed(ms, True) if not mt else "matched, not timed" if ms is None
+                                        else f"{ms} ms")
                             + carries(row, True) for row in rows for m, w, mt, ms in [row])
         listing_zh = "；".join(f"{m}：" + ("失败" if not w else "没有与 eager 对照" if mt is None
-                                          else "与 eager 不一致" + timed(ms, False) if not mt else f"{ms} 毫秒")
+                                          else "与 eager 不一致" + timed(ms, False) if not mt else "一致，未计时" if ms is None
+                                          else f"{ms} 毫秒")
                                + carries(row, False) for row in rows for m, w, mt, ms in [row])
         tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms and rows "
                  f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，"
@@ -767,7 +840,11 @@ def _check_choose(answer: Any) -> None:
                      ("the fields or attributes of a row", "某一行的字段或属性"),
                      ("an attribute of the table (table.eager, table.speedup …)",
                       "表格的属性（table.eager、table.speedup 等）"))
-            what = [part for part, b, a in zip(parts, before, after) if a != b]
+            kept = {i: fields for i, fields in after[1]}  # rows taken out are not rows whose fields changed
+            fields_changed = any(kept.get(i, fields) != fields for i, fields in before[1]) or \
+                any(i not in dict(before[1]) for i in kept)
+            what = [part for n, (part, b, a) in enumerate(zip(parts, before, after))
+                    if a != b and (n != 1 or fields_changed)]
             if before[0] != after[0]:  # the rows themselves, their order or which
                 advice = ("Only read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
                           "its rows.", "只能读取，不要修改：要排序或筛选，请生成一个新列表（sorted(table.rows, ...)）；"
