@@ -450,19 +450,19 @@ _SOFTMAX = ("UserWarning: Implicit dimension choice for softmax has been depreca
 def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[str, Any]]]:
     """What real rows carry besides their speed: (paths it applies to, None for any; what the feedback
     calls it; the Attempt's fields). A rule that reads speed alone must ignore every one of them."""
-    splits = only("4 graphs, 3 graph breaks: Data-dependent branching: a Python if or while on a tensor value "
-                  "(model.py:20)", "4 个计算图，3 次图中断：数据相关的分支：Python 的 if 或 while 用到了张量的值（model.py:20）")
+    splits = ("4 graphs, 3 graph breaks: Data-dependent branching: a Python if or while on a tensor value "
+              "(model.py:20)", "4 个计算图，3 次图中断：数据相关的分支：Python 的 if 或 while 用到了张量的值（model.py:20）")
     tracer = f"TracerWarning: {_TRACER.partition(': ')[2]}"
     return [
         (("torch.jit.trace",), ("a TracerWarning in its note", "提示中有 TracerWarning"),
-         {"note": _TRACER.split(". ")[0] + only("; ", "；") + only(*_SCRIPT_NOTE),
+         {"note": tuple(_TRACER.split(". ")[0] + sep + note for sep, note in zip(("; ", "；"), _SCRIPT_NOTE)),
           "warnings": _TRACE_WARNINGS + [tracer, _SOFTMAX]}),
         (("dynamo fullgraph=False", "torch.compile inductor"), ("4 graphs, 3 graph breaks, a torch.cond note",
                                                                  "4 个计算图、3 次图中断，提示用 torch.cond"),
-         {"note": only(*_COND), "reason": splits, "graphs": 4, "breaks": 3}),
+         {"note": _COND, "reason": splits, "graphs": 4, "breaks": 3}),
         (("dynamo fullgraph=False", "torch.compile inductor"), ("0 graphs, 0 ops: Dynamo skipped the frame",
                                                                  "0 个计算图、0 个算子：Dynamo 跳过了这一帧"),
-         {"reason": only(*_SKIPPED), "graphs": 0, "ops": 0, "breaks": 0}),
+         {"reason": _SKIPPED, "graphs": 0, "ops": 0, "breaks": 0}),
         (None, ("0 ops", "0 个算子"), {"ops": 0}),
         (None, ("a UserWarning", "一条 UserWarning"), {"warnings": [_SOFTMAX]}),
         (None, ("an IQR 2.3 times its median", "IQR 是中位数的 2.3 倍"), {"iqr": 2.3}),
@@ -541,8 +541,8 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
                           seconds=(0.1 if ms is None else 10.0 / ms if k % 2 else 40.0 * ms),
                           breaks=(1 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
                           latency=latency, note=only("; ", "；").join(notes), warnings=warnings)
-        for field, value in extra.items():
-            setattr(attempt, field, value)
+        for field, value in extra.items():  # a pair of texts reads in the table's language
+            setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple) else value)
         attempts.append(attempt)
     return Comparison("a made-up model", "(4, 6)", only(*_SECOND) if second else only("given", "由调用者给出"),
                       attempts, lat(eager_ms))
@@ -563,10 +563,11 @@ _PAIRS = {"fastest": ("torch.compile inductor", "torch.jit.trace"),
 
 def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
     """Rows 0.1% apart where one carries what real rows carry besides speed (a TracerWarning, graph
-    breaks, a noisy or long measurement, no ops), winning and losing, in both orders; the same pairs
-    at a tiny model's scale (5 µs), 80 times faster than eager, 40 and 60 ms per call (one or two calls
-    per round), and a sole allowed row a hundred times slower than eager: whatever an answer filters
-    or rounds off besides the rule turns one of them."""
+    breaks, Dynamo's skipped frame, no ops, a UserWarning, a noisy or long measurement), winning and
+    losing, in both orders; the same pairs from 1.8 µs to 1.5 s per call and from 120 times faster
+    than eager to 40 times slower; a sole allowed row 160 times slower than eager; a row that matched
+    but was not timed; one-round and two-thread tables; a row far ahead of the rest; nine-row tables.
+    Whatever an answer filters or rounds off besides the rule turns one of them."""
     cases = []
     for paths, says, fields in _decorations():
         for constraint, allowed in ALLOWED.items():
@@ -589,7 +590,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                       one))
         # a row that matched but was not timed (compare_capture leaves one that fails when run again), beside
         # a timed one and alone; one round (no spread) and two threads, as compare_capture takes them
-        untimed = _Row(one, True, True, None, reason=only(*_NOT_TIMED))
+        untimed = (one, True, True, None)
         cases += [(constraint, [untimed, (other, True, True, 0.5)], other),
                   (constraint, [(other, True, True, 0.5), untimed], other),
                   (constraint, [untimed, (other, True, False, 0.2)], None)]
@@ -607,7 +608,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     # Dynamo's fullgraph=True row untimed beside fullgraph=False, at the scale of a model with no ops
     for constraint in ("fastest", "no compiler on target"):
         cases.append((constraint, [("dynamo fullgraph=True", True, True, None),
-                                   _Row("dynamo fullgraph=False", True, True, 0.007, reason=only(*_SKIPPED), graphs=0, ops=0,
+                                   _Row("dynamo fullgraph=False", True, True, 0.007, reason=_SKIPPED, graphs=0, ops=0,
                                         breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
                                                         "0 个计算图、0 个算子：Dynamo 跳过了这一帧")),
                                    ("eager", True, True, 0.0008)], "dynamo fullgraph=False"))
