@@ -721,9 +721,10 @@ def test_lab13_3_sorting_rows_while_reading_the_table_says_the_table_looks_empty
         return solution("lab13", "choose")(constraint, table)
 
     result = check("lab13.3", sorts)
-    assert result.status == "raised" and "look empty while they are sorted in place" in result.en, result.to_text()
+    assert result.status == "raised" and "rows look empty while sorted in place" in result.en, result.to_text()
+    assert "sorted(table.rows, key=...)" in result.en  # the fix is not cut off
     assert "表中现在没有任何行" in result.zh  # the course's own error in each language, not English twice
-    with pytest.raises(FxCourseError, match="look empty while they are sorted in place"):
+    with pytest.raises(FxCourseError, match="rows look empty while sorted in place"):
         Comparison("m", "x", "none", [])["torch.jit.trace"]  # a table with no rows says why it may look so
 
 
@@ -1546,5 +1547,120 @@ def test_lab13_3_a_filter_on_a_rows_text_is_caught_in_either_reading_language(mo
     def answer(constraint, table):
         return _best_unguarded([r for r in _qualifying(constraint, table)
                                 if words not in r.note and words not in r.reason], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+# -- the sixteenth attack on lab13.3: real rows, recorded --------------------------------------------
+
+_REAL_FILTERS = {
+    "'fail', 'error' or 'unsupported' in the reason":
+        lambda r, t: not any(w in r.reason.lower() for w in ("fail", "error", "unsupported")),
+    "a graph break that is not a data-dependent branch":
+        lambda r, t: not (r.breaks and "Data-dependent" not in r.reason and "数据相关" not in r.reason),
+    "a Dynamo row that warned": lambda r, t: not (r.method.startswith("dynamo") and r.warnings),
+    "fullgraph=True with no ops captured nothing": lambda r, t: not (r.method == "dynamo fullgraph=True" and r.ops == 0),
+    "a trace checked on the example input again": lambda r, t: not (r.method == "torch.jit.trace" and "again" in t.second),
+    "at most three graph breaks": lambda r, t: (r.breaks or 0) <= 3,
+    "at most four warnings": lambda r, t: len(r.warnings) <= 4,
+    "at most 40 ops": lambda r, t: (r.ops or 0) <= 40,
+    "'处图中断' (compare_capture's 中文) in the reason": lambda r, t: "处图中断" not in r.reason,
+    "'; the first:' in the reason": lambda r, t: "; the first:" not in r.reason,
+    "times under 1.5 µs are noise": lambda r, t: r.latency.median >= 1.5e-6,
+    "a speed-up under 0.002 is broken": lambda r, t: t.speedup(r.method) >= 0.002,
+    "a speed-up over 1000 is bogus": lambda r, t: t.speedup(r.method) <= 1000,
+    "a round under 20 ms": lambda r, t: r.latency.number * r.latency.median >= 0.02,
+    "a capture under 5 ms did nothing": lambda r, t: r.seconds >= 0.005,
+    "a hundred times fewer calls than eager": lambda r, t: r.latency.number * 100 >= t.eager.number,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_REAL_FILTERS))
+def test_lab13_3_filters_recorded_real_rows_expose(rule):
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if _REAL_FILTERS[rule](r, table)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_an_untrusted_noisy_eager_returns_none_wrongly():
+    def answer(constraint, table):
+        if table.eager.iqr > 0.3 * table.eager.median:
+            return None
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_inductor_that_compiled_nothing_is_still_refused_without_a_compiler():
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.latency and (
+            r.method in _ref_allowed(constraint)
+            or (constraint == "no compiler on target" and r.method == "torch.compile inductor" and r.graphs == 0))]
+        return _best_unguarded(ok, table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "does not allow 'torch.compile inductor'" in result.en
+
+
+def test_lab13_3_an_untimed_choice_is_named():
+    def answer(constraint, table):
+        ok = [r for r in table.rows if r.worked and r.matches and r.method in _ref_allowed(constraint)]
+        return max(ok, key=lambda r: table.speedup(r.method) or float("inf")).method if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "was not timed (its speedup is None)" in result.en and "没有计时" in result.zh
+
+
+def test_lab13_3_a_class_swapped_onto_the_table_is_a_change():
+    def answer(constraint, table):
+        from fxcourse.viewers.compare import Comparison
+
+        class Cached(Comparison):
+            pass
+
+        table.__class__ = Cached
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "changed the table" in result.en
+
+
+def test_lab13_3_one_round_and_two_threads_are_named_in_the_feedback():
+    def answer(constraint, table):
+        ok = [r for r in _qualifying(constraint, table) if r.latency.rounds > 1 and r.latency.threads == 1]
+        return _best_unguarded(ok, table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "(1 round)" in result.tried[0] or "(2 threads)" in result.tried[0]
+
+
+def test_lab13_3_recorded_rows_are_what_compare_capture_gives_now():
+    """The checker's real rows were recorded on the installed torch; after an upgrade this says to
+    record them again (python -m fxcourse.checks._lab13_record). Capture times differ run to run."""
+    import json
+
+    from fxcourse.checks import _lab13_record
+
+    stored = json.loads(_lab13_record.RECORDED.read_text(encoding="utf-8"))
+    fresh = _lab13_record.record()
+    drop = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert drop(fresh) == drop(stored), "record the rows again: python -m fxcourse.checks._lab13_record"
+    assert len({r["model"] for r in stored}) == len(_lab13_record.MODELS) >= 15
+
+
+@pytest.mark.parametrize("rule", ["more than five graph breaks", "more than five graphs", "an IQR over 3 times the median",
+                                  "over 2 s per call is a hang", "more than ten rounds",
+                                  "a Dynamo row with no graph but a break"])
+def test_lab13_3_caps_the_sixteenth_attack_found(rule):
+    keep = {"more than five graph breaks": lambda r: (r.breaks or 0) <= 5,
+            "more than five graphs": lambda r: (r.graphs or 1) <= 5,
+            "an IQR over 3 times the median": lambda r: r.latency.iqr <= 3 * r.latency.median,
+            "over 2 s per call is a hang": lambda r: r.latency.median <= 2.0,
+            "more than ten rounds": lambda r: r.latency.rounds <= 10,
+            "a Dynamo row with no graph but a break": lambda r: not (r.graphs == 0 and r.breaks)}[rule]
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r)], table)
 
     expect_wrong("lab13.3", answer)

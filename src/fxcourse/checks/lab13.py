@@ -450,11 +450,11 @@ _SOFTMAX = ("UserWarning: Implicit dimension choice for softmax has been depreca
 def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[str, Any]]]:
     """What real rows carry besides their speed: (paths it applies to, None for any; what the feedback
     calls it; the Attempt's fields). A rule that reads speed alone must ignore every one of them."""
-    splits = ("4 graphs, 3 graph breaks: Data-dependent branching: a Python if or while on a tensor value "
-              "(model.py:20)", "4 个计算图，3 次图中断：数据相关的分支：Python 的 if 或 while 用到了张量的值（model.py:20）")
+    splits = ("4 graphs, 3 graph breaks; the first: Data-dependent branching: a Python if or while on a tensor value "
+              "(model.py:20)", "4 个计算图，3 处图中断；第一处：数据相关的分支：Python 的 if 或 while 取决于张量的值（model.py:20）")
     tracer = f"TracerWarning: {_TRACER.partition(': ')[2]}"
     return [
-        (("torch.jit.trace",), ("a TracerWarning in its note", "提示中有 TracerWarning"),
+        (("torch.jit.trace",), ("a TracerWarning in its note and a UserWarning", "提示中有 TracerWarning，另有一条 UserWarning"),
          {"note": tuple(_TRACER.split(". ")[0] + sep + note for sep, note in zip(("; ", "；"), _SCRIPT_NOTE)),
           "warnings": _TRACE_WARNINGS + [tracer, _SOFTMAX]}),
         (("dynamo fullgraph=False", "torch.compile inductor"), ("4 graphs, 3 graph breaks, a torch.cond note",
@@ -465,7 +465,7 @@ def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[s
          {"reason": _SKIPPED, "graphs": 0, "ops": 0, "breaks": 0}),
         (None, ("0 ops", "0 个算子"), {"ops": 0}),
         (None, ("a UserWarning", "一条 UserWarning"), {"warnings": [_SOFTMAX]}),
-        (None, ("an IQR 2.3 times its median", "IQR 是中位数的 2.3 倍"), {"iqr": 2.3}),
+        (None, ("an IQR 3.5 times its median", "IQR 是中位数的 3.5 倍"), {"iqr": 3.5}),
         (None, ("700 s to capture", "捕获用了 700 秒"), {"seconds": 700.0}),
     ]
 
@@ -491,7 +491,7 @@ def _language(lang: str | None):
 
 
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0,
-           rounds: int | None = None, threads: int = 1, second: bool = False) -> Any:
+           rounds: int | None = None, threads: int = 1, second: bool | tuple[str, str] = False) -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``;
     a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record
     (``rounds`` and ``threads`` as passed to it; ``second``: its default second input's label)."""
@@ -509,7 +509,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed;
         # calls per round come from one timed call (50 ms / its time), which strays from the median;
         # one round has no spread
-        once = ms * (0.6, 1.7, 1.0, 2.4)[k % 4]
+        once = ms * (0.6, 1.7, 1.0, 2.4, 5.0)[k % 5]
         spread = 0.0 if rounds == 1 else (iqr if iqr is not None else (0.1, 0.5, 0.02, 0.3)[k % 4])
         return Latency(ms / 1e3, ms / 1e3 * spread, rounds,
                        number if number is not None else max(1, math.ceil(50.0 / once)), threads)
@@ -530,8 +530,9 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         reason = (only("captured, but checking it failed: RuntimeError: made up by the checker",
                        "捕获成功，但检查它时出错：RuntimeError: 检查器构造的") if w and mt is None
                   else only(*_NOT_TIMED) if w and mt and ms is None
-                  else only("2 graphs, 1 graph break: Data-dependent branching (made up by the checker)",
-                            "2 个计算图，1 次图中断：数据相关的分支（检查器构造的）") if splits
+                  else only("2 graphs, 1 graph break: Data-dependent branching: a Python if or while on a tensor "
+                            "value (model.py:12)", "2 个计算图，1 处图中断：数据相关的分支：Python 的 if 或 while 取决于张量的值"
+                            "（model.py:12）") if splits
                   else only(*_REASONS[m]) if w and m in _REASONS else only("made up by the checker", "检查器构造的"))
         warnings = (_TRACE_WARNINGS if m == "torch.jit.trace" else [_SCRIPT_WARNING.format(m.split(".")[-1])]) if script else []
         latency = None if ms is None else lat(ms, k, extra.pop("iqr", None), extra.pop("number", None))
@@ -544,8 +545,9 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         for field, value in extra.items():  # a pair of texts reads in the table's language
             setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple) else value)
         attempts.append(attempt)
-    return Comparison("a made-up model", "(4, 6)", only(*_SECOND) if second else only("given", "由调用者给出"),
-                      attempts, lat(eager_ms))
+    label = second if isinstance(second, tuple) else _SECOND if second else ("given", "由调用者给出")
+    return Comparison("a made-up model", "(4, 6)", only(*label),
+                      attempts, lat(eager_ms, iqr=(0.1, 0.39, 0.7, 0.02)[len(rows) % 4]))
 
 
 def _PATHS() -> tuple[str, ...]:
@@ -582,11 +584,16 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     for constraint, (one, other) in _PAIRS.items():
         for fast_ms, slow_ms, eager_ms in ((0.005, 0.005005, 0.009), (0.1, 0.1001, 8.0), (0.1, 0.1001, 12.0),
                                            (40.0, 40.04, 1.0), (60.0, 60.06, 80.0), (250.0, 250.25, 300.0),
-                                           (0.0018, 0.0018018, 0.001), (1500.0, 1501.5, 1800.0)):
+                                           (0.0018, 0.0018018, 0.001), (1500.0, 1501.5, 1800.0),
+                                           (0.00105, 0.00105105, 0.0012), (0.001, 0.001001, 2.5),
+                                           (0.00107, 0.00107107, 0.00005), (0.15, 0.15015, 0.00005),
+                                           (2500.0, 2502.5, 3000.0)):
             for fast, slow in ((one, other), (other, one)):
                 rows = [(fast, True, True, fast_ms), (slow, True, True, slow_ms), ("eager", True, True, eager_ms)]
                 cases += [(constraint, rows, fast), (constraint, [rows[1], rows[0], rows[2]], fast)]
-        cases.append((constraint, [(one, True, True, 160.0), (other, True, False, 0.5), ("eager", True, True, 1.0)],
+        cases.append((constraint, [(one, True, True, 0.5), (other, True, False, 0.0002), ("eager", True, True, 0.00005)],
+                      one))
+        cases.append((constraint, [(one, True, True, 250.0), (other, True, False, 0.5), ("eager", True, True, 1.0)],
                       one))
         # a row that matched but was not timed (compare_capture leaves one that fails when run again), beside
         # a timed one and alone; one round (no spread) and two threads, as compare_capture takes them
@@ -604,7 +611,15 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                                    (rest[-1], True, True, 1.1)], one))
         nine = [(m, True, True, 0.9 - 0.05 * i) for i, m in enumerate(_PATHS())]
         best = [m for m in _PATHS() if ALLOWED[constraint] is None or m in ALLOWED[constraint]][-1]
-        cases += [(constraint, nine, best), (constraint, nine[::-1], best)]
+        # and with one row failed: eager and eight timed rows are nine runners, so 18 rounds
+        failed = [(m, w, mt, ms) if m != rest[0] else (m, False, None, None) for m, w, mt, ms in nine]
+        cases += [(constraint, nine, best), (constraint, nine[::-1], best), (constraint, failed, best)]
+    # Inductor that skipped the frame (compiled nothing) is still refused without a compiler
+    skipped = dict(reason=_SKIPPED, graphs=0, ops=0, breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
+                                                                     "0 个计算图、0 个算子：Dynamo 跳过了这一帧"))
+    cases.append(("no compiler on target", [_Row("torch.compile inductor", True, True, 0.005, **skipped),
+                                            ("torch.export.export", True, True, 0.04), ("eager", True, True, 0.0012)],
+                  "torch.export.export"))
     # Dynamo's fullgraph=True row untimed beside fullgraph=False, at the scale of a model with no ops
     for constraint in ("fastest", "no compiler on target"):
         cases.append((constraint, [("dynamo fullgraph=True", True, True, None),
@@ -612,6 +627,32 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                                         breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
                                                         "0 个计算图、0 个算子：Dynamo 跳过了这一帧")),
                                    ("eager", True, True, 0.0008)], "dynamo fullgraph=False"))
+    return cases
+
+
+def _recorded_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
+    """Each real row recorded by ``_lab13_record`` (a model that prints, calls .item(), warns, branches,
+    has no ops, takes integers …), timed a hair ahead of a plain rival and a hair behind it, under a
+    constraint that allows it (in turn), in the table it came from's second-input label."""
+    import json
+
+    from ._lab13_record import RECORDED
+
+    cases = []
+    for k, rec in enumerate(json.loads(RECORDED.read_text(encoding="utf-8"))):
+        method = rec["method"]
+        fits = [c for c, allowed in ALLOWED.items() if allowed is None or method in allowed]
+        constraint = fits[k % len(fits)]
+        pair = _PAIRS[constraint]
+        rival = pair[0] if method != pair[0] else pair[1]
+        fields = {f: tuple(rec[f]) if isinstance(rec[f], list) and f in ("reason", "note") else rec[f]
+                  for f in ("reason", "note", "warnings", "graphs", "ops", "breaks", "seconds")}
+        says = (f"a real row of a model like {rec['model']}", f"一个类似 {rec['model']} 的模型的真实一行")
+        eager = _Row("eager", True, True, 1.0, second=tuple(rec["second"]))
+        ahead = [_Row(method, True, True, 0.3, says=says, **fields), (rival, True, True, 0.3003), eager]
+        behind = [_Row(method, True, True, 0.3003, says=says, **fields), (rival, True, True, 0.3), eager]
+        cases += [(constraint, ahead, method), (constraint, [ahead[1], ahead[0], eager], method),
+                  (constraint, behind if k % 2 else [behind[1], behind[0], eager], rival)]
     return cases
 
 
@@ -751,7 +792,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
               ("no compiler on target", q2, "export + AOTInductor"), ("no Python on target", q2, "export + AOTInductor"),
               ("no Python on target", w1, "export + IREE"), ("fastest", w1, "export + IREE"),
               ("fastest", w2, "torch.jit.trace"), ("no compiler on target", w2, "torch.jit.trace"),
-              ("no Python on target", w3, "torch.jit.script"), (CUSTOM, w3, "torch.jit.script")] + hair + _real_row_cases()
+              ("no Python on target", w3, "torch.jit.script"), (CUSTOM, w3, "torch.jit.script")] + hair + _real_row_cases() + _recorded_cases()
     return [("no compiler on target", a, "export + AOTInductor"), ("no Python on target", a, "export + AOTInductor"),
             ("fastest", a, "torch.compile inductor"), ("no compiler on target", b, "torch.jit.trace"),
             ("no Python on target", b, "torch.jit.trace"), ("fastest", b, "torch.jit.trace"),
@@ -798,7 +839,7 @@ def _check_choose(answer: Any) -> None:
             # some carry compare_capture's own label for its default second input
             with _language(("en", "zh")[len(tables) % 2]):
                 tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms,
-                                                 second=len(tables) % 3 == 1, **design))
+                                                 **({"second": len(tables) % 3 == 1} | design)))
         table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
@@ -814,11 +855,13 @@ def _check_choose(answer: Any) -> None:
                                         else f"{ms} ms")
                             + carries(row, True) for row in rows for m, w, mt, ms in [row])
         listing_zh = "；".join(f"{m}：" + ("失败" if not w else "没有与 eager 对照" if mt is None
-                                          else "与 eager 不一致" + timed(ms, False) if not mt else "一致，未计时" if ms is None
+                                          else "与 eager 不一致" + timed(ms, False) if not mt else "与 eager 一致，未计时" if ms is None
                                           else f"{ms} 毫秒")
                                + carries(row, False) for row in rows for m, w, mt, ms in [row])
-        tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms and rows "
-                 f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒，"
+        how = ("".join([" (1 round)" if design.get("rounds") == 1 else "", f" ({design['threads']} threads)" if "threads" in design else ""]),
+               "".join(["（只有 1 轮）" if design.get("rounds") == 1 else "", f"（{design['threads']} 个线程）" if "threads" in design else ""]))
+        tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms{how[0]} and rows "
+                 f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒{how[1]}，"
                  f"各行：{listing_zh}")
         with quiet():
             got = answer(constraint, table)
@@ -861,7 +904,7 @@ def _check_choose(answer: Any) -> None:
             row_given = isinstance(got, Attempt)
             raise Wrong("choose must return a path name (a string from PATHS) or None"
                         + ("; for a row, return row.method." if row_given else "."),
-                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None" + ("；对一行，请返回 row.method。" if row_given else "。"),
+                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None" + ("；如果拿到的是一行，请返回它的 row.method。" if row_given else "。"),
                         tried=tried, got=described(got))
         if got is not None:
             got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
@@ -880,13 +923,16 @@ def _check_choose(answer: Any) -> None:
             en, zh = ("Your choice is not a row of this table.", "你选的路径不在这张表里。")
         elif row is not None and not row[0]:
             en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
-                      "你选的路径在这个模型上失败了：失败的路径永远不是答案。")
+                      "你选的路径在这个模型上失败了：失败的路径不能作为答案。")
         elif row is not None and row[1] is None:
             en, zh = ("Your choice was captured but never checked against eager (matches is None): only a row that "
-                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有一致的行才是答案。")
+                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才是答案。")
         elif row is not None and not row[1]:
             en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
-                      "你选的路径能运行，但在这个模型上与 eager 不一致：错误的结果永远不是答案。")
+                      "你选的路径能运行，但在这个模型上与 eager 不一致：结果与 eager 不一致的路径不能作为答案。")
+        elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
+            en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
+                      "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有有加速比的行才能是最快的。")
         elif got is not None and ALLOWED[constraint] is not None and got not in ALLOWED[constraint]:
             en, zh = (f"The constraint {constraint!r} does not allow {got!r}.",
                       f"约束 {constraint!r} 不允许 {got!r}。")
@@ -913,8 +959,8 @@ def _table_state(table: Any) -> tuple:
             return object()
 
     rows = list(table.rows)
-    by_row = sorted((id(r), kept(vars(r))) for r in rows)
-    return [id(r) for r in rows], by_row, kept({k: v for k, v in vars(table).items() if k != "rows"})
+    by_row = sorted((id(r), (type(r), kept(vars(r)))) for r in rows)  # a class swapped in counts too
+    return [id(r) for r in rows], by_row, (type(table), kept({k: v for k, v in vars(table).items() if k != "rows"}))
 
 
 def row_names(rows: list[tuple[str, bool, bool | None, float | None]]) -> set[str]:

@@ -123,9 +123,8 @@ class Comparison(Viewable):
                                 zh=f"{where}：传入的是一行（Attempt，{method.method!r}），而不是名字；"
                                    f"请传入它的名字：{call}。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
-            raise FxCourseError(got=repr(method), accepted="a row's method, but the table has no rows: a table's rows look empty while "
-                                "they are sorted in place (its own, a deep copy's, or those copy.copy shares)",
-                                fix="sorted(table.rows, key=...) gives a new list",
+            raise FxCourseError(got=repr(method), accepted="a row's method; rows look empty while sorted in place",
+                                fix="sort a new list: sorted(table.rows, key=...)",
                                 where=where,
                                 zh=f"{where}：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
                                    "表看起来是空的（无论是表自己的行、深拷贝的行，还是 copy.copy 共用的行）：请用 sorted(table.rows, key=...) 生成一个新列表。")
