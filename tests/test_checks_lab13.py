@@ -1465,8 +1465,8 @@ def test_lab13_3_a_changed_row_field_gets_advice_about_fields():
         return max(ok, key=lambda r: table.speedup(r.method)).method if ok else None
 
     result = expect_wrong("lab13.3", answer)
-    assert "do not assign to a row" in result.en and "sorted(table.rows" not in result.en
-    assert "不要给某一行或表格赋值" in result.zh
+    assert "do not change a row" in result.en and "sorted(table.rows" not in result.en
+    assert "不要改动某一行或表格" in result.zh
 
 
 # -- the fifteenth attack on lab13.3: rows real tables hold that no made-up table held -------------
@@ -1664,3 +1664,102 @@ def test_lab13_3_caps_the_sixteenth_attack_found(rule):
         return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r)], table)
 
     expect_wrong("lab13.3", answer)
+
+
+# -- the seventeenth attack on lab13.3: filters and caps on anything but the speed-up ---------------
+
+_ANY_FIELD = {
+    "'error' in the reason": lambda r, t: "error" not in r.reason.lower(),
+    "'not supported' in the reason": lambda r, t: "not supported" not in r.reason,
+    "'numpy' in the reason": lambda r, t: "numpy" not in r.reason.lower(),
+    "'dynamic' or 'shape' in the reason": lambda r, t: "dynamic" not in r.reason.lower() and "shape" not in r.reason,
+    "'exception' in the reason": lambda r, t: "exception" not in r.reason.lower(),
+    "'跳过' in the reason": lambda r, t: "跳过" not in r.reason,
+    "more than ten graph breaks": lambda r, t: (r.breaks or 0) <= 10,
+    "more graphs than breaks + 1": lambda r, t: r.graphs is None or r.breaks is None or r.graphs <= r.breaks + 1,
+    "more than 100 ops": lambda r, t: (r.ops or 0) <= 100,
+    "more than 20 warnings": lambda r, t: len(r.warnings) <= 20,
+    "a capture under 2 ms did nothing": lambda r, t: r.seconds >= 0.002,
+    "over a day to capture": lambda r, t: r.seconds < 86400,
+    "an IQR over 10 times the median": lambda r, t: r.latency.iqr <= 10 * r.latency.median,
+    "over 5 s per call is a hang": lambda r, t: r.latency.median <= 5.0,
+    "under 1 µs per call is an error": lambda r, t: r.latency.median >= 1e-6,
+    "more than two threads": lambda r, t: r.latency.threads <= 2,
+    "more than 18 rounds": lambda r, t: r.latency.rounds <= 18,
+    "fullgraph=True slower than eager went wrong": lambda r, t: not (r.method == "dynamo fullgraph=True"
+                                                                      and t.speedup(r.method) < 1),
+    "fullgraph=False over 5x faster than eager is bogus": lambda r, t: not (r.method == "dynamo fullgraph=False"
+                                                                             and t.speedup(r.method) > 5),
+    "a speed-up over 5000 is bogus": lambda r, t: t.speedup(r.method) <= 5000,
+    "a speed-up under 1e-4 is broken": lambda r, t: t.speedup(r.method) >= 1e-4,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_ANY_FIELD))
+def test_lab13_3_filters_on_any_field_but_the_speed_up(rule):
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if _ANY_FIELD[rule](r, table)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("lead", [20, 100])
+def test_lab13_3_a_winner_far_ahead_is_not_an_outlier(lead):
+    def answer(constraint, table):
+        ok = sorted(_qualifying(constraint, table), key=lambda r: -table.speedup(r.method))
+        if len(ok) > 1 and table.speedup(ok[0].method) > lead * table.speedup(ok[1].method):
+            ok = ok[1:]
+        return ok[0].method if ok else None
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["eager's IQR above its median", "eager under 0.05 µs is noise",
+                                  "eager's block under 50 ms"])
+def test_lab13_3_an_untrusted_eager_returns_none_wrongly(rule):
+    def answer(constraint, table):
+        e = table.eager
+        if {"eager's IQR above its median": e.iqr > e.median, "eager under 0.05 µs is noise": e.median < 5e-8,
+                "eager's block under 50 ms": e.number * e.median < 0.05}[rule]:
+            return None
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("relaxed", ["differs only on the second input", "a difference under 1e-3"])
+def test_lab13_3_a_differing_row_let_back_in(relaxed):
+    def answer(constraint, table):
+        def near(r):
+            if relaxed == "differs only on the second input":
+                return "second input" in r.reason or "第二个输入" in r.reason
+            return "max abs difference 0.000" in r.reason
+        ok = [r for r in table.rows if r.worked and (r.matches or (r.matches is False and near(r))) and r.latency
+              and r.method in _ref_allowed(constraint)]
+        return _best_unguarded(ok, table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_table_answers_in_and_except_keyerror_as_a_dict_does():
+    table = lab13._table([("torch.jit.script", True, True, 0.5)])
+    assert "torch.jit.script" in table and "torch.jit.trace" not in table and 0 not in table
+    with pytest.raises(KeyError):
+        table["torch.jit.trace"]
+    with pytest.raises(Exception, match="table.eager"):
+        table.speedup("eager")
+
+    def answer(constraint, table):
+        best = None
+        for m in _ref_allowed(constraint):
+            if m not in table:
+                continue
+            try:
+                r = table[m]
+            except KeyError:
+                continue
+            if r.worked and r.matches and table.speedup(m) and (best is None or table.speedup(m) > table.speedup(best)):
+                best = m
+        return best
+
+    expect_passed("lab13.3", answer)

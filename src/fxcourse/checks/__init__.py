@@ -371,7 +371,7 @@ def _raised(task_id: str, exc: BaseException, titles: dict[str, str]) -> CheckRe
     return CheckResult(
         task_id, "raised",
         f"{short}. Read the message, fix the code, and run the cell again.",
-        f"{short_zh}。阅读报错信息，修改代码后重新运行本单元。",
+        f"{short_zh}。请阅读报错信息，修改代码后重新运行本单元。",
         **titles,
     )
 

@@ -460,13 +460,22 @@ def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[s
         (("dynamo fullgraph=False", "torch.compile inductor"), ("4 graphs, 3 graph breaks, a torch.cond note",
                                                                  "4 个计算图、3 次图中断，提示用 torch.cond"),
          {"note": _COND, "reason": splits, "graphs": 4, "breaks": 3}),
+        (("dynamo fullgraph=False", "torch.compile inductor"), ("21 graphs, 20 graph breaks", "21 个计算图、20 处图中断"),
+         {"reason": ("21 graphs, 20 graph breaks; the first: Failed to trace builtin operator (model.py:7)",
+                     "21 个计算图，20 处图中断；第一处：Failed to trace builtin operator（model.py:7）"),
+          "graphs": 21, "breaks": 20}),
         (("dynamo fullgraph=False", "torch.compile inductor"), ("0 graphs, 0 ops: Dynamo skipped the frame",
                                                                  "0 个计算图、0 个算子：Dynamo 跳过了这一帧"),
          {"reason": _SKIPPED, "graphs": 0, "ops": 0, "breaks": 0}),
         (None, ("0 ops", "0 个算子"), {"ops": 0}),
         (None, ("a UserWarning", "一条 UserWarning"), {"warnings": [_SOFTMAX]}),
         (None, ("an IQR 3.5 times its median", "IQR 是中位数的 3.5 倍"), {"iqr": 3.5}),
+        (None, ("an IQR 9 times its median", "IQR 是中位数的 9 倍"), {"iqr": 9.0}),
         (None, ("700 s to capture", "捕获用了 700 秒"), {"seconds": 700.0}),
+        (None, ("captured in 1 ms", "捕获只用了 1 毫秒"), {"seconds": 0.001}),
+        (None, ("100 ops", "100 个算子"), {"ops": 100}),
+        (None, ("12 warnings", "12 条警告"), {"warnings": [_SOFTMAX] * 4 + [f"TracerWarning: {_TRACER.partition(': ')[2]}"] * 4
+                                             + [_SCRIPT_WARNING.format("trace")] * 4}),
     ]
 
 
@@ -475,6 +484,51 @@ _NOT_TIMED = ("one graph, no graph breaks (not timed: running it again failed: R
               "fullgraph=True found no compiled frames)",
               "一个计算图，没有图中断（未计时：再次运行时出错：RuntimeError: torch.compile with fullgraph=True found no "
               "compiled frames）")
+
+
+#: how compare_capture says a row differs from eager (a small difference, on the second input, is a difference)
+_DIFFERS = [("outputs differ from eager on the second input (output: at index (0, 1) got 0.4998, eager gives 0.5 "
+             "(max abs difference 0.000255))", "在第二个输入上，输出与 eager 不同（output: at index (0, 1) got 0.4998, "
+             "eager gives 0.5 (max abs difference 0.000255)）"),
+            ("the trace baked in one branch: outputs differ from eager on the second input (output: at index (0, 0) got "
+             "1.2, eager gives -0.4 (max abs difference 1.6))", "trace 把一个分支固化进了计算图：在第二个输入上，输出与 eager 不同"
+             "（output: at index (0, 0) got 1.2, eager gives -0.4 (max abs difference 1.6)）")]
+
+#: a row carrying more than any real row does, high and low: the rule reads speed alone, so a table whose
+#: winner (or whose other rows) carry these must get the same answer
+_WORDS = ("error", "Error", "TypeError", "RuntimeError", "failed", "Failed", "unsupported", "Unsupported", "not supported",
+          "numpy", "dynamic shape", "Dynamic shape", "exception", "Exception", "skipped", "fall back to eager", "graph break",
+          "Data-dependent", "TracerWarning", "deprecated", "incorrect", "warning", "WARNING", "not", "wrong", "differ")
+_HIGH = {"reason": ("100 graphs, 40 graph breaks; the first: " + "; ".join(_WORDS) + " (made up by the checker)",
+                    "100 个计算图，40 处图中断；第一处：" + "；".join(_WORDS) + "；错误、失败、不支持、已被弃用、跳过、图中断（检查器构造的）"),
+         "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
+                  "torch.cond; TorchScript is deprecated: use torch.compile or torch.export",
+                  "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript 已被弃用：请改用 "
+                  "torch.compile 或 torch.export"),
+         "warnings": [f"{kind}: {word} (made up by the checker)" for kind in ("UserWarning", "TracerWarning", "FutureWarning",
+                                                                             "DeprecationWarning", "log WARNING")
+                      for word in _WORDS],
+         "graphs": 100, "breaks": 40, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
+_LOW = {"reason": ("", ""), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
+        "iqr": 0.0, "number": 10**9}
+_SINK = {"high": ("carrying every note, warning, word and count a row could", "带上了一行可能带的所有提示、警告、词语和计数"),
+         "low": ("carrying nothing: no reason, note, warning, graph or op", "什么都不带：没有原因、提示、警告、计算图或算子")}
+
+
+def _sunk(rows: list[Any], winner: str | None) -> list[list[Any]]:
+    """The rows twice more: the winner carrying everything and the rest nothing, then the other way
+    round (with no winner: every row carrying everything). The timings and flags stay."""
+    def dressed(row: Any, how: str) -> Any:
+        m, w, mt, ms = row
+        if m == "eager":
+            return row
+        fields = dict(getattr(row, "extra", {})) | (_HIGH if how == "high" else _LOW)
+        return _Row(m, w, mt, ms, says=_SINK[how], **fields)
+
+    if winner is None:
+        return [[dressed(row, "high") for row in rows]]
+    return [[dressed(row, "high" if row[0] == winner else "low") for row in rows],
+            [dressed(row, "low" if row[0] == winner else "high") for row in rows]]
 
 
 @contextlib.contextmanager
@@ -509,7 +563,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         # the spread does not follow the median: ranking rows by their IQR is not ranking them by speed;
         # calls per round come from one timed call (50 ms / its time), which strays from the median;
         # one round has no spread
-        once = ms * (0.6, 1.7, 1.0, 2.4, 5.0)[k % 5]
+        once = ms * (0.6, 1.7, 1.0, 2.4, 5.0, 60.0)[k % 6]
         spread = 0.0 if rounds == 1 else (iqr if iqr is not None else (0.1, 0.5, 0.02, 0.3)[k % 4])
         return Latency(ms / 1e3, ms / 1e3 * spread, rounds,
                        number if number is not None else max(1, math.ceil(50.0 / once)), threads)
@@ -529,6 +583,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         # differ from row to row, neither following speed
         reason = (only("captured, but checking it failed: RuntimeError: made up by the checker",
                        "捕获成功，但检查它时出错：RuntimeError: 检查器构造的") if w and mt is None
+                  else only(*_DIFFERS[k % 2]) if w and mt is False
                   else only(*_NOT_TIMED) if w and mt and ms is None
                   else only("2 graphs, 1 graph break: Data-dependent branching: a Python if or while on a tensor "
                             "value (model.py:12)", "2 个计算图，1 处图中断：数据相关的分支：Python 的 if 或 while 取决于张量的值"
@@ -547,7 +602,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
         attempts.append(attempt)
     label = second if isinstance(second, tuple) else _SECOND if second else ("given", "由调用者给出")
     return Comparison("a made-up model", "(4, 6)", only(*label),
-                      attempts, lat(eager_ms, iqr=(0.1, 0.39, 0.7, 0.02)[len(rows) % 4]))
+                      attempts, lat(eager_ms, len(rows), iqr=(0.1, 0.39, 0.7, 0.02, 2.0)[len(rows) % 5]))
 
 
 def _PATHS() -> tuple[str, ...]:
@@ -587,7 +642,9 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                                            (0.0018, 0.0018018, 0.001), (1500.0, 1501.5, 1800.0),
                                            (0.00105, 0.00105105, 0.0012), (0.001, 0.001001, 2.5),
                                            (0.00107, 0.00107107, 0.00005), (0.15, 0.15015, 0.00005),
-                                           (2500.0, 2502.5, 3000.0)):
+                                           (2500.0, 2502.5, 3000.0), (0.0005, 0.0005005, 0.0004),
+                                           (0.001, 0.001001, 100.0), (1000.0, 1001.0, 0.001),
+                                           (20000.0, 20020.0, 15000.0), (0.00003, 0.00003003, 0.00001)):
             for fast, slow in ((one, other), (other, one)):
                 rows = [(fast, True, True, fast_ms), (slow, True, True, slow_ms), ("eager", True, True, eager_ms)]
                 cases += [(constraint, rows, fast), (constraint, [rows[1], rows[0], rows[2]], fast)]
@@ -601,7 +658,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
         cases += [(constraint, [untimed, (other, True, True, 0.5)], other),
                   (constraint, [(other, True, True, 0.5), untimed], other),
                   (constraint, [untimed, (other, True, False, 0.2)], None)]
-        for design in ({"rounds": 1}, {"threads": 2}):
+        for design in ({"rounds": 1}, {"threads": 2}, {"threads": 8}, {"rounds": 40}):
             eager = _Row("eager", True, True, 1.0, **design)
             cases += [(constraint, [(one, True, True, 0.3), (other, True, True, 0.3003), eager], one),
                       (constraint, [(one, True, True, 0.3003), (other, True, True, 0.3), eager], other)]
@@ -614,6 +671,14 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
         # and with one row failed: eager and eight timed rows are nine runners, so 18 rounds
         failed = [(m, w, mt, ms) if m != rest[0] else (m, False, None, None) for m, w, mt, ms in nine]
         cases += [(constraint, nine, best), (constraint, nine[::-1], best), (constraint, failed, best)]
+    # every path winning while 100 times slower than eager and while 100 times faster, and 10,000 times ahead of
+    # the next row: a rule of thumb about one path's speed ("fullgraph=True slower than eager went wrong")
+    for constraint, allowed in ALLOWED.items():
+        for path in allowed or _PATHS():
+            rival = next(m for m in _PAIRS[constraint] if m != path)
+            cases += [(constraint, [(path, True, True, 100.0), (rival, True, True, 100.1), ("eager", True, True, 1.0)], path),
+                      (constraint, [(rival, True, True, 0.0101), (path, True, True, 0.01), ("eager", True, True, 1.0)], path),
+                      (constraint, [(path, True, True, 0.001), (rival, True, True, 10.0), ("eager", True, True, 1.0)], path)]
     # Inductor that skipped the frame (compiled nothing) is still refused without a compiler
     skipped = dict(reason=_SKIPPED, graphs=0, ops=0, breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
                                                                      "0 个计算图、0 个算子：Dynamo 跳过了这一帧"))
@@ -647,7 +712,11 @@ def _recorded_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
         rival = pair[0] if method != pair[0] else pair[1]
         fields = {f: tuple(rec[f]) if isinstance(rec[f], list) and f in ("reason", "note") else rec[f]
                   for f in ("reason", "note", "warnings", "graphs", "ops", "breaks", "seconds")}
-        says = (f"a real row of a model like {rec['model']}", f"一个类似 {rec['model']} 的模型的真实一行")
+        reason = rec["reason"]
+        says = (f"a real row: {rec['graphs']} graph(s), {rec['breaks'] or 0} break(s), {rec['ops']} ops, "
+                f"{len(rec['warnings'])} warning(s), reason {reason[0][:60]!r}",
+                f"一行实测记录：{rec['graphs']} 个计算图、{rec['breaks'] or 0} 处图中断、{rec['ops']} 个算子、"
+                f"{len(rec['warnings'])} 条警告，原因 {reason[1][:60]!r}")
         eager = _Row("eager", True, True, 1.0, second=tuple(rec["second"]))
         ahead = [_Row(method, True, True, 0.3, says=says, **fields), (rival, True, True, 0.3003), eager]
         behind = [_Row(method, True, True, 0.3003, says=says, **fields), (rival, True, True, 0.3), eager]
@@ -831,6 +900,11 @@ def _check_choose(answer: Any) -> None:
     tables: dict[int, Any] = {}
     classes = {cls: dict(vars(cls)) for cls in (Comparison, Attempt, Latency)}
     cases = _choice_cases()
+    sunk: dict[tuple[int, Any], list[list[Any]]] = {}  # each rows list's dressed variants per winner, made once
+    for constraint, rows, right in list(cases):
+        if (id(rows), right) not in sunk:
+            sunk[id(rows), right] = _sunk(rows, right)
+        cases += [(constraint, variant, right) for variant in sunk[id(rows), right]]
     for call, (constraint, rows, right) in enumerate(cases, 1):
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
         design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
@@ -858,8 +932,10 @@ def _check_choose(answer: Any) -> None:
                                           else "与 eager 不一致" + timed(ms, False) if not mt else "与 eager 一致，未计时" if ms is None
                                           else f"{ms} 毫秒")
                                + carries(row, False) for row in rows for m, w, mt, ms in [row])
-        how = ("".join([" (1 round)" if design.get("rounds") == 1 else "", f" ({design['threads']} threads)" if "threads" in design else ""]),
-               "".join(["（只有 1 轮）" if design.get("rounds") == 1 else "", f"（{design['threads']} 个线程）" if "threads" in design else ""]))
+        rounds = design.get("rounds")
+        how = ("".join([f" ({rounds} round{'s' if rounds != 1 else ''})" if rounds else "",
+                        f" ({design['threads']} threads)" if "threads" in design else ""]),
+               "".join([f"（{rounds} 轮）" if rounds else "", f"（{design['threads']} 个线程）" if "threads" in design else ""]))
         tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms{how[0]} and rows "
                  f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒{how[1]}，"
                  f"各行：{listing_zh}")
@@ -894,9 +970,10 @@ def _check_choose(answer: Any) -> None:
                           "its rows.", "只能读取，不要修改：要排序或筛选，请生成一个新列表（sorted(table.rows, ...)）；"
                           "copy.copy(table) 与原表共用同一个行列表。")
             else:  # a row's fields, or the table's attributes
-                advice = ("Only read it: do not assign to a row or to the table (rows and the table are the caller's; "
-                          "copy.deepcopy(table) gives rows of your own).",
-                          "只能读取，不要修改：不要给某一行或表格赋值（这些行和表格都属于调用者；copy.deepcopy(table) 会给你一份自己的行）。")
+                advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
+                          "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
+                          "只能读取，不要修改：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
+                          "（它们都属于调用者；copy.deepcopy(table) 会给你一份自己的行）。")
             raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
                         + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
                         tried=tried)
@@ -926,13 +1003,13 @@ def _check_choose(answer: Any) -> None:
                       "你选的路径在这个模型上失败了：失败的路径不能作为答案。")
         elif row is not None and row[1] is None:
             en, zh = ("Your choice was captured but never checked against eager (matches is None): only a row that "
-                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才是答案。")
+                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才可能是答案。")
         elif row is not None and not row[1]:
             en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
                       "你选的路径能运行，但在这个模型上与 eager 不一致：结果与 eager 不一致的路径不能作为答案。")
         elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
             en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
-                      "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有有加速比的行才能是最快的。")
+                      "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
         elif got is not None and ALLOWED[constraint] is not None and got not in ALLOWED[constraint]:
             en, zh = (f"The constraint {constraint!r} does not allow {got!r}.",
                       f"约束 {constraint!r} 不允许 {got!r}。")

@@ -91,6 +91,12 @@ class Attempt:
     latency: Latency | None = None  # steady-state time per call (latency=True, rows that match)
 
 
+class NoSuchPath(FxCourseError, KeyError):
+    """A path the table has no row for; a KeyError too, so ``except KeyError`` works as on a dict."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's quoted repr of it
+
+
 class Comparison(Viewable):
     """The rows of :func:`compare_capture`, as data, text or HTML."""
 
@@ -112,6 +118,10 @@ class Comparison(Viewable):
     def __getitem__(self, method: str) -> Attempt:
         return self._row(method, "Comparison[...]", "table[row.method]")
 
+    def __contains__(self, method: object) -> bool:
+        """``"torch.jit.trace" in table``: whether a row of that path is in the table."""
+        return any(row.method == method for row in self.rows)
+
     def _row(self, method: str, where: str, call: str) -> Attempt:
         """The row named ``method``; ``where`` and ``call`` name the learner's call in an error."""
         for row in self.rows:
@@ -122,16 +132,20 @@ class Comparison(Viewable):
                                 fix=f"pass the row's name: {call}", where=where,
                                 zh=f"{where}：传入的是一行（Attempt，{method.method!r}），而不是名字；"
                                    f"请传入它的名字：{call}。")
+        if method == "eager":  # the baseline is not a row
+            raise NoSuchPath(got="'eager'", accepted="a path's name; eager is the baseline, not a row",
+                             fix="eager's time is table.eager", where=where,
+                             zh=f"{where}：'eager' 是基准，不是表中的一行；它的用时在 table.eager 中。")
         if not self.rows:  # e.g. read while list.sort() runs on the rows: the list is empty meanwhile
-            raise FxCourseError(got=repr(method), accepted="a row's method; rows look empty while sorted in place",
-                                fix="sort a new list: sorted(table.rows, key=...)",
-                                where=where,
-                                zh=f"{where}：表中现在没有任何行，找不到 {method!r}。在对表自己的行原地排序时，"
-                                   "表看起来是空的（无论是表自己的行、深拷贝的行，还是 copy.copy 共用的行）：请用 sorted(table.rows, key=...) 生成一个新列表。")
-        raise FxCourseError(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
-                            fix="a table may hold only some paths: loop over table.rows", where=where,
-                            zh=f"{where}：没有名为 {method!r} 的捕获方式；请用其中之一："
-                               f"{'、'.join(r.method for r in self.rows)}。表格可能只包含部分路径：请遍历 table.rows。")
+            raise NoSuchPath(got=repr(method), accepted="a row's method; rows look empty while sorted in place",
+                             fix="sort a new list: sorted(table.rows, key=...)",
+                             where=where,
+                             zh=f"{where}：表中现在没有任何行，找不到 {method!r}：原地排序时，表的行看起来是空的。"
+                                "请用 sorted(table.rows, key=...) 生成一个新列表。")
+        raise NoSuchPath(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
+                         fix="a table may hold only some paths: loop over table.rows", where=where,
+                         zh=f"{where}：没有名为 {method!r} 的路径；请用其中之一："
+                            f"{'、'.join(r.method for r in self.rows)}。表格可能只包含部分路径：请遍历 table.rows。")
 
     def _table(self, timings: bool, marks: bool = False) -> Table:
         """The table; with ``marks``, yes/no cells carry ✓ / ✗ (for HTML without styles)."""
