@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import re
 import shutil
 import uuid
 
@@ -1763,3 +1764,134 @@ def test_lab13_3_a_table_answers_in_and_except_keyerror_as_a_dict_does():
         return best
 
     expect_passed("lab13.3", answer)
+
+
+# -- the eighteenth attack on lab13.3: other paths' leads, corners, text read any way ---------------
+
+_READ_ANY_WAY = {
+    "re.search on reason and note": lambda r: re.search(r"fallback|recompil", r.reason + r.note) is None,
+    "a joined text": lambda r: "recompil" not in " ".join([r.reason, r.note, *r.warnings]),
+    "str() of the reason": lambda r: "guard" not in str(r.reason),
+    "tokens of split()": lambda r: "fallback" not in r.reason.split() and "nan" not in r.reason.lower().split(),
+    "a warning's kind by partition": lambda r: not any(w.partition(":")[0] == "RuntimeWarning" for w in r.warnings),
+    "repr of the row": lambda r: "cannot" not in repr(r),
+    "'出错' or '异常' in the 中文 text": lambda r: "出错" not in r.reason and "异常" not in r.note,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(_READ_ANY_WAY))
+def test_lab13_3_a_rows_text_read_any_way(rule):
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if _READ_ANY_WAY[rule](r)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("winner,loser", [("torch.jit.trace", "torch.jit.script"), ("torch.jit.script", "torch.fx.symbolic_trace"),
+                                          ("torch.fx.symbolic_trace", "export + AOTInductor"),
+                                          ("export + IREE", "dynamo fullgraph=True")])
+def test_lab13_3_one_path_far_ahead_of_another_is_not_skipped_work(winner, loser):
+    def answer(constraint, table):
+        speed = {r.method: table.speedup(r.method) for r in _qualifying(constraint, table)}
+        if loser in speed and speed.get(winner, 0) > 1.5 * speed[loser]:
+            del speed[winner]
+        return max(speed, key=speed.get) if speed else None
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["a row under 1 µs faster than eager is an artifact",
+                                  "a row over 1 ms and 200x faster than eager is bogus",
+                                  "a Dynamo row over 1000x faster than eager is an artifact",
+                                  "a Dynamo row 150x slower than eager hit a recompile storm",
+                                  "a Dynamo row timed in one round", "a Dynamo row timed on several threads",
+                                  "more than 50 graph breaks", "a speed-up over 100,000 is bogus",
+                                  "a speed-up under 1e-6 is broken", "over 20 s per call is a hang",
+                                  "several graphs but no graph break", "no graph captured",
+                                  "a bool, list or None among the inputs"])
+def test_lab13_3_corners_and_path_rules_of_thumb(rule):
+    dynamo = ("dynamo fullgraph=True", "dynamo fullgraph=False", "torch.compile inductor")
+    keep = {
+        "a row under 1 µs faster than eager is an artifact": lambda r, t: not (r.latency.median < 1e-6 and t.speedup(r.method) > 1),
+        "a row over 1 ms and 200x faster than eager is bogus": lambda r, t: not (r.latency.median > 1e-3 and t.speedup(r.method) > 200),
+        "a Dynamo row over 1000x faster than eager is an artifact": lambda r, t: not (r.method in dynamo and t.speedup(r.method) > 1000),
+        "a Dynamo row 150x slower than eager hit a recompile storm": lambda r, t: not (r.method in dynamo and t.speedup(r.method) < 1 / 150),
+        "a Dynamo row timed in one round": lambda r, t: not (r.method in dynamo and r.latency.rounds == 1),
+        "a Dynamo row timed on several threads": lambda r, t: not (r.method in dynamo and r.latency.threads > 1),
+        "more than 50 graph breaks": lambda r, t: (r.breaks or 0) <= 50,
+        "a speed-up over 100,000 is bogus": lambda r, t: t.speedup(r.method) <= 1e5,
+        "a speed-up under 1e-6 is broken": lambda r, t: t.speedup(r.method) >= 1e-6,
+        "over 20 s per call is a hang": lambda r, t: r.latency.median <= 20,
+        "several graphs but no graph break": lambda r, t: not ((r.graphs or 0) > 1 and r.breaks == 0),
+        "no graph captured": lambda r, t: r.graphs != 0,
+        "a bool, list or None among the inputs": lambda r, t: not (r.method == "torch.jit.trace"
+                                                                    and any(w in t.inputs for w in ("bool", "None", "["))),
+    }[rule]
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r, table)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("relaxed", ["matches ignored for the compiled paths", "matches is not False",
+                                     "a difference under 1e-4 is a match"])
+def test_lab13_3_the_matches_filter_relaxed_for_some_rows(relaxed):
+    compiled = ("export + AOTInductor", "export + IREE", "torch.export.export", "dynamo fullgraph=True")
+
+    def answer(constraint, table):
+        def fits(r):
+            if relaxed == "matches ignored for the compiled paths":
+                return r.matches or r.method in compiled
+            if relaxed == "matches is not False":
+                return r.matches is not False
+            return r.matches or "max abs difference 1.19e-07" in r.reason
+        return _best_unguarded([r for r in table.rows if r.worked and fits(r) and r.latency
+                                and r.method in _ref_allowed(constraint)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["eager's IQR over twice its median", "eager's block under 5 ms",
+                                  "two differing rows", "more than six failed rows",
+                                  "a matched row untimed beside a failed one"])
+def test_lab13_3_none_when_the_table_looks_odd(rule):
+    def odd(table):
+        rows, e = table.rows, table.eager
+        return {"eager's IQR over twice its median": e.iqr > 2 * e.median,
+                "eager's block under 5 ms": e.number * e.median < 0.005,
+                "two differing rows": sum(r.matches is False for r in rows) >= 2,
+                "more than six failed rows": sum(not r.worked for r in rows) > 6,
+                "a matched row untimed beside a failed one": any(r.matches and r.latency is None for r in rows)
+                and any(not r.worked for r in rows)}[rule]
+
+    def answer(constraint, table):
+        return None if odd(table) else _best_unguarded(_qualifying(constraint, table), table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_rows_sorted_in_place_and_put_back_as_a_copy_are_a_change():
+    def answer(constraint, table):
+        saved = list(table.rows)
+        table.rows.sort(key=lambda r: r.method)
+        table.rows = saved  # the caller's list object stays sorted
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "changed the table" in result.en
+
+
+def test_lab13_3_a_name_written_differently_is_named():
+    def answer(constraint, table):
+        best = _best_unguarded(_qualifying(constraint, table), table)
+        return best.upper() if best else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "written differently" in result.en and "写法不同" in result.zh
+
+
+def test_lab13_3_a_position_where_a_name_belongs_points_to_rows():
+    table = lab13._table([("torch.jit.script", True, True, 0.5)])
+    with pytest.raises(KeyError, match=r"table.rows\[0\]"):
+        table[0]

@@ -468,6 +468,14 @@ def _decorations() -> list[tuple[tuple[str, ...] | None, tuple[str, str], dict[s
                                                                  "0 个计算图、0 个算子：Dynamo 跳过了这一帧"),
          {"reason": _SKIPPED, "graphs": 0, "ops": 0, "breaks": 0}),
         (None, ("0 ops", "0 个算子"), {"ops": 0}),
+        (("dynamo fullgraph=False", "torch.compile inductor"), ("3 graphs from separate frames, no graph break",
+                                                                 "3 个计算图来自不同的帧，没有图中断"),
+         {"reason": ("3 graphs from separate frames, no graph breaks", "3 个计算图，来自不同的帧，没有图中断"), "graphs": 3,
+          "breaks": 0}),
+        (("dynamo fullgraph=True", "dynamo fullgraph=False", "torch.compile inductor"),
+         ("no graph: Dynamo found nothing to capture", "没有计算图：Dynamo 没有找到可捕获的运算"),
+         {"reason": ("no graph: Dynamo found no tensor operation to capture", "没有计算图：Dynamo 没有找到可以捕获的张量运算"),
+          "graphs": 0, "ops": 0}),
         (None, ("a UserWarning", "一条 UserWarning"), {"warnings": [_SOFTMAX]}),
         (None, ("an IQR 3.5 times its median", "IQR 是中位数的 3.5 倍"), {"iqr": 3.5}),
         (None, ("an IQR 9 times its median", "IQR 是中位数的 9 倍"), {"iqr": 9.0}),
@@ -494,25 +502,91 @@ _DIFFERS = [("outputs differ from eager on the second input (output: at index (0
              "1.2, eager gives -0.4 (max abs difference 1.6))", "trace 把一个分支固化进了计算图：在第二个输入上，输出与 eager 不同"
              "（output: at index (0, 0) got 1.2, eager gives -0.4 (max abs difference 1.6)）")]
 
+_TINY = ("outputs differ from eager on the second input (output: at index (2, 0) got 0.1000001, eager gives 0.1 "
+         "(max abs difference 1.19e-07))", "在第二个输入上，输出与 eager 不同（output: at index (2, 0) got 0.1000001, "
+         "eager gives 0.1 (max abs difference 1.19e-07)）")
+
 #: a row carrying more than any real row does, high and low: the rule reads speed alone, so a table whose
 #: winner (or whose other rows) carry these must get the same answer
 _WORDS = ("error", "Error", "TypeError", "RuntimeError", "failed", "Failed", "unsupported", "Unsupported", "not supported",
           "numpy", "dynamic shape", "Dynamic shape", "exception", "Exception", "skipped", "fall back to eager", "graph break",
           "Data-dependent", "TracerWarning", "deprecated", "incorrect", "warning", "WARNING", "not", "wrong", "differ")
-_HIGH = {"reason": ("100 graphs, 40 graph breaks; the first: " + "; ".join(_WORDS) + " (made up by the checker)",
-                    "100 个计算图，40 处图中断；第一处：" + "；".join(_WORDS) + "；错误、失败、不支持、已被弃用、跳过、图中断（检查器构造的）"),
+#: more words a reason, note or warning may hold, and every graph-break type Dynamo names (its registry)
+_MORE_WORDS = ("fallback", "fell back", "recompile", "recompilation", "guard", "Traceback", "assert", "NotImplemented",
+               "not implemented", "timeout", "timed out", "crash", "abort", "invalid", "unknown", "unrecognized", "unable",
+               "cannot", "can't", "could not", "missing", "undefined", "bad", "problem", "issue", "unstable", "noisy",
+               "noise", "suspicious", "outlier", "CUDA", "GPU", "retry", "constant", "baked", "specialized", "Python",
+               "print", "builtin", ".item()", "tolist", "NumPy", "nan", "NaN", "inf", "overflow", "mismatch", "broken",
+               "break", "symbolic", "RuntimeWarning", "UserWarning", "FutureWarning", "DeprecationWarning", "log ERROR",
+               "log INFO", "log CRITICAL", "ERROR", "CRITICAL", "skip", "frame", "eager", "None", "no graph", "0 ops",
+               "separate frames", "again", "not timed", "untimed", "slow", "first call", "unsafe", "cache_size_limit",
+               "recompile_limit", "wrong result", "cannot guard", "unbacked", "SymInt", "storage", "alias", "mutation",
+               "in-place", "hook", "closure", "generator", "lambda", "global", "side effect", "disable", "graph_break")
+_MORE_ZH = ("出错", "错误", "失败", "异常", "不支持", "回退", "退回", "跳过", "警告", "不一致", "固化", "计算图", "处图中断", "第一处",
+            "已被弃用", "数据相关", "取决于张量的值", "动态", "形状", "慢", "重新编译", "守卫", "未计时", "没有计算图", "来自不同的帧",
+            "没有与 eager 对照", "检查它时出错", "再次运行时出错", "只记录了", "请用 torch.cond 表达", "不可信", "噪声", "超时")
+
+
+def _graph_break_types() -> list[str]:
+    """The graph-break types torch's Dynamo registry names (none where the file is missing)."""
+    import json
+    from pathlib import Path
+
+    try:
+        registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
+        return sorted({entry["Gb_type"] for entries in registry.values() for entry in entries})
+    except Exception:  # another torch may keep it elsewhere: the words above still hold
+        return []
+
+
+_EVERY = " ; ".join(_WORDS + _MORE_WORDS + tuple(_graph_break_types()))  # spaced: each word is a token of split()
+_HIGH = {"reason": ("1000 graphs, 400 graph breaks; the first: " + _EVERY + " (made up by the checker)",
+                    "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + _EVERY + "（检查器构造的）"),
          "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
-                  "torch.cond; TorchScript is deprecated: use torch.compile or torch.export",
+                  "torch.cond; TorchScript is deprecated: use torch.compile or torch.export; " + _EVERY,
                   "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript 已被弃用：请改用 "
-                  "torch.compile 或 torch.export"),
+                  "torch.compile 或 torch.export；" + "；".join(_MORE_ZH) + "；" + _EVERY),
          "warnings": [f"{kind}: {word} (made up by the checker)" for kind in ("UserWarning", "TracerWarning", "FutureWarning",
                                                                              "DeprecationWarning", "log WARNING")
-                      for word in _WORDS],
-         "graphs": 100, "breaks": 40, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
+                      for word in _WORDS]
+         + [f"{kind}: {_EVERY}；{'；'.join(_MORE_ZH)}" for kind in ("RuntimeWarning", "SyntaxWarning", "ResourceWarning",
+                                                                    "log ERROR", "log INFO", "log CRITICAL")],
+         "graphs": 1000, "breaks": 400, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
+class _AnyText(str):
+    """A reason, note or warning that holds every word: ``"x" in text`` is true for any x, and so are
+    ``startswith``/``endswith``; a case change or a strip keeps it so. Printed, it is its own words.
+    A rule that reads the text at all drops the row that carries it."""
+
+    def __contains__(self, part: object) -> bool:
+        return True
+
+    def startswith(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+    def endswith(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+    def find(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def count(self, *args: Any, **kwargs: Any) -> int:
+        return 1
+
+    def __deepcopy__(self, memo: Any) -> "_AnyText":
+        return self
+
+
+for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "swapcase"):
+    setattr(_AnyText, _name, lambda self, *args, _m=getattr(str, _name): _AnyText(_m(self, *args)))
+_HIGH["reason"] = tuple(_AnyText(text) for text in _HIGH["reason"])
+_HIGH["note"] = tuple(_AnyText(text) for text in _HIGH["note"])
+_HIGH["warnings"] = [_AnyText(text) for text in _HIGH["warnings"]]
+
+
 _LOW = {"reason": ("", ""), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
         "iqr": 0.0, "number": 10**9}
 _SINK = {"high": ("carrying every note, warning, word and count a row could", "带上了一行可能带的所有提示、警告、词语和计数"),
-         "low": ("carrying nothing: no reason, note, warning, graph or op", "什么都不带：没有原因、提示、警告、计算图或算子")}
+         "low": ("carrying nothing: no reason, note, warning, graph or op", "不带任何原因、提示、警告、计算图或算子")}
 
 
 def _sunk(rows: list[Any], winner: str | None) -> list[list[Any]]:
@@ -545,7 +619,8 @@ def _language(lang: str | None):
 
 
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0,
-           rounds: int | None = None, threads: int = 1, second: bool | tuple[str, str] = False) -> Any:
+           rounds: int | None = None, threads: int = 1, second: bool | tuple[str, str] = False,
+           eager_iqr: float | None = None, eager_once: int | None = None, inputs: str = "(4, 6)") -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``;
     a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record
     (``rounds`` and ``threads`` as passed to it; ``second``: its default second input's label)."""
@@ -601,14 +676,20 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
             setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple) else value)
         attempts.append(attempt)
     label = second if isinstance(second, tuple) else _SECOND if second else ("given", "由调用者给出")
-    return Comparison("a made-up model", "(4, 6)", only(*label),
-                      attempts, lat(eager_ms, len(rows), iqr=(0.1, 0.39, 0.7, 0.02, 2.0)[len(rows) % 5]))
+    return Comparison("a made-up model", inputs, only(*label), attempts,
+                      lat(eager_ms, len(rows) if eager_once is None else eager_once,
+                          iqr=(0.1, 0.39, 0.7, 0.02, 2.0, 5.0)[len(rows) % 6] if eager_iqr is None else eager_iqr))
 
 
 def _PATHS() -> tuple[str, ...]:
     from ..viewers.compare import PATHS
 
     return tuple(PATHS)
+
+
+#: eager's spread (over its median) and the example's shapes, varying from table to table
+_EAGER_IQR = (0.1, 0.39, 0.7, 0.02, 2.0, 5.0, 0.0)
+_INPUTS = ("(4, 6)", "(2, 3), bool", "[(3,), (3,)], None", "(1, 5) int64")
 
 
 #: per constraint, two paths it allows (the first a compiler's, the second TorchScript's or a capture's)
@@ -644,7 +725,8 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
                                            (0.00107, 0.00107107, 0.00005), (0.15, 0.15015, 0.00005),
                                            (2500.0, 2502.5, 3000.0), (0.0005, 0.0005005, 0.0004),
                                            (0.001, 0.001001, 100.0), (1000.0, 1001.0, 0.001),
-                                           (20000.0, 20020.0, 15000.0), (0.00003, 0.00003003, 0.00001)):
+                                           (20000.0, 20020.0, 15000.0), (0.00003, 0.00003003, 0.00001),
+                                           (1e8, 1.001e8, 1e9), (1e-6, 1.001e-6, 1e3), (1e3, 1.001e3, 1e-6)):
             for fast, slow in ((one, other), (other, one)):
                 rows = [(fast, True, True, fast_ms), (slow, True, True, slow_ms), ("eager", True, True, eager_ms)]
                 cases += [(constraint, rows, fast), (constraint, [rows[1], rows[0], rows[2]], fast)]
@@ -658,19 +740,40 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
         cases += [(constraint, [untimed, (other, True, True, 0.5)], other),
                   (constraint, [(other, True, True, 0.5), untimed], other),
                   (constraint, [untimed, (other, True, False, 0.2)], None)]
-        for design in ({"rounds": 1}, {"threads": 2}, {"threads": 8}, {"rounds": 40}):
+        for design in ({"rounds": 1}, {"threads": 2}, {"threads": 8}, {"rounds": 40}, {"rounds": 100}):
             eager = _Row("eager", True, True, 1.0, **design)
             cases += [(constraint, [(one, True, True, 0.3), (other, True, True, 0.3003), eager], one),
                       (constraint, [(one, True, True, 0.3003), (other, True, True, 0.3), eager], other)]
         # far ahead of the rest (not an outlier to drop), and a nine-row table won by its last or first row
         rest = [m for m in _PATHS() if m not in (one, other) and (ALLOWED[constraint] is None or m in ALLOWED[constraint])]
-        cases.append((constraint, [(other, True, True, 0.9), (one, True, True, 0.05), (rest[0], True, True, 1.0),
-                                   (rest[-1], True, True, 1.1)], one))
+        cases.append((constraint, [(other, True, True, 0.9), (one, True, True, 0.05)]
+                      + [(m, True, True, 1.0 + 0.1 * i) for i, m in enumerate(dict.fromkeys([rest[0], rest[-1]]))], one))
         nine = [(m, True, True, 0.9 - 0.05 * i) for i, m in enumerate(_PATHS())]
         best = [m for m in _PATHS() if ALLOWED[constraint] is None or m in ALLOWED[constraint]][-1]
         # and with one row failed: eager and eight timed rows are nine runners, so 18 rounds
         failed = [(m, w, mt, ms) if m != rest[0] else (m, False, None, None) for m, w, mt, ms in nine]
         cases += [(constraint, nine, best), (constraint, nine[::-1], best), (constraint, failed, best)]
+    # every path the constraint allows timed while it differs from eager (a tiny difference, or a large one) or was
+    # never checked, and fastest; a matching rival is the answer. A table with seven failed rows, two differing rows
+    # and one right row
+    for constraint, allowed in ALLOWED.items():
+        for k, path in enumerate(allowed or _PATHS()):
+            rival = next(m for m in _PAIRS[constraint] if m != path)
+            cases += [(constraint, [_Row(path, True, False, 0.1, reason=_DIFFERS[k % 2]), (rival, True, True, 0.5)], rival),
+                      (constraint, [(rival, True, True, 0.5), _Row(path, True, False, 0.1, reason=_TINY)], rival),
+                      (constraint, [(rival, True, True, 0.5), (path, True, None, 0.1)], rival)]
+        many = [(m, False, None, None) for m in _PATHS()[:7]]
+        winner = _PAIRS[constraint][0]
+        cases.append((constraint, [row for row in many if row[0] != winner]
+                      + [(m, True, False, 0.01) for m in _PATHS()[7:] if m != winner] + [(winner, True, True, 0.8)], winner))
+    # corners of time per call against speed-up: 0.5 µs, 2 ms and 2 s per call, each 1000 times slower than eager,
+    # 3 times faster and 500 times faster
+    for constraint, (one, other) in _PAIRS.items():
+        for ms in (0.0002, 0.0005, 2.0, 2000.0):
+            for speedup in (0.001, 3.0, 500.0):
+                eager = ("eager", True, True, ms * speedup)
+                cases += [(constraint, [(one, True, True, ms), (other, True, True, ms * 1.5), eager], one),
+                          (constraint, [(one, True, True, ms * 1.5), (other, True, True, ms), eager], other)]
     # every path winning while 100 times slower than eager and while 100 times faster, and 10,000 times ahead of
     # the next row: a rule of thumb about one path's speed ("fullgraph=True slower than eager went wrong")
     for constraint, allowed in ALLOWED.items():
@@ -678,7 +781,15 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
             rival = next(m for m in _PAIRS[constraint] if m != path)
             cases += [(constraint, [(path, True, True, 100.0), (rival, True, True, 100.1), ("eager", True, True, 1.0)], path),
                       (constraint, [(rival, True, True, 0.0101), (path, True, True, 0.01), ("eager", True, True, 1.0)], path),
-                      (constraint, [(path, True, True, 0.001), (rival, True, True, 10.0), ("eager", True, True, 1.0)], path)]
+                      (constraint, [(path, True, True, 0.001), (rival, True, True, 10.0), ("eager", True, True, 1.0)], path),
+                      (constraint, [(path, True, True, 1e4), (rival, True, True, 1.001e4), ("eager", True, True, 1.0)], path),
+                      (constraint, [(rival, True, True, 1.001e-6), (path, True, True, 1e-6), ("eager", True, True, 10.0)], path),
+                      (constraint, [(path, True, True, 1e-6), (rival, True, True, 10.0), ("eager", True, True, 1.0)], path)]
+            for design in ({"rounds": 1}, {"threads": 8}, {"rounds": 100}):
+                cases.append((constraint, [(rival, True, True, 0.3003), (path, True, True, 0.3),
+                                           _Row("eager", True, True, 1.0, **design)], path))
+            cases.append((constraint, [(path, True, True, None), (rival, True, True, 0.5),
+                                       (next(m for m in _PATHS() if m not in (path, rival)), False, None, None)], rival))
     # Inductor that skipped the frame (compiled nothing) is still refused without a compiler
     skipped = dict(reason=_SKIPPED, graphs=0, ops=0, breaks=0, says=("0 graphs, 0 ops: Dynamo skipped the frame",
                                                                      "0 个计算图、0 个算子：Dynamo 跳过了这一帧"))
@@ -799,6 +910,11 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
             for winner in allowed or _PATHS() for other in allowed or _PATHS() if other != winner
             for pair in ([(winner, True, True, 0.3), (other, True, True, 0.3003)],
                          [(other, True, True, 0.3003), (winner, True, True, 0.3)])]
+    # and every ordered pair with the winner 3 and 100 times faster than the other ("a trace that beats script by
+    # that much must have skipped work")
+    hair += [(constraint, [(other, True, True, 0.9), (winner, True, True, 0.9 / lead)], winner)
+             for constraint, allowed in ALLOWED.items()
+             for winner in allowed or _PATHS() for other in allowed or _PATHS() if other != winner for lead in (3, 100)]
     s2 = [("export + AOTInductor", True, True, 3.0), ("torch.jit.script", True, True, 2.0)]
     # one-row tables (a failed row, a differing row, a row the constraint refuses), a row captured but never
     # checked against eager (matches None, untimed, as compare_capture leaves one whose check failed), one
@@ -885,7 +1001,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
     ("The C++ custom op: which files call an op by name and find its kernel in a library loaded beside them? "
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
-     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）"
+     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节。）"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
 ])
 def _check_choose(answer: Any) -> None:
@@ -913,7 +1029,9 @@ def _check_choose(answer: Any) -> None:
             # some carry compare_capture's own label for its default second input
             with _language(("en", "zh")[len(tables) % 2]):
                 tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms,
-                                                 **({"second": len(tables) % 3 == 1} | design)))
+                                                 **({"second": len(tables) % 3 == 1, "eager_iqr": _EAGER_IQR[len(tables) % 7],
+                                                     "eager_once": len(tables) % 6, "inputs": _INPUTS[len(tables) % 4]}
+                                                    | design)))
         table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
@@ -972,8 +1090,8 @@ def _check_choose(answer: Any) -> None:
             else:  # a row's fields, or the table's attributes
                 advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
                           "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
-                          "只能读取，不要修改：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
-                          "（它们都属于调用者；copy.deepcopy(table) 会给你一份自己的行）。")
+                          "只能读取：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
+                          "（它们属于调用者；copy.deepcopy(table) 会给你一份属于你自己的行）。")
             raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
                         + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
                         tried=tried)
@@ -996,7 +1114,10 @@ def _check_choose(answer: Any) -> None:
         if got == right:
             continue
         row = {m: (w, mt) for m, w, mt, _ in rows}.get(got) if got is not None else None
-        if got is not None and got not in row_names(rows):
+        if got is not None and got not in row_names(rows) and got.strip().lower() in {m.lower() for m in row_names(rows)}:
+            en, zh = ("Your choice is a row's name written differently: return row.method exactly (case and spaces count).",
+                      "你选的路径名和表中一行的名字写法不同：请原样返回 row.method（大小写和空格都算）。")
+        elif got is not None and got not in row_names(rows):
             en, zh = ("Your choice is not a row of this table.", "你选的路径不在这张表里。")
         elif row is not None and not row[0]:
             en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
@@ -1037,7 +1158,9 @@ def _table_state(table: Any) -> tuple:
 
     rows = list(table.rows)
     by_row = sorted((id(r), (type(r), kept(vars(r)))) for r in rows)  # a class swapped in counts too
-    return [id(r) for r in rows], by_row, (type(table), kept({k: v for k, v in vars(table).items() if k != "rows"}))
+    # the list object too: sorting table.rows in place and putting a copy back leaves the caller's list sorted
+    return ([id(table.rows)] + [id(r) for r in rows], by_row,
+            (type(table), kept({k: v for k, v in vars(table).items() if k != "rows"})))
 
 
 def row_names(rows: list[tuple[str, bool, bool | None, float | None]]) -> set[str]:

@@ -132,6 +132,9 @@ class Comparison(Viewable):
                                 fix=f"pass the row's name: {call}", where=where,
                                 zh=f"{where}：传入的是一行（Attempt，{method.method!r}），而不是名字；"
                                    f"请传入它的名字：{call}。")
+        if not isinstance(method, str):  # table[0]: a position where a name belongs
+            raise NoSuchPath(got=repr(method), accepted="a path's name", fix=f"table.rows[{method!r}] is a row by position",
+                             where=where, zh=f"{where}：收到 {method!r}，需要路径名；按位置取行请用 table.rows[{method!r}]。")
         if method == "eager":  # the baseline is not a row
             raise NoSuchPath(got="'eager'", accepted="a path's name; eager is the baseline, not a row",
                              fix="eager's time is table.eager", where=where,
