@@ -182,15 +182,32 @@ def record() -> list[dict[str, Any]]:
             if en.worked and en.matches:
                 rows.append({"model": name, "method": en.method, "reason": [en.reason, zh.reason],
                              "note": [en.note, zh.note],
-                             # debug records show only where a test harness turned logging up
-                             "warnings": [w for w in en.warnings if not w.startswith("log DEBUG")], "graphs": en.graphs,
+                             # logged records depend on what ran before in the process (Dynamo logs some once)
+                             # and on the logging level a harness set: they are left out
+                             "warnings": [w for w in en.warnings if not w.startswith("log ")], "graphs": en.graphs,
                              "ops": en.ops, "breaks": en.breaks, "seconds": round(en.seconds, 4),
                              "second": [tables["en"].second, tables["zh"].second]})
     return rows
 
 
-def main() -> int:
+def drifted(rows: list[dict[str, Any]]) -> list[str]:
+    """Where freshly recorded rows differ from the stored ones (capture times aside)."""
+    stored = json.loads(RECORDED.read_text(encoding="utf-8"))
+    key = lambda row: (row["model"], row["method"])  # noqa: E731
+    old, new = ({key(r): {k: v for k, v in r.items() if k != "seconds"} for r in rs} for rs in (stored, rows))
+    return [f"{m} / {p}: " + ("new" if (m, p) not in old else "gone" if (m, p) not in new else
+                              ", ".join(k for k in new[m, p] if new[m, p][k] != old[m, p].get(k)))
+            for m, p in sorted(set(old) | set(new)) if old.get((m, p)) != new.get((m, p))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record and write the rows; with ``--check``, only say where they drifted (exit 1 if they did)."""
+    args = sys.argv[1:] if argv is None else argv
     rows = record()
+    if "--check" in args:
+        drift = drifted(rows)
+        print("\n".join(drift) if drift else f"{len(rows)} rows of {len(MODELS)} models as recorded")
+        return 1 if drift else 0
     RECORDED.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     print(f"{len(rows)} rows of {len(MODELS)} models written to {RECORDED.name}")
     return 0
