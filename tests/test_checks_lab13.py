@@ -1913,3 +1913,37 @@ def test_lab13_3_a_drift_in_the_recorded_rows_is_named():
     changed[1]["seconds"] = 99.0  # capture times are not compared
     assert sorted(_lab13_record.drifted(changed[:-1])) == sorted([f"{changed[0]['model']} / {changed[0]['method']}: reason",
                                                                   f"{rows[-1]['model']} / {rows[-1]['method']}: gone"])
+
+
+# -- the nineteenth attack on lab13.3: 中文 words read by re, the model's name, the inputs' label ------
+
+@pytest.mark.parametrize("rule", ["re.search for 报错|无法|不能 in the reason and note",
+                                  "re.search for 崩溃|不稳定|可疑|问题 in every text",
+                                  "'slower' in the joined warnings", "a named Python error in the note",
+                                  "'CPU' as a word in a warning"])
+def test_lab13_3_words_the_eighteenth_round_left_out(rule):
+    def keep(r):
+        texts = "；".join([r.reason, r.note, *r.warnings])
+        return {"re.search for 报错|无法|不能 in the reason and note": not re.search("报错|无法|不能", r.reason + r.note),
+                "re.search for 崩溃|不稳定|可疑|问题 in every text": not re.search("崩溃|不稳定|可疑|问题", texts),
+                "'slower' in the joined warnings": "slower" not in " ".join(r.warnings).lower(),
+                "a named Python error in the note": not re.search(r"(Assertion|Value|Key|Attribute|Index)Error", r.note),
+                "'CPU' as a word in a warning": not any(re.search(r"\bCPU\b", w) for w in r.warnings)}[rule]
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["no trace for the lab's Router", "no trace when the inputs hold a bool"])
+def test_lab13_3_rules_on_the_models_name_or_inputs(rule):
+    def keep(r, t):
+        if rule == "no trace for the lab's Router":
+            return not (r.method == "torch.jit.trace" and t.name == "Router")
+        return not (r.method == "torch.jit.trace" and re.search(r"\b(True|False)\b", t.inputs))
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r, table)], table)
+
+    expect_wrong("lab13.3", answer)

@@ -519,12 +519,17 @@ _MORE_WORDS = ("fallback", "fell back", "recompile", "recompilation", "guard", "
                "print", "builtin", ".item()", "tolist", "NumPy", "nan", "NaN", "inf", "overflow", "mismatch", "broken",
                "break", "symbolic", "RuntimeWarning", "UserWarning", "FutureWarning", "DeprecationWarning", "log ERROR",
                "log INFO", "log CRITICAL", "ERROR", "CRITICAL", "skip", "frame", "eager", "None", "no graph", "0 ops",
-               "separate frames", "again", "not timed", "untimed", "slow", "first call", "unsafe", "cache_size_limit",
+               "separate frames", "again", "not timed", "untimed", "slow", "slower", "slowdown", "first call", "unsafe",
+               "AssertionError", "ValueError", "KeyError", "AttributeError", "IndexError", "NotImplementedError",
+               "OSError", "MemoryError", "CPU", "AVX", "vectorized", "scalar", "memory", "leak", "deadlock", "hang",
+               "killed", "terminated", "interrupt", "cache_size_limit",
                "recompile_limit", "wrong result", "cannot guard", "unbacked", "SymInt", "storage", "alias", "mutation",
                "in-place", "hook", "closure", "generator", "lambda", "global", "side effect", "disable", "graph_break")
 _MORE_ZH = ("出错", "错误", "失败", "异常", "不支持", "回退", "退回", "跳过", "警告", "不一致", "固化", "计算图", "处图中断", "第一处",
             "已被弃用", "数据相关", "取决于张量的值", "动态", "形状", "慢", "重新编译", "守卫", "未计时", "没有计算图", "来自不同的帧",
-            "没有与 eager 对照", "检查它时出错", "再次运行时出错", "只记录了", "请用 torch.cond 表达", "不可信", "噪声", "超时")
+            "没有与 eager 对照", "检查它时出错", "再次运行时出错", "只记录了", "请用 torch.cond 表达", "不可信", "噪声", "超时",
+            "报错", "无法", "不能", "崩溃", "问题", "不稳定", "可疑", "无效", "未知", "缺少", "缺失", "不匹配", "不正确", "常量",
+            "特化", "不安全", "变慢", "更慢", "回退到 eager", "降级", "标量", "向量化", "内存", "泄漏", "死锁", "中断", "终止")
 
 
 def _graph_break_types() -> list[str]:
@@ -585,7 +590,7 @@ _HIGH["warnings"] = [_AnyText(text) for text in _HIGH["warnings"]]
 
 _LOW = {"reason": ("", ""), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
         "iqr": 0.0, "number": 10**9}
-_SINK = {"high": ("carrying every note, warning, word and count a row could", "带上了一行可能带的所有提示、警告、词语和计数"),
+_SINK = {"high": ("carrying every note, warning, word and count a row could", "带有一行所能带的全部提示、警告、词语和计数"),
          "low": ("carrying nothing: no reason, note, warning, graph or op", "不带任何原因、提示、警告、计算图或算子")}
 
 
@@ -620,7 +625,8 @@ def _language(lang: str | None):
 
 def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: float = 1.0,
            rounds: int | None = None, threads: int = 1, second: bool | tuple[str, str] = False,
-           eager_iqr: float | None = None, eager_once: int | None = None, inputs: str = "(4, 6)") -> Any:
+           eager_iqr: float | None = None, eager_once: int | None = None, inputs: str = "tensor(4, 6)",
+           name: str = "a made-up model") -> Any:
     """A Comparison built from (method, worked, matches, ms per call or None), eager at ``eager_ms``;
     a :class:`_Row` also sets the fields it carries. The rest is what compare_capture would record
     (``rounds`` and ``threads`` as passed to it; ``second``: its default second input's label)."""
@@ -676,7 +682,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
             setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple) else value)
         attempts.append(attempt)
     label = second if isinstance(second, tuple) else _SECOND if second else ("given", "由调用者给出")
-    return Comparison("a made-up model", inputs, only(*label), attempts,
+    return Comparison(name, inputs, only(*label), attempts,
                       lat(eager_ms, len(rows) if eager_once is None else eager_once,
                           iqr=(0.1, 0.39, 0.7, 0.02, 2.0, 5.0)[len(rows) % 6] if eager_iqr is None else eager_iqr))
 
@@ -689,7 +695,8 @@ def _PATHS() -> tuple[str, ...]:
 
 #: eager's spread (over its median) and the example's shapes, varying from table to table
 _EAGER_IQR = (0.1, 0.39, 0.7, 0.02, 2.0, 5.0, 0.0)
-_INPUTS = ("(4, 6)", "(2, 3), bool", "[(3,), (3,)], None", "(1, 5) int64")
+_INPUTS = ("tensor(4, 6)", "tensor(2, 3), True", "[tensor([0.1, 0.2, 0.3])], None", "tensor(1, 5)")  # as compare_capture writes them
+_NAMES = ("a made-up model", "Router", "MLP", "Gate", "CharGPT", "MobileNetV2", "ResNet")  # the lab's and the lecture's models
 
 
 #: per constraint, two paths it allows (the first a compiler's, the second TorchScript's or a capture's)
@@ -1001,7 +1008,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
     ("The C++ custom op: which files call an op by name and find its kernel in a library loaded beside them? "
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
-     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节。）"
+     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
 ])
 def _check_choose(answer: Any) -> None:
@@ -1030,7 +1037,8 @@ def _check_choose(answer: Any) -> None:
             with _language(("en", "zh")[len(tables) % 2]):
                 tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms,
                                                  **({"second": len(tables) % 3 == 1, "eager_iqr": _EAGER_IQR[len(tables) % 7],
-                                                     "eager_once": len(tables) % 6, "inputs": _INPUTS[len(tables) % 4]}
+                                                     "eager_once": len(tables) % 6, "inputs": _INPUTS[len(tables) % 4],
+                                                     "name": _NAMES[len(tables) % 7]}
                                                     | design)))
         table = tables[id(rows)][1]
         rows = [row for row in rows if row[0] != "eager"]
@@ -1091,7 +1099,7 @@ def _check_choose(answer: Any) -> None:
                 advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
                           "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
                           "只能读取：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
-                          "（它们属于调用者；copy.deepcopy(table) 会给你一份属于你自己的行）。")
+                          "（它们属于调用者；copy.deepcopy(table) 会复制出一份完全属于你的表格，连同各行）。")
             raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
                         + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
                         tried=tried)
@@ -1127,13 +1135,15 @@ def _check_choose(answer: Any) -> None:
                       "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才可能是答案。")
         elif row is not None and not row[1]:
             en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
-                      "你选的路径能运行，但在这个模型上与 eager 不一致：结果与 eager 不一致的路径不能作为答案。")
+                      "你选的路径能运行，但在这个模型上与 eager 不一致：结果错误的路径永远不能作为答案。")
         elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
             en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
                       "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
         elif got is not None and ALLOWED[constraint] is not None and got not in ALLOWED[constraint]:
-            en, zh = (f"The constraint {constraint!r} does not allow {got!r}.",
-                      f"约束 {constraint!r} 不允许 {got!r}。")
+            en, zh = (f"The constraint {constraint!r} does not allow {got!r} (if your code leaves it out, check that "
+                      "nothing carries over from one call to the next: a default list, a cache).",
+                      f"约束 {constraint!r} 不允许 {got!r}（如果你的代码已经排除了它，请检查是否有东西从一次调用带到了下一次："
+                      "比如默认参数里的列表，或者缓存）。")
         elif got is None:
             en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
                       "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
