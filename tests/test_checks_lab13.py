@@ -1947,3 +1947,33 @@ def test_lab13_3_rules_on_the_models_name_or_inputs(rule):
         return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r, table)], table)
 
     expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["trace not trusted when fx failed", "fullgraph=True not trusted when export failed",
+                                  "fullgraph=True not trusted when a row differs", "a speed-up within 5% of 1 just ran eager",
+                                  "None when the best speed-up is within 5% of 1",
+                                  "a differing AOTInductor row when nothing fits"])
+def test_lab13_3_rules_the_nineteenth_systematic_pass_found(rule):
+    def failed(t, m):
+        return m in t and not t[m].worked
+
+    def answer(constraint, table):
+        ok = _qualifying(constraint, table)
+        if rule == "trace not trusted when fx failed":
+            ok = [r for r in ok if not (r.method == "torch.jit.trace" and failed(table, "torch.fx.symbolic_trace"))]
+        elif rule == "fullgraph=True not trusted when export failed":
+            ok = [r for r in ok if not (r.method == "dynamo fullgraph=True" and failed(table, "torch.export.export"))]
+        elif rule == "fullgraph=True not trusted when a row differs":
+            ok = [r for r in ok if not (r.method == "dynamo fullgraph=True" and any(x.matches is False for x in table.rows))]
+        elif rule == "a speed-up within 5% of 1 just ran eager":
+            ok = [r for r in ok if abs(table.speedup(r.method) - 1) >= 0.05]
+        best = _best_unguarded(ok, table)
+        if rule == "None when the best speed-up is within 5% of 1" and best and abs(table.speedup(best) - 1) < 0.05:
+            return None
+        if rule == "a differing AOTInductor row when nothing fits" and best is None and "export + AOTInductor" in table:
+            row = table["export + AOTInductor"]
+            if row.worked and row.latency and (_ref_allowed(constraint) is None or row.method in _ref_allowed(constraint)):
+                return row.method
+        return best
+
+    expect_wrong("lab13.3", answer)

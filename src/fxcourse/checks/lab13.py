@@ -773,6 +773,19 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
         winner = _PAIRS[constraint][0]
         cases.append((constraint, [row for row in many if row[0] != winner]
                       + [(m, True, False, 0.01) for m in _PATHS()[7:] if m != winner] + [(winner, True, True, 0.8)], winner))
+    # each allowed winner with every other path in one state (all failed, all differing and faster, all never
+    # checked, all matched but untimed): another row's outcome says nothing about the winner's. Each path alone,
+    # differing and timed (no fallback to it when nothing fits). Winners whose speed-up is near 1
+    for constraint, allowed in ALLOWED.items():
+        for path in allowed or _PATHS():
+            others = [m for m in _PATHS() if m != path]
+            for state in ((False, None, None), (True, False, 0.05), (True, None, None), (True, True, None)):
+                cases.append((constraint, [(m, *state) for m in others] + [(path, True, True, 0.5)], path))
+            cases.append((constraint, [(path, True, False, 0.1)], None))
+            rival = next(m for m in _PAIRS[constraint] if m != path)
+            for near in (0.97, 0.999, 1.001, 1.02, 1.08):
+                cases += [(constraint, [(path, True, True, 1.0 / near), (rival, True, True, 1.3)], path),
+                          (constraint, [(path, True, True, 1.0 / near)], path)]
     # corners of time per call against speed-up: 0.5 µs, 2 ms and 2 s per call, each 1000 times slower than eager,
     # 3 times faster and 500 times faster
     for constraint, (one, other) in _PAIRS.items():
@@ -1008,7 +1021,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
     ("The C++ custom op: which files call an op by name and find its kernel in a library loaded beside them? "
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
-     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）"
+     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）另外，"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
 ])
 def _check_choose(answer: Any) -> None:
