@@ -693,6 +693,11 @@ def _PATHS() -> tuple[str, ...]:
     return tuple(PATHS)
 
 
+def _allowed(constraint: str) -> tuple[str, ...]:
+    """The paths a constraint allows, in PATHS order (``ALLOWED`` holds None for every path)."""
+    return tuple(m for m in _PATHS() if ALLOWED[constraint] is None or m in ALLOWED[constraint])
+
+
 #: eager's spread (over its median) and the example's shapes, varying from table to table
 _EAGER_IQR = (0.1, 0.39, 0.7, 0.02, 2.0, 5.0, 0.0)
 _INPUTS = ("tensor(4, 6)", "tensor(2, 3), True", "[tensor([0.1, 0.2, 0.3])], None", "tensor(1, 5)")  # as compare_capture writes them
@@ -717,7 +722,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     for paths, says, fields in _decorations():
         for constraint, allowed in ALLOWED.items():
             pair = _PAIRS[constraint]
-            marked = [p for p in paths if allowed is None or p in allowed] if paths else list(pair)
+            marked = [p for p in paths if p in _allowed(constraint)] if paths else list(pair)
             for path in marked:
                 other = pair[0] if path != pair[0] else pair[1]
                 for fast, slow in ((path, other), (other, path)):
@@ -752,11 +757,11 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
             cases += [(constraint, [(one, True, True, 0.3), (other, True, True, 0.3003), eager], one),
                       (constraint, [(one, True, True, 0.3003), (other, True, True, 0.3), eager], other)]
         # far ahead of the rest (not an outlier to drop), and a nine-row table won by its last or first row
-        rest = [m for m in _PATHS() if m not in (one, other) and (ALLOWED[constraint] is None or m in ALLOWED[constraint])]
+        rest = [m for m in _allowed(constraint) if m not in (one, other)]
         cases.append((constraint, [(other, True, True, 0.9), (one, True, True, 0.05)]
                       + [(m, True, True, 1.0 + 0.1 * i) for i, m in enumerate(dict.fromkeys([rest[0], rest[-1]]))], one))
         nine = [(m, True, True, 0.9 - 0.05 * i) for i, m in enumerate(_PATHS())]
-        best = [m for m in _PATHS() if ALLOWED[constraint] is None or m in ALLOWED[constraint]][-1]
+        best = _allowed(constraint)[-1]
         # and with one row failed: eager and eight timed rows are nine runners, so 18 rounds
         failed = [(m, w, mt, ms) if m != rest[0] else (m, False, None, None) for m, w, mt, ms in nine]
         cases += [(constraint, nine, best), (constraint, nine[::-1], best), (constraint, failed, best)]
@@ -764,7 +769,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     # never checked, and fastest; a matching rival is the answer. A table with seven failed rows, two differing rows
     # and one right row
     for constraint, allowed in ALLOWED.items():
-        for k, path in enumerate(allowed or _PATHS()):
+        for k, path in enumerate(_allowed(constraint)):
             rival = next(m for m in _PAIRS[constraint] if m != path)
             cases += [(constraint, [_Row(path, True, False, 0.1, reason=_DIFFERS[k % 2]), (rival, True, True, 0.5)], rival),
                       (constraint, [(rival, True, True, 0.5), _Row(path, True, False, 0.1, reason=_TINY)], rival),
@@ -777,7 +782,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     # checked, all matched but untimed): another row's outcome says nothing about the winner's. Each path alone,
     # differing and timed (no fallback to it when nothing fits). Winners whose speed-up is near 1
     for constraint, allowed in ALLOWED.items():
-        for path in allowed or _PATHS():
+        for path in _allowed(constraint):
             others = [m for m in _PATHS() if m != path]
             for state in ((False, None, None), (True, False, 0.05), (True, None, None), (True, True, None)):
                 cases.append((constraint, [(m, *state) for m in others] + [(path, True, True, 0.5)], path))
@@ -797,7 +802,7 @@ def _real_row_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     # every path winning while 100 times slower than eager and while 100 times faster, and 10,000 times ahead of
     # the next row: a rule of thumb about one path's speed ("fullgraph=True slower than eager went wrong")
     for constraint, allowed in ALLOWED.items():
-        for path in allowed or _PATHS():
+        for path in _allowed(constraint):
             rival = next(m for m in _PAIRS[constraint] if m != path)
             cases += [(constraint, [(path, True, True, 100.0), (rival, True, True, 100.1), ("eager", True, True, 1.0)], path),
                       (constraint, [(rival, True, True, 0.0101), (path, True, True, 0.01), ("eager", True, True, 1.0)], path),
@@ -837,7 +842,7 @@ def _recorded_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     cases = []
     for k, rec in enumerate(json.loads(RECORDED.read_text(encoding="utf-8"))):
         method = rec["method"]
-        fits = [c for c, allowed in ALLOWED.items() if allowed is None or method in allowed]
+        fits = [c for c in ALLOWED if method in _allowed(c)]
         constraint = fits[k % len(fits)]
         pair = _PAIRS[constraint]
         rival = pair[0] if method != pair[0] else pair[1]
@@ -927,14 +932,14 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
     # and second: a weight on a path, a bonus, or a swap of one path for another turns one of them;
     # s2: two rows that qualify, both slower than eager
     hair = [(constraint, pair, winner) for constraint, allowed in ALLOWED.items()
-            for winner in allowed or _PATHS() for other in allowed or _PATHS() if other != winner
+            for winner in _allowed(constraint) for other in _allowed(constraint) if other != winner
             for pair in ([(winner, True, True, 0.3), (other, True, True, 0.3003)],
                          [(other, True, True, 0.3003), (winner, True, True, 0.3)])]
     # and every ordered pair with the winner 3 and 100 times faster than the other ("a trace that beats script by
     # that much must have skipped work")
     hair += [(constraint, [(other, True, True, 0.9), (winner, True, True, 0.9 / lead)], winner)
              for constraint, allowed in ALLOWED.items()
-             for winner in allowed or _PATHS() for other in allowed or _PATHS() if other != winner for lead in (3, 100)]
+             for winner in _allowed(constraint) for other in _allowed(constraint) if other != winner for lead in (3, 100)]
     s2 = [("export + AOTInductor", True, True, 3.0), ("torch.jit.script", True, True, 2.0)]
     # one-row tables (a failed row, a differing row, a row the constraint refuses), a row captured but never
     # checked against eager (matches None, untimed, as compare_capture leaves one whose check failed), one
@@ -1152,7 +1157,7 @@ def _check_choose(answer: Any) -> None:
         elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
             en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
                       "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
-        elif got is not None and ALLOWED[constraint] is not None and got not in ALLOWED[constraint]:
+        elif got is not None and got not in _allowed(constraint):
             en, zh = (f"The constraint {constraint!r} does not allow {got!r} (if your code leaves it out, check that "
                       "nothing carries over from one call to the next: a default list, a cache).",
                       f"约束 {constraint!r} 不允许 {got!r}（如果你的代码已经排除了它，请检查是否有东西从一次调用带到了下一次："
