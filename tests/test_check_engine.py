@@ -262,3 +262,31 @@ def test_an_infinity_is_named_not_reported_as_a_zero_difference():
     assert "（该是有限数的地方出现了无穷大，或反过来）" in differs(
         torch.tensor([float("-inf")]), torch.tensor([2.0]), lang="zh", where="结果", expected="期望")
     assert differs(torch.tensor([1.5, 2.0]), torch.tensor([1.0, 2.0])).endswith("(max abs difference 0.5)")
+
+
+@pytest.mark.parametrize("message", ["the shape is wrong.", "the shape is wrong", "形状不对。"])
+def test_raised_message_reads_as_one_sentence(engine_task, message):
+    # the learner's place goes inside the sentence, and no full stop is doubled in either language
+    def answer(x):
+        raise ValueError(message)
+
+    result = check(engine_task, answer)
+    assert result.status == "raised"
+    core = message.removesuffix(".").removesuffix("。")
+    assert f"ValueError: {core} (in answer, line " in result.en, result.en
+    assert f"ValueError: {core}（位于 answer，第 " in result.zh, result.zh
+    for text in (result.en, result.zh):
+        assert ".." not in text and "。。" not in text and "。（" not in text and ".)." not in text and "）。。" not in text
+
+
+def test_course_error_message_is_not_given_a_second_full_stop(engine_task):
+    from fxcourse.errors import FxCourseError
+
+    def answer(x):
+        raise FxCourseError(got="3", accepted="a str", fix="pass a name", zh="收到 3；需要 str。修复：传入一个名字。")
+
+    result = check(engine_task, answer)
+    assert result.status == "raised"
+    assert "Fix: pass a name (in answer, line " in result.en, result.en
+    assert "修复：传入一个名字（位于 answer，第 " in result.zh, result.zh
+    assert ".." not in result.en and "。。" not in result.zh

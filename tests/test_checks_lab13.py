@@ -1977,3 +1977,93 @@ def test_lab13_3_rules_the_nineteenth_systematic_pass_found(rule):
         return best
 
     expect_wrong("lab13.3", answer)
+
+
+# -- the twentieth round on lab13.3: what the nineteenth left open (words outside the lists, read by re; None
+# when a table looks odd), and the tables drawn at random that close such rules as a family ---------------------
+
+@pytest.mark.parametrize("rule", ["re 'Error:' in any text", "re 'falling back' in the reason or note",
+                                  "re 'nondeterministic' anywhere", "re a word of Dynamo's hints ('unsupported|"
+                                  "workaround')", "re '(Value|Runtime)Warning:' in the warnings"])
+def test_lab13_3_words_read_by_re_outside_the_earlier_lists(rule):
+    pattern = {"re 'Error:' in any text": "Error:", "re 'falling back' in the reason or note": "falling back",
+               "re 'nondeterministic' anywhere": "nondeterministic",
+               "re a word of Dynamo's hints ('unsupported|workaround')": "workaround",
+               "re '(Value|Runtime)Warning:' in the warnings": r"(Value|Runtime)Warning:"}[rule]
+
+    def keep(r):
+        texts = [r.reason, r.note, *r.warnings] if "warnings" not in rule else list(r.warnings)
+        if "reason or note" in rule:
+            texts = [r.reason, r.note]
+        return not any(re.search(pattern, str.__str__(t)) for t in texts)
+
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if keep(r)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+@pytest.mark.parametrize("rule", ["eager's IQR over five times its median", "two rows never checked",
+                                  "three differing rows", "eight failed rows", "more than half the rows failed",
+                                  "the fastest row over 50 times faster than eager", "rows over 1000 times apart"])
+def test_lab13_3_none_when_a_drawn_table_looks_odd(rule):
+    def odd(table):
+        rows, e = table.rows, table.eager
+        times = [r.latency.median for r in rows if r.latency]
+        return {"eager's IQR over five times its median": e.iqr > 5 * e.median,
+                "two rows never checked": sum(bool(r.worked) and r.matches is None for r in rows) >= 2,
+                "three differing rows": sum(r.matches is False for r in rows) >= 3,
+                "eight failed rows": sum(not r.worked for r in rows) >= 8,
+                "more than half the rows failed": sum(not r.worked for r in rows) > len(rows) / 2,
+                "the fastest row over 50 times faster than eager": bool(times) and e.median / min(times) > 50,
+                "rows over 1000 times apart": len(times) > 1 and max(times) / min(times) > 1000}[rule]
+
+    def answer(constraint, table):
+        return None if odd(table) else _best_unguarded(_qualifying(constraint, table), table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_drawn_tables_are_answered_by_the_rule_and_vary():
+    # the drawn family is seeded (the same tables on every run) and holds what it promises: odd tables with an
+    # answer, tables with none, every state and constraint, eager slower and faster than the winner
+    first, again = lab13._drawn_cases(), lab13._drawn_cases()
+    assert [(c, [tuple(r) for r in rows], right) for c, rows, right in first] == \
+        [(c, [tuple(r) for r in rows], right) for c, rows, right in again]
+    assert {c for c, _, _ in first} == set(lab13.ALLOWED)
+    answered = [(rows, right) for _, rows, right in first if right is not None]
+    assert len(answered) >= len(first) // 4 and len(first) - len(answered) >= len(first) // 4
+    states = {(w, mt, ms is not None) for _, rows, _ in first for m, w, mt, ms in rows if m != "eager"}
+    assert states == {(False, None, False), (True, None, False), (True, False, True), (True, False, False),
+                      (True, True, False), (True, True, True)}
+    assert any(sum(not r[1] for r in rows) >= 5 for rows, _ in answered)
+    assert any(sum(r[1] and r[2] is None for r in rows) >= 2 for rows, _ in answered)
+    assert any(sum(r[2] is False for r in rows[:-1]) >= 3 for rows, _ in answered)
+    assert any(rows[-1][3] < min(r[3] for r in rows[:-1] if r[3] is not None) for rows, _ in answered)
+    assert any(rows[-1][3] > max(r[3] for r in rows[:-1] if r[3] is not None) for rows, _ in answered)
+    for constraint, rows, right in first:  # the answer is the fastest row that worked, matched and is allowed
+        fit = [r for r in rows[:-1] if r[1] and r[2] is True and r[3] is not None and r[0] in lab13._allowed(constraint)]
+        if right is None:
+            assert fit == []
+        else:
+            won = next(r for r in fit if r[0] == right)
+            assert all(r[3] > won[3] * 1.002 for r in fit if r is not won)
+
+
+def test_lab13_3_returning_eager_is_named_as_the_baseline():
+    def answer(constraint, table):
+        best = _best_unguarded(_qualifying(constraint, table), table)
+        return best if best and table.speedup(best) > 1 else "eager"  # "nothing beats eager: keep eager"
+
+    result = expect_wrong("lab13.3", answer)
+    assert "'eager' is what every row is compared with" in result.en and "不是可选的路径" in result.zh
+
+
+def test_lab13_3_constraints_swapped_are_told_to_check_their_lists_first():
+    def answer(constraint, table):  # a key misspelt ("no compiler on the target"): .get falls back to every path
+        swap = {"no compiler on target": "fastest"}.get(constraint, constraint)
+        return _best_unguarded(_qualifying(swap, table), table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "check which paths your code allows for this constraint" in result.en, result.en
+    assert "请检查你的代码为这个约束允许了哪些路径" in result.zh

@@ -218,10 +218,15 @@ def _short_exception(exc: BaseException) -> tuple[str, str]:
         name = type(exc).__name__
         text, zh = f"{name} (its message could not be shown)", f"{name}（其报错信息无法显示）"
     own = _own_frames(traceback.extract_tb(exc.__traceback__))
-    if own:
-        text += f" (in {own[-1].name}, line {own[-1].lineno})"
-        zh += f"（位于 {own[-1].name}，第 {own[-1].lineno} 行）"
+    if own:  # the place goes inside the sentence: "… is wrong (in f, line 3)", not "… is wrong. (in f, line 3)"
+        text = text.rstrip().removesuffix("。").removesuffix(".") + f" (in {own[-1].name}, line {own[-1].lineno})"
+        zh = zh.rstrip().removesuffix("。").removesuffix(".") + f"（位于 {own[-1].name}，第 {own[-1].lineno} 行）"
     return text, zh
+
+
+def _ended(text: str, stop: str) -> str:
+    """``text`` as a sentence: ``stop`` added unless it already ends with a full stop or mark."""
+    return text if text.rstrip().endswith((".", "。", "!", "！", "?", "？")) else text + stop
 
 
 _LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -370,8 +375,8 @@ def _raised(task_id: str, exc: BaseException, titles: dict[str, str]) -> CheckRe
     short, short_zh = _short_exception(exc)
     return CheckResult(
         task_id, "raised",
-        f"{short}. Read the message, fix the code, and run the cell again.",
-        f"{short_zh}。请阅读报错信息，修改代码后重新运行本单元。",
+        f"{_ended(short, '.')} Read the message, fix the code, and run the cell again.",
+        f"{_ended(short_zh, '。')}请阅读报错信息，修改代码后重新运行本单元。",
         **titles,
     )
 

@@ -532,19 +532,55 @@ _MORE_ZH = ("出错", "错误", "失败", "异常", "不支持", "回退", "退�
             "特化", "不安全", "变慢", "更慢", "回退到 eager", "降级", "标量", "向量化", "内存", "泄漏", "死锁", "中断", "终止")
 
 
+#: phrases a rule may search for with ``re`` (where ``in`` is not asked), and the names Python gives its errors
+#: and warnings, each with its colon as a message starts
+_PHRASES = ("falling back", "fall back", "fell back to eager", "nondeterministic", "non-deterministic", "flaky",
+            "unreliable", "fails", "failing", "failure", "errors", "errored", "warnings", "warned", "raise", "raised",
+            "fatal", "FATAL", "panic", "denied", "refused", "rejected", "dropped", "ignored", "skipping", "not traced",
+            "untraced", "graph breaks", "Graph break", "graph-break", "recompiling", "retrace", "retraced", "unsound",
+            "approximate", "precision", "tolerance", "atol", "rtol", "allclose", "max abs difference", "at index",
+            "got", "gives", "did not", "doesn't", "isn't", "won't", "wasn't", "no longer", "obsolete", "legacy",
+            "experimental", "beta", "prototype", "unstable API", "python fallback", "eager fallback", "Dynamo",
+            "TorchDynamo", "Inductor", "AOTAutograd", "FX", "TorchScript", "IREE", "MLIR", "torch-mlir", "C++",
+            "compile", "compiled", "compiling", "compilation", "trace", "traced", "tracing", "script", "scripted",
+            "export", "exported", "lowered", "lowering", "package", ".pt2", "variance", "spread", "IQR", "median",
+            "outliers", "jitter", "warm-up", "warmup", "cold", "first call", "rounds", "threads", "speedup", "speed-up")
+
+
 def _graph_break_types() -> list[str]:
     """The graph-break types torch's Dynamo registry names (none where the file is missing)."""
+    return sorted({entry["Gb_type"] for entry in _registry()})
+
+
+def _registry() -> list[dict[str, Any]]:
+    """Every entry of Dynamo's graph-break registry (none where the file is missing)."""
     import json
     from pathlib import Path
 
     try:
         registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
-        return sorted({entry["Gb_type"] for entries in registry.values() for entry in entries})
+        return [entry for entries in registry.values() for entry in entries]
     except Exception:  # another torch may keep it elsewhere: the words above still hold
         return []
 
 
-_EVERY = " ; ".join(_WORDS + _MORE_WORDS + tuple(_graph_break_types()))  # spaced: each word is a token of split()
+def _registry_words() -> list[str]:
+    """Each word of the registry's explanations and hints once (what a graph break's message may say)."""
+    import re
+
+    text = " ".join(" ".join([entry.get("Explanation", ""), *entry.get("Hints", [])]) for entry in _registry())
+    return sorted(set(re.findall(r"[A-Za-z][A-Za-z_\-.']*[A-Za-z]", text)))
+
+
+def _error_names() -> list[str]:
+    """``ValueError:``, ``UserWarning:`` …: every error and warning class Python names, as a message starts."""
+    import builtins
+
+    return [f"{name}:" for name in dir(builtins) if name.endswith(("Error", "Warning", "Exception", "Exit", "Interrupt"))]
+
+
+_EVERY = " ; ".join(_WORDS + _MORE_WORDS + _PHRASES + tuple(_error_names()) + tuple(_graph_break_types())
+                    + tuple(_registry_words()))  # spaced: each word is a token of split()
 _HIGH = {"reason": ("1000 graphs, 400 graph breaks; the first: " + _EVERY + " (made up by the checker)",
                     "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + _EVERY + "（检查器构造的）"),
          "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
@@ -861,6 +897,44 @@ def _recorded_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
     return cases
 
 
+def _drawn_cases(count: int = 150, seed: int = 1313) -> list[tuple[str, list[Any], Any]]:
+    """Tables drawn at random (seeded), each asked under every constraint: 1 to 9 rows in any order, each
+    in any state (failed, never checked, differing timed or untimed, matching timed or untimed), most rows
+    of a table often in one state; times over eight orders of magnitude, eager anywhere among them; one
+    round or many, one thread or several, a calm or a noisy eager; rows that carry what real rows carry.
+    The answer is the rule's (fastest among rows that worked, matched and are allowed). A rule that reads
+    anything else (how many rows failed, differ or went unchecked, how noisy eager is, how far apart the
+    rows are, which model) turns some of them."""
+    import random
+
+    rng = random.Random(seed)
+    states = [(False, None, False), (True, None, False), (True, False, True), (True, False, False),
+              (True, True, False), (True, True, True)]  # (worked, matches, timed)
+    decorations = _decorations()
+    designs = ({}, {"rounds": 1}, {"threads": 2}, {"rounds": 100}, {"eager_iqr": 12.0}, {"eager_iqr": 40.0},
+               {"eager_iqr": 0.0}, {"threads": 8, "eager_iqr": 6.0})
+    cases = []
+    for _ in range(count):
+        paths = rng.sample(_PATHS(), rng.randint(1, 9))
+        # times a hair or more apart (0.3% at least), so exactly one row is fastest
+        times = sorted(10 ** rng.uniform(-4, 4) for _ in paths)
+        for k in range(1, len(times)):
+            times[k] = max(times[k], times[k - 1] * 1.003)
+        rng.shuffle(times)
+        mood = rng.choice(states)  # the state most rows of this table are in
+        rows: list[Any] = []
+        for m, ms in zip(paths, times):
+            worked, matches, timed = mood if rng.random() < 0.55 else rng.choice(states)
+            fits = [(says, fields) for where, says, fields in decorations if where is None or m in where]
+            says, fields = rng.choice(fits) if worked and fits and rng.random() < 0.4 else (("", ""), {})
+            rows.append(_Row(m, worked, matches, ms if timed else None, says=says, **fields))
+        eager = _Row("eager", True, True, 10 ** rng.uniform(-4, 4), **rng.choice(designs))
+        for constraint in ALLOWED:
+            fit = [(ms, m) for m, w, mt, ms in rows if w and mt and ms is not None and m in _allowed(constraint)]
+            cases.append((constraint, rows + [eager], min(fit)[1] if fit else None))
+    return cases
+
+
 def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float | None]], Any]]:
     """(constraint, rows, right answer). Capture time (``seconds``) runs against speed on purpose."""
     a = [("torch.jit.trace", True, False, None), ("torch.jit.script", True, True, 0.8),
@@ -1046,6 +1120,7 @@ def _check_choose(answer: Any) -> None:
         if (id(rows), right) not in sunk:
             sunk[id(rows), right] = _sunk(rows, right)
         cases += [(constraint, variant, right) for variant in sunk[id(rows), right]]
+    cases += _drawn_cases()
     for call, (constraint, rows, right) in enumerate(cases, 1):
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
         design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
@@ -1143,6 +1218,10 @@ def _check_choose(answer: Any) -> None:
         if got is not None and got not in row_names(rows) and got.strip().lower() in {m.lower() for m in row_names(rows)}:
             en, zh = ("Your choice is a row's name written differently: return row.method exactly (case and spaces count).",
                       "你选的路径名和表中一行的名字写法不同：请原样返回 row.method（大小写和空格都算）。")
+        elif got == "eager":
+            en, zh = ("'eager' is what every row is compared with (table.eager), not a path to choose: return a row's "
+                      "method, or None when no row fits.", "'eager' 是各行用来对比的基准（table.eager），不是可选的路径："
+                      "请返回某一行的 method；没有符合条件的行时返回 None。")
         elif got is not None and got not in row_names(rows):
             en, zh = ("Your choice is not a row of this table.", "你选的路径不在这张表里。")
         elif row is not None and not row[0]:
@@ -1158,10 +1237,11 @@ def _check_choose(answer: Any) -> None:
             en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
                       "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
         elif got is not None and got not in _allowed(constraint):
-            en, zh = (f"The constraint {constraint!r} does not allow {got!r} (if your code leaves it out, check that "
-                      "nothing carries over from one call to the next: a default list, a cache).",
-                      f"约束 {constraint!r} 不允许 {got!r}（如果你的代码已经排除了它，请检查是否有东西从一次调用带到了下一次："
-                      "比如默认参数里的列表，或者缓存）。")
+            en, zh = (f"The constraint {constraint!r} does not allow {got!r}: check which paths your code allows for "
+                      "this constraint (and that each constraint gets its own list). If it already leaves this path out, "
+                      "check that nothing carries over from one call to the next: a default list, a cache.",
+                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（以及每个约束是否对应它自己的列表）。"
+                      "如果代码已经排除了这条路径，再检查是否有东西从一次调用带到了下一次：比如默认参数里的列表，或者缓存。")
         elif got is None:
             en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
                       "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
