@@ -2067,3 +2067,96 @@ def test_lab13_3_constraints_swapped_are_told_to_check_their_lists_first():
     result = expect_wrong("lab13.3", answer)
     assert "check which paths your code allows for this constraint" in result.en, result.en
     assert "请检查你的代码为这个约束允许了哪些路径" in result.zh
+
+
+# -- the twentieth round's learner pass: a cache keyed by the times, phrases a learner types, a right answer that
+# prints like the lecture, and feedback that says which call raised and that state carried over --------------
+
+def _memo(key):
+    cache = {}
+
+    def answer(constraint, table):
+        k = key(constraint, table)
+        if k not in cache:
+            cache[k] = _best_unguarded(_qualifying(constraint, table), table)
+        return cache[k]
+    return answer
+
+
+@pytest.mark.parametrize("key", ["the methods and their speed-ups", "the sorted medians of the timed rows"])
+def test_lab13_3_a_cache_keyed_by_the_times_not_the_rows(key):
+    answer = _memo({"the methods and their speed-ups": lambda c, t: (c, tuple((r.method, t.speedup(r.method))
+                                                                                  for r in t.rows)),
+                    "the sorted medians of the timed rows": lambda c, t: (c, tuple(sorted(
+                        (r.method, r.latency.median) for r in t.rows if r.latency)))}[key])
+    expect_wrong("lab13.3", answer)  # asked again, a table of the same times hits the cache: no state is named
+
+
+@pytest.mark.parametrize("pattern", ["does not match|not close", "Recompiling", "已弃用", "波动|不可靠", "精度|误差",
+                                     "Unsupported:", "float16|tf32", "slower than eager"])
+def test_lab13_3_phrases_the_twentieth_round_searched_for(pattern):
+    def answer(constraint, table):
+        keep = [r for r in _qualifying(constraint, table)
+                if not re.search(pattern, "\n".join(str.__str__(t) for t in [r.reason, r.note, *r.warnings]))]
+        return _best_unguarded(keep, table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_right_answer_that_prints_each_skipped_rows_first_line():
+    # lecture 13 prints reason.splitlines()[0]: every made-up row has a reason of at least one word
+    def answer(constraint, table):
+        ok = _qualifying(constraint, table)
+        for row in table.rows:
+            if row not in ok:
+                print(f"skip {row.method}: {row.reason.splitlines()[0][:110]}")
+        return _best_unguarded(ok, table)
+
+    expect_passed("lab13.3", answer)
+
+
+def test_lab13_3_an_answer_that_raises_is_told_which_call():
+    def answer(constraint, table):
+        if len(table.rows) == 1:
+            raise ValueError("one row")
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    result = check("lab13.3", answer)
+    assert result.status == "raised" and "ValueError: one row" in result.en
+    assert "choose(" in result.tried[0] and "choose(" in result.tried[1] and "第 " in result.tried[1], result.tried
+
+
+def test_lab13_3_state_carried_over_is_named_whatever_the_symptom():
+    # one module-level list shared by two constraints, changed in place by one of them (the twentieth round's M01):
+    # the symptom is a faster path missed, and asked again, a table answered right before now gets another answer
+    no_python = ["torch.jit.trace", "torch.jit.script", "export + AOTInductor", "export + IREE"]
+
+    def answer(constraint, table):
+        allowed = _ref_allowed(constraint)
+        if constraint in ("no Python on target", CUSTOM):
+            allowed = no_python
+            if constraint == CUSTOM and "export + IREE" in allowed:
+                allowed.remove("export + IREE")
+        return _best_unguarded([r for r in _qualifying("fastest", table) if r.method in allowed], table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "An allowed path that works and matches eager is faster" in result.en
+    assert "something carries over from one call to the next" in result.en, result.en
+    assert "有东西从一次调用带到了下一次" in result.zh
+
+
+def test_lab13_3_a_default_list_that_grows_is_named_as_state():
+    def answer(constraint, table, allowed=[]):  # noqa: B006 - the mistake under test
+        allowed += _ref_allowed(constraint)
+        return _best_unguarded([r for r in _qualifying("fastest", table) if r.method in allowed], table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "does not allow" in result.en and "something carries over from one call to the next" in result.en
+
+
+def test_lab13_3_a_wrong_rule_without_state_is_not_told_about_state():
+    def answer(constraint, table):  # misses IREE under "no Python on target": wrong, but the same on every call
+        return _best_unguarded([r for r in _qualifying(constraint, table) if r.method != "export + IREE"], table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "carries over" not in result.en and "带到了下一次" not in result.zh

@@ -54,6 +54,18 @@ class Wrong(Exception):
         self.tried, self.expected, self.got = tried, expected, got
 
 
+@contextlib.contextmanager
+def trying(tried: Bilingual) -> Iterator[None]:
+    """Run the learner's code on the input ``tried`` describes: if it raises, the result of the
+    check names that input, so a learner sees which of many calls broke."""
+    try:
+        yield
+    except Exception as exc:
+        with contextlib.suppress(Exception):  # an exception that takes no attribute is still reported
+            exc._fxcourse_tried = tried  # type: ignore[attr-defined]
+        raise
+
+
 @dataclass(frozen=True)
 class Task:
     id: str
@@ -174,7 +186,7 @@ class CheckResult(Viewable):
         for label, value in self._details():
             lines.append(f"  {label}{colon}{value}")
         if self.printed:
-            lines.append("  " + pick("your code printed", "你的代码输出了") + ":")
+            lines.append("  " + pick("your code printed", "你的代码输出了") + colon.rstrip())
             lines.extend("    " + line for line in self.printed.splitlines())
         return "\n".join(lines)
 
@@ -187,7 +199,7 @@ class CheckResult(Viewable):
         )
         table = f'<table class="fxcourse-check-details">{details}</table>' if details else ""
         if self.printed:
-            table += (f"<div>{esc(pick('your code printed', '你的代码输出了'))}:</div>"
+            table += (f"<div>{esc(pick('your code printed:', '你的代码输出了：'))}</div>"
                       f'<pre class="fxcourse-check-printed">{esc(self.printed)}</pre>')
         heads = "".join(
             f'<div lang="{lang}"><b>{esc(head)}</b>{_COLON[lang]}{esc(sentence)}</div>'
@@ -377,6 +389,7 @@ def _raised(task_id: str, exc: BaseException, titles: dict[str, str]) -> CheckRe
         task_id, "raised",
         f"{_ended(short, '.')} Read the message, fix the code, and run the cell again.",
         f"{_ended(short_zh, '。')}请阅读报错信息，修改代码后重新运行本单元。",
+        tried=getattr(exc, "_fxcourse_tried", ""),
         **titles,
     )
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import Wrong, task
+from . import Wrong, task, trying
 from .._lang import only
 from .._text import one_line_error, quiet
 from ._probe import Snapshot, described, differs, need_callable, require_untouched, seeded
@@ -529,7 +529,10 @@ _MORE_ZH = ("出错", "错误", "失败", "异常", "不支持", "回退", "退�
             "已被弃用", "数据相关", "取决于张量的值", "动态", "形状", "慢", "重新编译", "守卫", "未计时", "没有计算图", "来自不同的帧",
             "没有与 eager 对照", "检查它时出错", "再次运行时出错", "只记录了", "请用 torch.cond 表达", "不可信", "噪声", "超时",
             "报错", "无法", "不能", "崩溃", "问题", "不稳定", "可疑", "无效", "未知", "缺少", "缺失", "不匹配", "不正确", "常量",
-            "特化", "不安全", "变慢", "更慢", "回退到 eager", "降级", "标量", "向量化", "内存", "泄漏", "死锁", "中断", "终止")
+            "特化", "不安全", "变慢", "更慢", "回退到 eager", "降级", "标量", "向量化", "内存", "泄漏", "死锁", "中断", "终止",
+            "已弃用", "弃用警告", "不推荐", "波动", "不可靠", "不准确", "可能不正确", "可能", "误差", "偏差", "精度", "没有计时",
+            "未对照", "没有对照", "卡住", "挂起", "结果错误", "错误的结果", "输出不同", "与 eager 不同", "找不到", "异常值", "离群",
+            "抖动", "方差", "四分位", "中位数", "轮", "线程", "算子")
 
 
 #: phrases a rule may search for with ``re`` (where ``in`` is not asked), and the names Python gives its errors
@@ -544,7 +547,25 @@ _PHRASES = ("falling back", "fall back", "fell back to eager", "nondeterministic
             "TorchDynamo", "Inductor", "AOTAutograd", "FX", "TorchScript", "IREE", "MLIR", "torch-mlir", "C++",
             "compile", "compiled", "compiling", "compilation", "trace", "traced", "tracing", "script", "scripted",
             "export", "exported", "lowered", "lowering", "package", ".pt2", "variance", "spread", "IQR", "median",
-            "outliers", "jitter", "warm-up", "warmup", "cold", "first call", "rounds", "threads", "speedup", "speed-up")
+            "outliers", "jitter", "warm-up", "warmup", "cold", "first call", "rounds", "threads", "speedup", "speed-up",
+            # what the twentieth round searched for and found nowhere: torch's own check_trace and recompile messages,
+            # error classes, and words about timing
+            "does not match", "not close!", "Tensor-likes", "Mismatched elements", "Recompiling", "guard failure",
+            "hit config", "torch._dynamo hit", "Graph break in user code", "skipping cudagraphs", "cudagraph", "Could not",
+            "diverge", "inconsistent", "Mismatch", "suspect", "too slow", "regress", "regression", "slower than eager",
+            "Specializ", "tf32", "float16", "bfloat16", "check_trace", "trace_module",
+            "might cause the trace to be incorrect", "treated as a constant", "underflow", "Wrong", "Deprecated",
+            "DEPRECATED", "FAIL", "stale", "cached", "throttled", "thermal", "contention", "busy", "background", "GIL",
+            "single-thread", "interpreter", "per-call overhead", "cold start", "compile time", "Recompil", "Guard",
+            "Skipped", "no ops", "No ops", "empty graph", "No graph", "trivial", "no-op", "noop", "deprecation",
+            "removed", "will be removed", "future", "switch to", "Not supported", "TODO", "FIXME", "XXX", "hack",
+            "danger", "risk", "caution", "careful", "beware", "verify", "verified", "unverified", "unchecked",
+            "not checked", "untested", "Differ", "rel diff", "assert_close", "TorchRuntimeError", "torch._dynamo.exc",
+            "Unsupported:", "UserError", "InternalTorchDynamoError", "BackendCompilerFailed", "LoweringException",
+            "InductorError", "CppCompileError", "SubprocException", "OutOfMemoryError", "CUDA out of memory",
+            "segfault", "Segmentation", "core dumped", "SIGSEGV", "SIGKILL", "signal", "child", "subprocess",
+            "ran it in a child", "crashed", "hung", "seed", "Graph Break", "GRAPH BREAK", "Break", "splits", "split",
+            "fragment", "Partial", "incomplete", "absent", "Unknown", "?", "!")
 
 
 def _graph_break_types() -> list[str]:
@@ -624,10 +645,11 @@ _HIGH["note"] = tuple(_AnyText(text) for text in _HIGH["note"])
 _HIGH["warnings"] = [_AnyText(text) for text in _HIGH["warnings"]]
 
 
-_LOW = {"reason": ("", ""), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
+_LOW = {"reason": ("done", "完成"), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
         "iqr": 0.0, "number": 10**9}
 _SINK = {"high": ("carrying every note, warning, word and count a row could", "带有一行所能带的全部提示、警告、词语和计数"),
-         "low": ("carrying nothing: no reason, note, warning, graph or op", "不带任何原因、提示、警告、计算图或算子")}
+         "low": ("carrying nothing: a one-word reason, no note, warning, graph or op",
+                 "几乎什么都不带：原因只有一个词，没有提示、警告、计算图或算子")}
 
 
 def _sunk(rows: list[Any], winner: str | None) -> list[list[Any]]:
@@ -898,9 +920,9 @@ def _recorded_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, floa
 
 
 def _drawn_cases(count: int = 150, seed: int = 1313) -> list[tuple[str, list[Any], Any]]:
-    """Tables drawn at random (seeded), each asked under every constraint: 1 to 9 rows in any order, each
-    in any state (failed, never checked, differing timed or untimed, matching timed or untimed), most rows
-    of a table often in one state; times over eight orders of magnitude, eager anywhere among them; one
+    """Tables drawn at random (seeded), each asked under every constraint, then its twin (the same times, its
+    fastest right row now differing or failed): 1 to 9 rows in any order, each in any state (failed, never
+    checked, differing timed or untimed, matching timed or untimed), most rows of a table often in one state; times over eight orders of magnitude, eager anywhere among them; one
     round or many, one thread or several, a calm or a noisy eager; rows that carry what real rows carry.
     The answer is the rule's (fastest among rows that worked, matched and are allowed). A rule that reads
     anything else (how many rows failed, differ or went unchecked, how noisy eager is, how far apart the
@@ -929,9 +951,20 @@ def _drawn_cases(count: int = 150, seed: int = 1313) -> list[tuple[str, list[Any
             says, fields = rng.choice(fits) if worked and fits and rng.random() < 0.4 else (("", ""), {})
             rows.append(_Row(m, worked, matches, ms if timed else None, says=says, **fields))
         eager = _Row("eager", True, True, 10 ** rng.uniform(-4, 4), **rng.choice(designs))
-        for constraint in ALLOWED:
-            fit = [(ms, m) for m, w, mt, ms in rows if w and mt and ms is not None and m in _allowed(constraint)]
-            cases.append((constraint, rows + [eager], min(fit)[1] if fit else None))
+        tables = [rows + [eager]]
+        # and a twin with the same times where the fastest row that fits "fastest" now differs from eager (still
+        # timed) or failed: an answer that remembers tables by their times, not their rows, answers it as before
+        fit = [(ms, k) for k, (m, w, mt, ms) in enumerate(rows) if w and mt and ms is not None]
+        if fit:
+            k = min(fit)[1]
+            m, _, _, ms = rows[k]
+            twin = list(rows)
+            twin[k] = _Row(m, True, False, ms, reason=_DIFFERS[k % 2]) if rng.random() < 0.7 else _Row(m, False, None, None)
+            tables.append(twin + [eager])
+        for table in tables:
+            for constraint in ALLOWED:
+                fit = [(ms, m) for m, w, mt, ms in table[:-1] if w and mt and ms is not None and m in _allowed(constraint)]
+                cases.append((constraint, table, min(fit)[1] if fit else None))
     return cases
 
 
@@ -1100,7 +1133,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "第 13 讲第 5 节“什么时候用哪个工具”：指南的答案是从测得的各行中读出来的，失败或与 eager 不一致的行永远不是答案。"),
     ("The C++ custom op: which files call an op by name and find its kernel in a library loaded beside them? "
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
-     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核？（见第 11 讲第 5 节和第 8 节）另外，"
+     "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核（见第 11 讲第 5 节和第 8 节）？另外，"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
 ])
 def _check_choose(answer: Any) -> None:
@@ -1121,19 +1154,26 @@ def _check_choose(answer: Any) -> None:
             sunk[id(rows), right] = _sunk(rows, right)
         cases += [(constraint, variant, right) for variant in sunk[id(rows), right]]
     cases += _drawn_cases()
+
+    def build(rows: list[Any], k: int) -> Any:
+        """The ``k``-th table made: a real table's text is in the language it was made in (English and
+        中文 ones alternate), and some carry compare_capture's own label for its default second input."""
+        eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
+        design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
+        with _language(("en", "zh")[k % 2]):
+            return _table([row for row in rows if row[0] != "eager"], eager_ms,
+                          **({"second": k % 3 == 1, "eager_iqr": _EAGER_IQR[k % 7], "eager_once": k % 6,
+                              "inputs": _INPUTS[k % 4], "name": _NAMES[k % 7]} | design))
+
+    # per constraint and right answer, the first call answered right (asked again when a later one is wrong)
+    first: dict[tuple[str, Any], tuple[list[Any], int]] = {}
     for call, (constraint, rows, right) in enumerate(cases, 1):
         eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
         design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
         if id(rows) not in tables:
-            # a real table's text is in the language it was made in: English and 中文 ones alternate, and
-            # some carry compare_capture's own label for its default second input
-            with _language(("en", "zh")[len(tables) % 2]):
-                tables[id(rows)] = (rows, _table([row for row in rows if row[0] != "eager"], eager_ms,
-                                                 **({"second": len(tables) % 3 == 1, "eager_iqr": _EAGER_IQR[len(tables) % 7],
-                                                     "eager_once": len(tables) % 6, "inputs": _INPUTS[len(tables) % 4],
-                                                     "name": _NAMES[len(tables) % 7]}
-                                                    | design)))
-        table = tables[id(rows)][1]
+            tables[id(rows)] = (rows, build(rows, len(tables)), len(tables))
+        asked = tables[id(rows)]
+        table = asked[1]
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
         def timed(ms: float | None, en: bool) -> str:
@@ -1158,7 +1198,7 @@ def _check_choose(answer: Any) -> None:
         tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms{how[0]} and rows "
                  f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒{how[1]}，"
                  f"各行：{listing_zh}")
-        with quiet():
+        with quiet(), trying(tried):
             got = answer(constraint, table)
         changed = []
         for cls, methods in classes.items():
@@ -1192,7 +1232,7 @@ def _check_choose(answer: Any) -> None:
                 advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
                           "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
                           "只能读取：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
-                          "（它们属于调用者；copy.deepcopy(table) 会复制出一份完全属于你的表格，连同各行）。")
+                          "（它们属于调用者；copy.deepcopy(table) 会连同各行复制出一份完全属于你的表格）。")
             raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
                         + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
                         tried=tried)
@@ -1200,7 +1240,7 @@ def _check_choose(answer: Any) -> None:
             row_given = isinstance(got, Attempt)
             raise Wrong("choose must return a path name (a string from PATHS) or None"
                         + ("; for a row, return row.method." if row_given else "."),
-                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None" + ("；如果拿到的是一行，请返回它的 row.method。" if row_given else "。"),
+                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None" + ("；你返回的是一行，请改为返回它的 row.method。" if row_given else "。"),
                         tried=tried, got=described(got))
         if got is not None:
             got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
@@ -1213,8 +1253,10 @@ def _check_choose(answer: Any) -> None:
                         "这张表里没有符合条件的路径，这时答案是 None，而不是空字符串。", tried=tried,
                         expected="None", got=repr(got))
         if got == right:
+            first.setdefault((constraint, right), (asked[0], asked[2]))
             continue
         row = {m: (w, mt) for m, w, mt, _ in rows}.get(got) if got is not None else None
+        unless_state = None  # what the feedback says of state when asking again does not show it
         if got is not None and got not in row_names(rows) and got.strip().lower() in {m.lower() for m in row_names(rows)}:
             en, zh = ("Your choice is a row's name written differently: return row.method exactly (case and spaces count).",
                       "你选的路径名和表中一行的名字写法不同：请原样返回 row.method（大小写和空格都算）。")
@@ -1238,10 +1280,11 @@ def _check_choose(answer: Any) -> None:
                       "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
         elif got is not None and got not in _allowed(constraint):
             en, zh = (f"The constraint {constraint!r} does not allow {got!r}: check which paths your code allows for "
-                      "this constraint (and that each constraint gets its own list). If it already leaves this path out, "
-                      "check that nothing carries over from one call to the next: a default list, a cache.",
-                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（以及每个约束是否对应它自己的列表）。"
-                      "如果代码已经排除了这条路径，再检查是否有东西从一次调用带到了下一次：比如默认参数里的列表，或者缓存。")
+                      "this constraint (and that each constraint gets its own list).",
+                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（以及每个约束是否对应它自己的列表）。")
+            unless_state = (" If it already leaves this path out, check that nothing carries over from one call to the "
+                            "next: a default list, a cache.", "如果代码已经排除了这条路径，再检查是否有东西从一次调用带到了下一次："
+                            "比如默认参数里的列表，或者缓存。")
         elif got is None:
             en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
                       "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
@@ -1250,7 +1293,34 @@ def _check_choose(answer: Any) -> None:
         else:
             en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
                       "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
+        carried = _carried_over(answer, constraint, first, build) or unless_state
+        en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
         raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
+
+
+def _carried_over(answer: Any, constraint: str, first: dict[tuple[str, Any], tuple[list[Any], int]],
+                  build: Any) -> tuple[str, str] | None:
+    """Asks again the first call the answer got right for each constraint and right answer (the failing call's
+    constraint first), each on a new table made as that one was: a different answer now means something
+    carried over from call to call (what the feedback then says)."""
+    for asked, right in sorted(first, key=lambda key: key[0] != constraint):
+        rows, k = first[asked, right]
+        try:
+            with quiet():
+                again = answer(asked, build(rows, k))
+            again = str.__str__(again) if isinstance(again, str) else again
+        except Exception:  # asked again it raises: that is state too, but the first message stands
+            continue
+        if again != right:
+            constraint = asked
+            break
+    else:
+        return None
+    return (f"Asked again now, the first table you answered right ({right!r} for {constraint!r}) gets {again!r}: "
+            "something carries over from one call to the next (a default list, a cache, a global). Each call must "
+            "read only the table and the constraint it is given.",
+            f"现在再问一次你最初答对的那张表（约束 {constraint!r}，答案 {right!r}），你的函数却给出 {again!r}：有东西从一次调用"
+            "带到了下一次（默认参数里的列表、缓存或全局变量）。每次调用只能读取传给它的表格和约束。")
 
 
 def _table_state(table: Any) -> tuple:
