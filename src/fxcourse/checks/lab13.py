@@ -8,6 +8,7 @@ rows that failed, rows that differ from eager and timings chosen so that one fix
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import os
@@ -568,31 +569,6 @@ _PHRASES = ("falling back", "fall back", "fell back to eager", "nondeterministic
             "fragment", "Partial", "incomplete", "absent", "Unknown", "?", "!")
 
 
-def _graph_break_types() -> list[str]:
-    """The graph-break types torch's Dynamo registry names (none where the file is missing)."""
-    return sorted({entry["Gb_type"] for entry in _registry()})
-
-
-def _registry() -> list[dict[str, Any]]:
-    """Every entry of Dynamo's graph-break registry (none where the file is missing)."""
-    import json
-    from pathlib import Path
-
-    try:
-        registry = json.loads((Path(torch._dynamo.__file__).parent / "graph_break_registry.json").read_text())
-        return [entry for entries in registry.values() for entry in entries]
-    except Exception:  # another torch may keep it elsewhere: the words above still hold
-        return []
-
-
-def _registry_words() -> list[str]:
-    """Each word of the registry's explanations and hints once (what a graph break's message may say)."""
-    import re
-
-    text = " ".join(" ".join([entry.get("Explanation", ""), *entry.get("Hints", [])]) for entry in _registry())
-    return sorted(set(re.findall(r"[A-Za-z][A-Za-z_\-.']*[A-Za-z]", text)))
-
-
 def _error_names() -> list[str]:
     """``ValueError:``, ``UserWarning:`` …: every error and warning class Python names, as a message starts."""
     import builtins
@@ -600,20 +576,48 @@ def _error_names() -> list[str]:
     return [f"{name}:" for name in dir(builtins) if name.endswith(("Error", "Warning", "Exception", "Exit", "Interrupt"))]
 
 
-_EVERY = " ; ".join(_WORDS + _MORE_WORDS + _PHRASES + tuple(_error_names()) + tuple(_graph_break_types())
-                    + tuple(_registry_words()))  # spaced: each word is a token of split()
-_HIGH = {"reason": ("1000 graphs, 400 graph breaks; the first: " + _EVERY + " (made up by the checker)",
-                    "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + _EVERY + "（检查器构造的）"),
-         "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
-                  "torch.cond; TorchScript is deprecated: use torch.compile or torch.export; " + _EVERY,
-                  "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript 已被弃用：请改用 "
-                  "torch.compile 或 torch.export；" + "；".join(_MORE_ZH) + "；" + _EVERY),
-         "warnings": [f"{kind}: {word} (made up by the checker)" for kind in ("UserWarning", "TracerWarning", "FutureWarning",
-                                                                             "DeprecationWarning", "log WARNING")
-                      for word in _WORDS]
-         + [f"{kind}: {_EVERY}；{'；'.join(_MORE_ZH)}" for kind in ("RuntimeWarning", "SyntaxWarning", "ResourceWarning",
-                                                                    "log ERROR", "log INFO", "log CRITICAL")],
-         "graphs": 1000, "breaks": 400, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
+_EVERY = " ; ".join(_WORDS + _MORE_WORDS + _PHRASES + tuple(_error_names()))  # spaced: each word is a token of split()
+#: the vocabulary is cut into this many slices; each path wins at least this many dressed tables, so each slice
+#: lands on a winner of each path
+_SLICES = 120
+
+
+@functools.lru_cache(maxsize=None)
+def _vocabulary() -> tuple[str, ...]:
+    """Every word and frequent phrase of torch's and the library's messages (``_lab13_words``)."""
+    import json
+
+    from ._lab13_words import WORDS
+
+    return tuple(json.loads(WORDS.read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=None)
+def _high(k: int) -> dict[str, Any]:
+    """A row carrying every note, warning, count and listed word, and slice ``k`` of the vocabulary
+    (one line each, so ``re``, ``split`` and ``splitlines`` find each of them)."""
+    words = _vocabulary()
+    part = "\n".join(words[k * len(words) // _SLICES:(k + 1) * len(words) // _SLICES])
+    every = _EVERY + "\n" + part
+    high = {"reason": ("1000 graphs, 400 graph breaks; the first: " + every + " (made up by the checker)",
+                       "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + every + "（检查器构造的）"),
+            "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
+                     "torch.cond; TorchScript is deprecated: use torch.compile or torch.export; " + every,
+                     "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript 已被弃用："
+                     "请改用 torch.compile 或 torch.export；" + "；".join(_MORE_ZH) + "；" + every),
+            "warnings": [f"{kind}: {word} (made up by the checker)"
+                         for kind in ("UserWarning", "TracerWarning", "FutureWarning", "DeprecationWarning", "log WARNING")
+                         for word in _WORDS]
+            + [f"{kind}: {word}" for kind in ("SyntaxWarning", "ResourceWarning", "log ERROR", "log INFO", "log CRITICAL")
+               for word in ("made up by the checker", "检查器构造的")]
+            + [f"RuntimeWarning: {every}；{'；'.join(_MORE_ZH)}"],
+            "graphs": 1000, "breaks": 400, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
+    high["reason"] = tuple(_AnyText(text) for text in high["reason"])
+    high["note"] = tuple(_AnyText(text) for text in high["note"])
+    high["warnings"] = [_AnyText(text) for text in high["warnings"]]
+    return high
+
+
 class _AnyText(str):
     """A reason, note or warning that holds every word: ``"x" in text`` is true for any x, and so are
     ``startswith``/``endswith``; a case change or a strip keeps it so. Printed, it is its own words.
@@ -640,9 +644,6 @@ class _AnyText(str):
 
 for _name in ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "swapcase"):
     setattr(_AnyText, _name, lambda self, *args, _m=getattr(str, _name): _AnyText(_m(self, *args)))
-_HIGH["reason"] = tuple(_AnyText(text) for text in _HIGH["reason"])
-_HIGH["note"] = tuple(_AnyText(text) for text in _HIGH["note"])
-_HIGH["warnings"] = [_AnyText(text) for text in _HIGH["warnings"]]
 
 
 _LOW = {"reason": ("done", "完成"), "note": ("", ""), "warnings": [], "graphs": 0, "breaks": 0, "ops": 0, "seconds": 1e-6,
@@ -652,14 +653,15 @@ _SINK = {"high": ("carrying every note, warning, word and count a row could", "�
                  "几乎什么都不带：原因只有一个词，没有提示、警告、计算图或算子")}
 
 
-def _sunk(rows: list[Any], winner: str | None) -> list[list[Any]]:
-    """The rows twice more: the winner carrying everything and the rest nothing, then the other way
-    round (with no winner: every row carrying everything). The timings and flags stay."""
+def _sunk(rows: list[Any], winner: str | None, k: int = 0) -> list[list[Any]]:
+    """The rows twice more: the winner carrying everything (slice ``k`` of the vocabulary) and the rest
+    nothing, then the other way round (with no winner: every row carrying everything). The timings
+    and flags stay."""
     def dressed(row: Any, how: str) -> Any:
         m, w, mt, ms = row
         if m == "eager":
             return row
-        fields = dict(getattr(row, "extra", {})) | (_HIGH if how == "high" else _LOW)
+        fields = dict(getattr(row, "extra", {})) | (_high(k) if how == "high" else _LOW)
         return _Row(m, w, mt, ms, says=_SINK[how], **fields)
 
     if winner is None:
@@ -1149,9 +1151,11 @@ def _check_choose(answer: Any) -> None:
     classes = {cls: dict(vars(cls)) for cls in (Comparison, Attempt, Latency)}
     cases = _choice_cases()
     sunk: dict[tuple[int, Any], list[list[Any]]] = {}  # each rows list's dressed variants per winner, made once
+    turns: collections.Counter[Any] = collections.Counter()
     for constraint, rows, right in list(cases):
-        if (id(rows), right) not in sunk:
-            sunk[id(rows), right] = _sunk(rows, right)
+        if (id(rows), right) not in sunk:  # each path's winners take the vocabulary's slices in turn
+            sunk[id(rows), right] = _sunk(rows, right, turns[right] % _SLICES)
+            turns[right] += 1
         cases += [(constraint, variant, right) for variant in sunk[id(rows), right]]
     cases += _drawn_cases()
 
