@@ -2197,3 +2197,67 @@ def test_lab13_3_a_dressed_row_stays_short_enough_to_print():
     high = lab13._high(0)
     size = sum(len(str.__str__(t)) for t in [high["reason"][0], high["note"][0], *high["warnings"]])
     assert size < 64_000, size
+
+
+# -- the twenty-first round: rules that read where a text starts (re.match, split(":")[0], a slice) ---------------
+
+_STARTS_READ = {
+    "split(':')[0] ends with Error": lambda r: r.reason.split(":")[0].strip().endswith(("Error", "Exception", "Warning")),
+    "re.match an error name and colon": lambda r: re.match(r"\w*(Error|Exception|Warning):", r.reason),
+    "str(reason).startswith an error name": lambda r: str.__str__(r.reason).startswith(("RuntimeError", "TypeError")),
+    "re.match error|failed|exception, any case": lambda r: re.match(r"(?i)(error|failed|exception)", r.reason),
+    "reason[:6].lower() == 'failed'": lambda r: str.__str__(r.reason)[:6].lower() == "failed",
+    "a warning that re.match-es an error name": lambda r: any(re.match(r"\w*Error", w) for w in r.warnings),
+    "re.match 错误|失败|出错": lambda r: re.match("错误|失败|出错", r.reason),
+    "the note re.match-es an error name": lambda r: re.match(r"\w+(Error|Exception)", r.note),
+    "the reason's first word is 'captured'": lambda r: (str.__str__(r.reason).split() or [""])[0] == "captured",
+}
+
+
+@pytest.mark.parametrize("rule", list(_STARTS_READ))
+def test_lab13_3_a_rule_on_where_a_text_starts(rule):
+    def answer(constraint, table):
+        return _best_unguarded([r for r in _qualifying(constraint, table) if not _STARTS_READ[rule](r)], table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_each_plausible_start_begins_a_dressed_row_of_every_path():
+    starts = lab13._starts()[:lab13._SLICES]
+    for start in ("RuntimeError:", "failed", "captured", "失败：", "Unsupported:", "error"):
+        assert start in starts
+    assert all(str.__str__(lab13._high(k)["reason"][0]).startswith(starts[k]) for k in range(lab13._SLICES))
+
+
+# -- the twenty-first round's systematic pass: plain words a learner types, read by re or split() ----------------
+
+@pytest.mark.parametrize("pattern", ["imprecise|inaccuracy", "degraded", "risky|dangerous", "slowest|slowly",
+                                     "approximately", "stall", "lossy|deviation", "Slow", "差异|偏离", "未检查|未验证",
+                                     "半精度|数值误差", "很慢|缓慢"])
+def test_lab13_3_plain_words_read_by_re(pattern):
+    def answer(constraint, table):
+        keep = [r for r in _qualifying(constraint, table)
+                if not re.search(pattern, "\n".join(str.__str__(t) for t in [r.reason, r.note, *r.warnings]))]
+        return _best_unguarded(keep, table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_a_plain_word_as_a_token_of_split():
+    def answer(constraint, table):
+        keep = [r for r in _qualifying(constraint, table)
+                if "trust" not in " ".join(str.__str__(t) for t in [r.reason, r.note, *r.warnings]).lower().split()]
+        return _best_unguarded(keep, table)
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_the_call_shown_gives_eagers_spread_and_drawn_times_read_as_typed():
+    def answer(constraint, table):  # "eager too noisy to trust": None
+        e = table.eager
+        return None if e.iqr > 5 * e.median else _best_unguarded(_qualifying(constraint, table), table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "(IQR " in result.tried[0] and "（IQR " in result.tried[1]
+    for _, rows, _ in lab13._drawn_cases():
+        assert all(ms is None or float(f"{ms:.4g}") == ms for _, _, _, ms in rows)

@@ -1,7 +1,8 @@
 """Gather the words lab13.3's checker puts on its made-up rows: every word, and every pair of
 words that occurs at least three times, in the messages torch's capture and compile stack can
 write (string literals under ``torch/_dynamo``, ``_inductor``, ``jit``, ``export``, ``fx`` …,
-Dynamo's graph-break registry) and in this library's own messages, in English and 中文.
+Dynamo's graph-break registry) and in this library's own messages, in English and 中文; and
+plain words about speed, trust and failure a learner may search for.
 
 A rule that drops a row whose text holds some word (``re.search("falls back", row.reason)``)
 meets, somewhere in the check, a winning row whose text holds that word. The checker splits the
@@ -25,6 +26,54 @@ WORDS = Path(__file__).with_name("lab13_words.json")
 #: torch's folders (and files) whose string literals are messages about capture, compiling and timing
 TORCH_PARTS = ("_dynamo", "_inductor", "jit", "export", "_export", "fx", "_functorch", "_subclasses", "_logging",
                "_guards.py", "utils/benchmark")
+#: plain words a learner may search a row's text for (about speed, trust, quality, failure), not torch's own:
+#: each also capitalised and in capitals
+PLAIN = """
+    slow slower slowest sluggish laggy lag lagging delay delayed latency lazy crawl crawling stall stalled
+    stalls fast faster fastest quick quicker speedy rapid blazing turbo boost boosted accelerate accelerated
+    acceleration suspicious suspect fishy odd weird strange unusual unexpected surprising surprise anomaly
+    anomalous abnormal irregular bogus fake phony spurious dubious questionable doubtful uncertain unsure
+    unclear ambiguous vague murky trust trusted trustworthy untrustworthy distrust mistrust reliable
+    reliability unreliable dependable undependable confidence confident unconfident credible incredible
+    implausible plausible believable unbelievable quality poor bad worse worst terrible awful horrible lousy
+    sloppy shoddy crappy junk garbage rubbish trash good better best great excellent fine ok okay acceptable
+    unacceptable decent mediocre correct incorrect wrong right accurate inaccurate inaccuracy precise imprecise
+    exact inexact approximate approx error errors mistake mistaken mistakes bug buggy bugs glitch glitchy
+    defect defective flaw flawed faulty fault broken breaks broke busted damaged corrupt corrupted corruption
+    garbled mangled stable unstable instability flaky flakey fragile brittle shaky wobbly erratic volatile
+    fluctuate fluctuating fluctuation noisy noise noisier jitter jittery variance variable varies vary varying
+    inconsistent inconsistency consistent outlier outliers spike spikes spiky burst bursty hiccup hiccups blip
+    warning warn warned caution careful beware danger dangerous risky risk hazard unsafe safe deprecated
+    obsolete outdated old legacy ancient dead unmaintained abandoned retired sunset unsupported supported
+    unknown missing absent lacking lacks incomplete partial partially truncated skip skipped skipping ignored
+    ignore omitted dropped bypass bypassed fallback fallbacks fell falls falling revert reverted reverting
+    downgrade downgraded degrade degraded degradation mismatch mismatched mismatches differ differs different
+    difference discrepancy deviation deviates diverge diverged fail fails failed failing failure crash crashed
+    crashes hang hung freeze froze frozen timeout stuck weak weaker strong stronger robust solid cheat cheated
+    cheating trick tricky hack hacky hacked workaround kludge cheap expensive costly overhead bloated heavy
+    heavier light lightweight lean huge tiny small large massive enormous excessive extreme extremely absurd
+    ridiculous insane crazy impossible unrealistic realistic too much many bottleneck throttle throttled
+    throttling contention overload overloaded busy problem problems issue issues trouble troublesome concern
+    concerning worry worrying alarming verify verified unverified validate validated invalid invalidated valid
+    check checked unchecked untested tested guess guessed estimate estimated rough roughly nominal hmm huh oops
+    uh-oh sorry unfortunately cannot can't couldn't unable stale cached cache warmup warm cold first initial
+    startup measure measured measurement mismeasured timing timed untimed benchmark benchmarked sample samples
+    sampled average mean median spread range std stdev sigma percentile quartile ratio times factor percent
+    percentage fraction leak leaks leaking memory oom swap disk wrongly badly poorly slowly barely hardly
+    rarely sometimes occasionally often always never limited limit limits constrained restricted restriction
+    blocked block blocking banned forbidden disallowed compatible incompatible compatibility portable
+    unportable platform target device optimize optimized optimization unoptimized suboptimal inefficient
+    efficient efficiency wasteful waste disaster catastrophic fatal critical severe serious minor major
+    inaccurately approximately precision imprecision tolerance tolerant lossy lossless genuine real actual true
+    false truthful legit legitimate
+""".split()
+#: and 中文 ones
+PLAIN_ZH = """
+    慢 很慢 较慢 偏慢 太慢 变慢 缓慢 卡顿 延迟 快 最快 更快 加速 不准 不准确 精度 精度下降 误差 误差大 偏差 不稳定 不稳 波动 抖动 噪声 噪音 可疑 奇怪 异常 反常 意外 不可信 不可靠 不靠谱
+    靠不住 可信 可靠 质量 质量差 很差 差 糟糕 坏 损坏 错 错误 出错 有误 不对 不正确 不一致 不同 差异 有差异 偏离 警告 注意 小心 危险 风险 弃用 过时 已过时 废弃 淘汰 旧 不支持 不兼容
+    兼容 缺少 缺失 跳过 忽略 回退 降级 退化 失败 崩溃 卡死 超时 挂起 泄漏 内存 溢出 未检查 未验证 未测试 未对照 估计 近似 大约 粗略 离群 峰值 尖峰 方差 标准差 中位数 重新编译 编译 追踪
+    捕获 图中断 断图 分支 常量 固化 形状 动态 数值 数值误差 浮点 半精度 低精度 有问题 问题 隐患 bug 缺陷 故障
+""".split()
 _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
@@ -47,7 +96,7 @@ def _literals(path: Path) -> list[str]:
 
 def gather() -> list[str]:
     """Words and frequent word pairs of torch's messages and the library's, each graph-break type
-    whole, and 中文 runs of the library's messages (whole, and
+    whole, plain words (``PLAIN``, ``PLAIN_ZH``), and 中文 runs of the library's messages (whole, and
     their two- to four-character pieces), sorted."""
     import torch
 
@@ -78,7 +127,8 @@ def gather() -> list[str]:
         for run in _HAN.findall(text):
             han.add(run)
             han.update(run[i:i + n] for n in (2, 3, 4) for i in range(len(run) - n + 1))
-    return sorted(words | {pair for pair, count in pairs.items() if count >= 3} | han | whole - {""})
+    plain = {form for word in PLAIN for form in (word, word.capitalize(), word.upper())} | set(PLAIN_ZH)
+    return sorted(words | {pair for pair, count in pairs.items() if count >= 3} | han | plain | whole - {""})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -593,24 +593,43 @@ def _vocabulary() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
+def _starts() -> tuple[str, ...]:
+    """What a dressed row's texts begin with, one per slice of the vocabulary (for a rule that reads a
+    text's start: ``re.match``, ``split(":")[0]``, a slice): error names and words a failed or doubtful
+    row's text may start with, in 中文 too, then the other error names Python gives, then listed words."""
+    names = [name for name in _error_names() if "Warning" not in name]
+    first = ["RuntimeError:", "TypeError:", "ValueError:", "AssertionError:", "NotImplementedError:",
+                         "Unsupported:", "failed", "Failed", "error", "Error", "ERROR", "captured", "exception",
+                         "Exception:", "skipped", "失败：", "错误：", "出错：", "报错：", "异常：", "warning", "Warning:",
+                         "UserWarning:", "TracerWarning:", "FutureWarning:", "RuntimeWarning:", "log ERROR", "log WARNING",
+                         "not", "no", "unsupported", "fell back", "fallback", "timed out", "crash", "无法", "不支持", "跳过",
+                         "回退", "警告：", "Traceback", "torch._dynamo.exc.Unsupported:", "BackendCompilerFailed:",
+                         "InductorError:", "TorchRuntimeError:", "UserError:"]
+    return tuple(dict.fromkeys(first + names + list(_WORDS + _MORE_WORDS + _PHRASES + _MORE_ZH)))
+
+
+@functools.lru_cache(maxsize=None)
 def _high(k: int) -> dict[str, Any]:
     """A row carrying every note, warning, count and listed word, and slice ``k`` of the vocabulary
-    (one line each, so ``re``, ``split`` and ``splitlines`` find each of them)."""
+    (one line each, so ``re``, ``split`` and ``splitlines`` find each of them); its reason, note and
+    last warning begin with the ``k``-th start."""
+    start = _starts()[k % len(_starts())]
     words = _vocabulary()
     part = "\n".join(words[k * len(words) // _SLICES:(k + 1) * len(words) // _SLICES])
     every = _EVERY + "\n" + part
-    high = {"reason": ("1000 graphs, 400 graph breaks; the first: " + every + " (made up by the checker)",
-                       "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + every + "（检查器构造的）"),
-            "note": ("TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it with "
-                     "torch.cond; TorchScript is deprecated: use torch.compile or torch.export; " + every,
-                     "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript 已被弃用："
-                     "请改用 torch.compile 或 torch.export；" + "；".join(_MORE_ZH) + "；" + every),
+    lead = start + " "
+    high = {"reason": (lead + "1000 graphs, 400 graph breaks; the first: " + every + " (made up by the checker)",
+                       lead + "1000 个计算图，400 处图中断；第一处：" + " ； ".join(_MORE_ZH) + " ； " + every + "（检查器构造的）"),
+            "note": (lead + "TracerWarning: the trace might be incorrect; the branch depends on tensor values: express it "
+                     "with torch.cond; TorchScript is deprecated: use torch.compile or torch.export; " + every,
+                     lead + "TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond 表达；TorchScript "
+                     "已被弃用：请改用 torch.compile 或 torch.export；" + "；".join(_MORE_ZH) + "；" + every),
             "warnings": [f"{kind}: {word} (made up by the checker)"
                          for kind in ("UserWarning", "TracerWarning", "FutureWarning", "DeprecationWarning", "log WARNING")
                          for word in _WORDS]
             + [f"{kind}: {word}" for kind in ("SyntaxWarning", "ResourceWarning", "log ERROR", "log INFO", "log CRITICAL")
                for word in ("made up by the checker", "检查器构造的")]
-            + [f"RuntimeWarning: {every}；{'；'.join(_MORE_ZH)}"],
+            + [f"{lead}RuntimeWarning: {every}；{'；'.join(_MORE_ZH)}"],
             "graphs": 1000, "breaks": 400, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
     high["reason"] = tuple(_AnyText(text) for text in high["reason"])
     high["note"] = tuple(_AnyText(text) for text in high["note"])
@@ -654,14 +673,14 @@ _SINK = {"high": ("carrying every note, warning, word and count a row could", "�
 
 
 def _sunk(rows: list[Any], winner: str | None, k: int = 0) -> list[list[Any]]:
-    """The rows twice more: the winner carrying everything (slice ``k`` of the vocabulary) and the rest
-    nothing, then the other way round (with no winner: every row carrying everything). The timings
-    and flags stay."""
+    """The rows twice more: the winner carrying everything (slice ``k`` of the vocabulary, its texts
+    beginning with that slice's start) and the rest nothing, then the other way round (with no winner:
+    every row carrying everything). The timings and flags stay."""
     def dressed(row: Any, how: str) -> Any:
         m, w, mt, ms = row
         if m == "eager":
             return row
-        fields = dict(getattr(row, "extra", {})) | (_high(k) if how == "high" else _LOW)
+        fields = dict(getattr(row, "extra", {})) | (_high(k % _SLICES) if how == "high" else _LOW)
         return _Row(m, w, mt, ms, says=_SINK[how], **fields)
 
     if winner is None:
@@ -940,10 +959,10 @@ def _drawn_cases(count: int = 150, seed: int = 1313) -> list[tuple[str, list[Any
     cases = []
     for _ in range(count):
         paths = rng.sample(_PATHS(), rng.randint(1, 9))
-        # times a hair or more apart (0.3% at least), so exactly one row is fastest
-        times = sorted(10 ** rng.uniform(-4, 4) for _ in paths)
+        # times a hair or more apart (0.35% at least), so exactly one row is fastest
+        times = sorted(float(f"{10 ** rng.uniform(-4, 4):.4g}") for _ in paths)  # as a reader would type them
         for k in range(1, len(times)):
-            times[k] = max(times[k], times[k - 1] * 1.003)
+            times[k] = max(times[k], float(f"{times[k - 1] * 1.004:.4g}"))
         rng.shuffle(times)
         mood = rng.choice(states)  # the state most rows of this table are in
         rows: list[Any] = []
@@ -952,7 +971,7 @@ def _drawn_cases(count: int = 150, seed: int = 1313) -> list[tuple[str, list[Any
             fits = [(says, fields) for where, says, fields in decorations if where is None or m in where]
             says, fields = rng.choice(fits) if worked and fits and rng.random() < 0.4 else (("", ""), {})
             rows.append(_Row(m, worked, matches, ms if timed else None, says=says, **fields))
-        eager = _Row("eager", True, True, 10 ** rng.uniform(-4, 4), **rng.choice(designs))
+        eager = _Row("eager", True, True, float(f"{10 ** rng.uniform(-4, 4):.4g}"), **rng.choice(designs))
         tables = [rows + [eager]]
         # and a twin with the same times where the fastest row that fits "fastest" now differs from eager (still
         # timed) or failed: an answer that remembers tables by their times, not their rows, answers it as before
@@ -1137,7 +1156,7 @@ def _choice_cases() -> list[tuple[str, list[tuple[str, bool, bool | None, float 
      "Lecture 11, sections 5 and 8; and what does the MLIR route do with an op it has never seen?",
      "C++ 自定义算子：哪些文件按名字调用算子，并在与它们一同加载的库里找到它的内核（见第 11 讲第 5 节和第 8 节）？另外，"
      "MLIR 路线遇到一个它从未见过的算子时又会怎样？"),
-])
+], time_limit=180)  # some 8,000 calls: an answer that prints every row it reads still finishes
 def _check_choose(answer: Any) -> None:
     need_callable(answer, "choose")
     from ..viewers.compare import Comparison
@@ -1154,7 +1173,7 @@ def _check_choose(answer: Any) -> None:
     turns: collections.Counter[Any] = collections.Counter()
     for constraint, rows, right in list(cases):
         if (id(rows), right) not in sunk:  # each path's winners take the vocabulary's slices in turn
-            sunk[id(rows), right] = _sunk(rows, right, turns[right] % _SLICES)
+            sunk[id(rows), right] = _sunk(rows, right, turns[right])
             turns[right] += 1
         cases += [(constraint, variant, right) for variant in sunk[id(rows), right]]
     cases += _drawn_cases()
@@ -1199,8 +1218,10 @@ def _check_choose(answer: Any) -> None:
         how = ("".join([f" ({rounds} round{'s' if rounds != 1 else ''})" if rounds else "",
                         f" ({design['threads']} threads)" if "threads" in design else ""]),
                "".join([f"（{rounds} 轮）" if rounds else "", f"（{design['threads']} 个线程）" if "threads" in design else ""]))
-        tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms{how[0]} and rows "
-                 f"{listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 {eager_ms:g} 毫秒{how[1]}，"
+        spread = f"{table.eager.iqr * 1e3:.3g}"  # eager's IQR, which an answer may read
+        tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms (IQR {spread} ms)"
+                 f"{how[0]} and rows {listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 "
+                 f"{eager_ms:g} 毫秒（IQR {spread} 毫秒）{how[1]}，"
                  f"各行：{listing_zh}")
         with quiet(), trying(tried):
             got = answer(constraint, table)
@@ -1323,7 +1344,7 @@ def _carried_over(answer: Any, constraint: str, first: dict[tuple[str, Any], tup
     return (f"Asked again now, the first table you answered right ({right!r} for {constraint!r}) gets {again!r}: "
             "something carries over from one call to the next (a default list, a cache, a global). Each call must "
             "read only the table and the constraint it is given.",
-            f"现在再问一次你最初答对的那张表（约束 {constraint!r}，答案 {right!r}），你的函数却给出 {again!r}：有东西从一次调用"
+            f"现在用你最初答对的那张表再调用一次（约束 {constraint!r}，答案 {right!r}），你的函数却返回了 {again!r}：有东西从一次调用"
             "带到了下一次（默认参数里的列表、缓存或全局变量）。每次调用只能读取传给它的表格和约束。")
 
 

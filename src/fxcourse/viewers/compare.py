@@ -143,7 +143,7 @@ class Comparison(Viewable):
             raise NoSuchPath(got=repr(method), accepted="a row's method; rows look empty while sorted in place",
                              fix="sort a new list: sorted(table.rows, key=...)",
                              where=where,
-                             zh=f"{where}：表中现在没有任何行，找不到 {method!r}：原地排序时，表的行看起来是空的。"
+                             zh=f"{where}：表中现在没有任何行，找不到 {method!r}（原地排序时，表的行看起来是空的）。"
                                 "请用 sorted(table.rows, key=...) 生成一个新列表。")
         raise NoSuchPath(got=repr(method), accepted=f"one of {', '.join(r.method for r in self.rows)}",
                          fix="a table may hold only some paths: loop over table.rows", where=where,
