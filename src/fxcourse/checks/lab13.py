@@ -610,6 +610,18 @@ def _starts() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
+def _ends() -> tuple[str, ...]:
+    """What a dressed row's texts end with, one per slice (before a closing mark or none): the verdicts a
+    text may end on, in English and 中文, then the listed words."""
+    first = ["failed", "error", "失败", "出错", "错误", "slow", "慢", "太慢", "unstable", "不稳定", "noisy", "噪声", "Error",
+             "failure", "crashed", "崩溃", "skipped", "跳过", "fell back to eager", "回退到 eager", "deprecated", "已弃用",
+             "differs from eager", "与 eager 不一致", "not checked", "未检查", "wrong", "不正确", "timed out", "超时",
+             "incorrect", "unsupported", "不支持", "untrusted", "不可信", "warning", "警告", "inaccurate", "不准确",
+             "recompiled", "重新编译", "graph break", "图中断", "bad", "问题"]
+    return tuple(dict.fromkeys(first + list(_WORDS + _MORE_WORDS + _PHRASES + _MORE_ZH)))
+
+
+@functools.lru_cache(maxsize=None)
 def _high(k: int) -> dict[str, Any]:
     """A row carrying every note, warning, count and listed word, and slice ``k`` of the vocabulary
     (``re``, ``split`` and ``splitlines`` find each of them); its reason, note and last warning begin
@@ -625,20 +637,23 @@ def _high(k: int) -> dict[str, Any]:
         zh[k * len(zh) // _SLICES:] + zh[:k * len(zh) // _SLICES]
     line = " ; ".join(listed + list(part))
     lead = start + " "
-    high = {"reason": (lead + " ; ".join(listed[:40]) + " ; 1000 graphs, 400 graph breaks; the first: " + line
-                       + " (made up by the checker)",
-                       lead + " ； ".join(zh) + " ； 1000 个计算图，400 处图中断；第一处：" + line + "（检查器构造的）"),
+    # and each text ends its own way (a rule that reads a text's end: [-30:], "(failed|error)\W*$")
+    # (on its own line in every other slice, so some texts span lines and still hold every word on their first)
+    end = ("\n" if k % 2 == 0 else " ; ") + _ends()[k % len(_ends())] + ("", ".", "。", "）", ")")[k % 5]
+    high = {"reason": (lead + " ; ".join(listed[:40]) + " ; (made up by the checker) 1000 graphs, 400 graph breaks; the "
+                       "first: " + line + end,
+                       lead + " ； ".join(zh) + " ；（检查器构造的）1000 个计算图，400 处图中断；第一处：" + line + end),
             "note": (lead + " ; ".join(listed[:40]) + "; TracerWarning: the trace might be incorrect; the branch depends on "
                      "tensor values: express it with torch.cond; TorchScript is deprecated: use torch.compile or "
-                     "torch.export; " + line,
+                     "torch.export; " + line + end,
                      lead + "；".join(zh) + "；TracerWarning: the trace might be incorrect；分支取决于张量的值：请用 torch.cond "
-                     "表达；TorchScript 已被弃用：请改用 torch.compile 或 torch.export；" + line),
+                     "表达；TorchScript 已被弃用：请改用 torch.compile 或 torch.export；" + line + end),
             "warnings": [f"{kind}: {word} (made up by the checker)"
                          for kind in ("UserWarning", "TracerWarning", "FutureWarning", "DeprecationWarning", "log WARNING")
                          for word in _WORDS]
             + [f"{kind}: {word}" for kind in ("SyntaxWarning", "ResourceWarning", "log ERROR", "log INFO", "log CRITICAL")
                for word in ("made up by the checker", "检查器构造的")]
-            + [f"{lead}RuntimeWarning: " + "\n".join(listed + zh + list(part))],
+            + [f"{lead}RuntimeWarning: " + "\n".join(listed + zh + list(part)) + end],
             "graphs": 1000, "breaks": 400, "ops": 12345, "seconds": 86400.0, "iqr": 50.0, "number": 1}
     high["reason"] = tuple(_AnyText(text) for text in high["reason"])
     high["note"] = tuple(_AnyText(text) for text in high["note"])
@@ -1279,9 +1294,13 @@ def _check_choose(answer: Any) -> None:
                         tried=tried)
         if got is not None and not isinstance(got, str):
             row_given = isinstance(got, Attempt)
+            position = isinstance(got, (int, np.integer)) and not isinstance(got, bool)
             raise Wrong("choose must return a path name (a string from PATHS) or None"
-                        + ("; for a row, return row.method." if row_given else "."),
-                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None" + ("；你返回的是一行，请改为返回它的 row.method。" if row_given else "。"),
+                        + ("; for a row, return row.method." if row_given
+                           else "; for a position i, return table.rows[i].method." if position else "."),
+                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None"
+                        + ("；你返回的是一行，请改为返回它的 row.method。" if row_given
+                           else "；你返回的是一个位置 i，请改为返回 table.rows[i].method。" if position else "。"),
                         tried=tried, got=described(got))
         if got is not None:
             got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
@@ -1324,8 +1343,10 @@ def _check_choose(answer: Any) -> None:
                       "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
         elif got is not None and got not in _allowed(constraint):
             en, zh = (f"The constraint {constraint!r} does not allow {got!r}: check which paths your code allows for "
-                      "this constraint (and that each constraint gets its own list).",
-                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（以及每个约束是否对应它自己的列表）。")
+                      "this constraint (each constraint its own list; names compared with ==, not is, and written "
+                      "exactly as in PATHS).",
+                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（每个约束对应它自己的列表；"
+                      "比较名字要用 ==，不要用 is；名字要与 PATHS 中的写法完全一致）。")
             unless_state = (" If it already leaves this path out, check that nothing carries over from one call to the "
                             "next: a default list, a cache.", "如果代码已经排除了这条路径，再检查是否有状态从之前的调用残留了下来："
                             "比如默认参数里的列表，或者缓存。")
@@ -1338,11 +1359,17 @@ def _check_choose(answer: Any) -> None:
             en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
                       "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
         others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right]
+        if others and unless_state is None and right is not None:
+            # unless the ranking is what fails: with the right row twice as fast, does the answer pick it?
+            faster = [row if row[0] != right else _Row(*row[:3], row[3] / 2) for row in asked[0]]
+            with contextlib.suppress(Exception), quiet():
+                if answer(constraint, build(faster, asked[2])) == right:
+                    others = []
         if others and unless_state is None:  # the answer is what another constraint gives here
-            unless_state = (f" It is what {others[0]!r} gives on this table: check that your code uses this constraint's "
-                            "list, built afresh on each call (not one kept from an earlier call).",
-                            f"它正是这张表在约束 {others[0]!r} 下的答案：请检查你的代码用的是这个约束的列表，而且每次调用都重新构造"
-                            "（而不是沿用之前某次调用留下的列表）。")
+            unless_state = (f" It is also what {others[0]!r} gives on this table: if your code uses another constraint's "
+                            "list, or one kept from an earlier call, that is why.",
+                            f"它恰好也是这张表在约束 {others[0]!r} 下的答案：如果你的代码用了别的约束的列表，或者沿用了之前某次调用"
+                            "留下的列表，原因就在这里。")
         carried = _carried_over(answer, constraint, first, build) or unless_state
         en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
         raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))

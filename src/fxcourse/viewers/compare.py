@@ -97,6 +97,10 @@ class NoSuchPath(FxCourseError, KeyError):
     __str__ = Exception.__str__  # the message, not KeyError's quoted repr of it
 
 
+class NotIterable(FxCourseError, TypeError):
+    """``for row in table``: a table is read by path name, its rows are ``table.rows``."""
+
+
 class Comparison(Viewable):
     """The rows of :func:`compare_capture`, as data, text or HTML."""
 
@@ -121,6 +125,13 @@ class Comparison(Viewable):
     def __contains__(self, method: object) -> bool:
         """``"torch.jit.trace" in table``: whether a row of that path is in the table."""
         return any(row.method == method for row in self.rows)
+
+    def __iter__(self) -> Any:
+        """``for row in table`` is refused with a pointer to ``table.rows`` (rows are read by name,
+        ``table[method]``, so Python would otherwise try ``table[0]``)."""
+        raise NotIterable(got="for ... in table (a Comparison)", accepted="for row in table.rows",
+                          fix="loop over table.rows", where="Comparison",
+                          zh="Comparison：表格本身不能迭代；请改为遍历 table.rows（for row in table.rows）。")
 
     def _row(self, method: str, where: str, call: str) -> Attempt:
         """The row named ``method``; ``where`` and ``call`` name the learner's call in an error."""
