@@ -2093,13 +2093,16 @@ def test_lab13_3_a_cache_keyed_by_the_times_not_the_rows(key):
 
 
 #: words read by re in a row's texts: the twentieth round's learner phrases, its systematic pass's words of torch's
-#: messages, and the twenty-first round's plain words
+#: messages, the twenty-first round's plain words and the twenty-fourth's phrases
 _READ_BY_RE = ["does not match|not close", "Recompiling", "已弃用", "波动|不可靠", "精度|误差", "Unsupported:", "float16|tf32",
                "slower than eager",
                "outputs differ", "(?i)accuracy", "falls back", "(?i)numerical", "unexpectedly", "(?i)codegen", "stale",
                "Data-dependent branching", "Graph break in user code",
                "imprecise|inaccuracy", "degraded", "risky|dangerous", "slowest|slowly", "approximately", "stall",
-               "lossy|deviation", "Slow", "差异|偏离", "未检查|未验证", "半精度|数值误差", "很慢|缓慢"]
+               "lossy|deviation", "Slow", "差异|偏离", "未检查|未验证", "半精度|数值误差", "很慢|缓慢",
+               # and the twenty-fourth round's: compare_capture's own clauses, a traceback's lines
+               "(running|checking) it failed", "captured, but \\w+ing it failed", "recorded only the path",
+               "found no compiled frames", r"Traceback \(most recent call last\)", r"line \d+, in "]
 
 
 @pytest.mark.parametrize("pattern", _READ_BY_RE)
@@ -2407,4 +2410,49 @@ def test_lab13_3_a_position_returned_is_told_to_return_the_rows_method():
         return None if best is None else [r.method for r in table.rows].index(best)
 
     result = expect_wrong("lab13.3", answer)
-    assert "for a position i, return table.rows[i].method" in result.en and "table.rows[i].method" in result.zh
+    assert "not its index (for a row at position i of table.rows, table.rows[i].method)" in result.en
+    assert "table.rows[i].method" in result.zh
+
+
+# -- the twenty-fourth round: a cache keyed by the printout, names taken by position, a path left out -------------
+
+def test_lab13_3_a_cache_keyed_by_the_printed_table():
+    seen = {}
+
+    def answer(constraint, table):
+        key = (constraint, table.to_text(timings=True))
+        if key not in seen:
+            seen[key] = _best_unguarded(_qualifying(constraint, table), table)
+        return seen[key]
+
+    expect_wrong("lab13.3", answer)
+
+
+def test_lab13_3_names_taken_by_position_are_named():
+    def answer(constraint, table):  # the i-th row taken to be PATHS[i]
+        ok = [(name, r) for name, r in zip(PATHS, table.rows) if r.worked and r.matches and r.latency
+              and name in _ref_allowed(constraint)]
+        return max(ok, key=lambda pair: table.speedup(pair[1].method))[0] if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "a name taken by position" in result.en and "按位置取了名字" in result.zh, result.en
+
+
+def test_lab13_3_a_path_left_out_is_named_when_asked_alone():
+    def answer(constraint, table):  # "no inductor" read as any name holding 'inductor': AOTInductor goes too
+        keep = [r for r in _qualifying(constraint, table)
+                if not (constraint == "no compiler on target" and "inductor" in r.method.lower())]
+        return _best_unguarded(keep, table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "it leaves 'export + AOTInductor' out for 'no compiler on target'" in result.en, result.en
+    assert "把 'export + AOTInductor' 排除了" in result.zh
+
+
+def test_lab13_3_an_index_into_paths_is_told_to_return_the_name():
+    def answer(constraint, table):
+        best = _best_unguarded(_qualifying(constraint, table), table)
+        return None if best is None else list(PATHS).index(best)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "return the name itself, not its index" in result.en and "请返回名字本身，而不是它的下标" in result.zh

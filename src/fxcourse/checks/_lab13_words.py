@@ -96,7 +96,7 @@ def _literals(path: Path) -> list[str]:
 
 def gather() -> list[str]:
     """Words and frequent word pairs of torch's messages and the library's, each graph-break type
-    whole, plain words (``PLAIN``, ``PLAIN_ZH``), and 中文 runs of the library's messages (whole, and
+    whole, each clause of the viewers' short messages, plain words (``PLAIN``, ``PLAIN_ZH``), and 中文 runs of the library's messages (whole, and
     their two- to four-character pieces), sorted."""
     import torch
 
@@ -116,6 +116,12 @@ def gather() -> list[str]:
                 texts += [entry.get("Gb_type", ""), entry.get("Explanation", ""), *entry.get("Hints", [])]
                 whole.add(entry.get("Gb_type", ""))
     own = [text for path in sorted(Path(fxcourse.__file__).parent.rglob("*.py")) for text in _literals(path)]
+    # each clause of compare_capture's own short messages (what a reason says: "captured, but running it failed",
+    # "recorded only the path …")
+    for path in sorted((Path(fxcourse.__file__).parent / "viewers").glob("*.py")):
+        for text in _literals(path):
+            if len(text) < 160 and "\n" not in text and "{" not in text:
+                whole.update(part.strip() for part in re.split(r"[:;()（）：；]", text) if len(part.strip()) > 8)
     words: set[str] = set()
     pairs: collections.Counter[str] = collections.Counter()
     for text in texts + own:
