@@ -1377,26 +1377,38 @@ def _check_choose(answer: Any) -> None:
         others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right]
         if others and unless_state is None and right is not None:
             # unless the ranking is what fails: with the right row twice as fast, does the answer pick it?
-            faster = [row if row[0] != right else _Row(*row[:3], row[3] / 2) for row in asked[0]]
-            with contextlib.suppress(Exception), quiet():
-                if answer(constraint, build(faster, asked[2])) == right:
-                    others = []
+            faster = [r if r[0] != right else _Row(*r[:3], r[3] / 2) for r in asked[0]]
+            if _ask(answer, constraint, build(faster, asked[2])) == right:
+                others = []
         if others and unless_state is None:  # the answer is what another constraint gives here
             unless_state = (f" It is also what {others[0]!r} gives on this table: if your code uses another constraint's "
                             "list, or one kept from an earlier call, that is why.",
                             f"它恰好也是这张表在约束 {others[0]!r} 下的答案：如果你的代码用了别的约束的列表，或者沿用了之前某次调用"
                             "留下的列表，原因就在这里。")
         if right is not None and unless_state is None and (got is None or row is not None and row[0] and row[1]):
-            alone = [row for row in asked[0] if row[0] in (right, "eager")]  # the right row alone: does it come back?
-            with contextlib.suppress(Exception), quiet():
-                if answer(constraint, build(alone, asked[2])) is None:
-                    unless_state = (f" Asked with that row alone, your function returns None: it leaves {right!r} out "
-                                    f"for {constraint!r} (its list for this constraint, or a filter).",
-                                    f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
-                                    "（这个约束的列表有误，或者某个筛选条件把它去掉了）。")
+            alone = [r for r in asked[0] if r[0] in (right, "eager")]  # the right row alone: does it come back?
+            if _ask(answer, constraint, build(alone, asked[2])) is None:
+                unless_state = (f" Asked with that row alone, your function returns None: it leaves {right!r} out "
+                                f"for {constraint!r} (its list for this constraint, or a filter).",
+                                f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
+                                "（这个约束的列表有误，或者某个筛选条件把它去掉了）。")
         carried = _carried_over(answer, constraint, first, build) or unless_state
         en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
         raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
+
+
+_RAISED = object()  # what _ask gives for an answer that raised
+
+
+def _ask(answer: Any, constraint: str, table: Any) -> Any:
+    """The answer's choice on a table made only to ask it again while diagnosing a wrong answer (quietly;
+    a str subclass read as its text; ``_RAISED`` if it raised)."""
+    try:
+        with quiet():
+            got = answer(constraint, table)
+    except Exception:
+        return _RAISED
+    return str.__str__(got) if isinstance(got, str) else got
 
 
 def _carried_over(answer: Any, constraint: str, first: dict[tuple[str, Any], tuple[list[Any], int]],
@@ -1406,13 +1418,8 @@ def _carried_over(answer: Any, constraint: str, first: dict[tuple[str, Any], tup
     carried over from call to call (what the feedback then says)."""
     for asked, right in sorted(first, key=lambda key: key[0] != constraint):
         rows, k = first[asked, right]
-        try:
-            with quiet():
-                again = answer(asked, build(rows, k))
-            again = str.__str__(again) if isinstance(again, str) else again
-        except Exception:  # asked again it raises: that is state too, but the first message stands
-            continue
-        if again != right:
+        again = _ask(answer, asked, build(rows, k))
+        if again is not _RAISED and again != right:  # raising when asked again is state too, but the first message stands
             constraint = asked
             break
     else:
