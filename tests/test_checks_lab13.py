@@ -2445,3 +2445,31 @@ def test_lab13_3_an_index_into_paths_is_told_to_return_the_name():
 
     result = expect_wrong("lab13.3", answer)
     assert "return the name itself, not its index" in result.en and "请返回名字本身，而不是它的下标" in result.zh
+
+
+# The twenty-fifth round (a learner reading the feedback): a None that comes from a filter was told it is also
+# what another constraint gives (any constraint with no qualifying row gives None); a best speed-up kept between
+# calls was told only of a list or a filter.
+def test_lab13_3_a_none_from_a_filter_is_not_blamed_on_another_constraint():
+    def answer(constraint, table):  # rows with graph breaks dropped
+        return _best_unguarded([r for r in _qualifying(constraint, table) if not r.breaks], table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "Asked with that row alone, your function returns None" in result.en, result.en
+    assert "It is also what" not in result.en and "它恰好也是" not in result.zh, result.en
+
+
+def test_lab13_3_a_speed_kept_between_calls_is_a_possible_cause_when_asked_alone():
+    best = {}
+
+    def answer(constraint, table):  # never returns a path under half the best speed-up seen for the constraint
+        got = _best_unguarded(_qualifying(constraint, table), table)
+        if got is not None and table.speedup(got) < best.get(constraint, 0) / 2:
+            return None
+        if got is not None:
+            best[constraint] = max(best.get(constraint, 0), table.speedup(got))
+        return got
+
+    result = expect_wrong("lab13.3", answer)
+    assert "or something kept from an earlier call" in result.en or "carries over" in result.en, result.en
+    assert "之前" in result.zh, result.zh

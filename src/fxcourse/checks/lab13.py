@@ -1374,7 +1374,8 @@ def _check_choose(answer: Any) -> None:
         else:
             en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
                       "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
-        others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right]
+        # None is what any constraint with no qualifying row gives: too weak a sign of another constraint's list
+        others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right] if got is not None else []
         if others and unless_state is None and right is not None:
             # unless the ranking is what fails: with the right row twice as fast, does the answer pick it?
             faster = [r if r[0] != right else _Row(*r[:3], r[3] / 2) for r in asked[0]]
@@ -1389,9 +1390,9 @@ def _check_choose(answer: Any) -> None:
             alone = [r for r in asked[0] if r[0] in (right, "eager")]  # the right row alone: does it come back?
             if _ask(answer, constraint, build(alone, asked[2])) is None:
                 unless_state = (f" Asked with that row alone, your function returns None: it leaves {right!r} out "
-                                f"for {constraint!r} (its list for this constraint, or a filter).",
+                                f"for {constraint!r} (its list for this constraint, a filter, or something kept from an earlier call).",
                                 f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
-                                "（这个约束的列表有误，或者某个筛选条件把它去掉了）。")
+                                "（这个约束的列表有误，某个筛选条件把它去掉了，或者沿用了之前某次调用留下的东西）。")
         carried = _carried_over(answer, constraint, first, build) or unless_state
         en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
         raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
