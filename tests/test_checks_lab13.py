@@ -2102,7 +2102,9 @@ _READ_BY_RE = ["does not match|not close", "Recompiling", "已弃用", "波动|�
                "lossy|deviation", "Slow", "差异|偏离", "未检查|未验证", "半精度|数值误差", "很慢|缓慢",
                # and the twenty-fourth round's: compare_capture's own clauses, a traceback's lines
                "(running|checking) it failed", "captured, but \\w+ing it failed", "recorded only the path",
-               "found no compiled frames", r"Traceback \(most recent call last\)", r"line \d+, in "]
+               "found no compiled frames", r"Traceback \(most recent call last\)", r"line \d+, in ",
+               # and the twenty-fifth round's: the 中文 of those clauses (a literal without a space, once left out)
+               "运行它时出错", "捕获成功，但(运行|检查)它时出错", "再次运行时出错"]
 
 
 @pytest.mark.parametrize("pattern", _READ_BY_RE)
@@ -2216,6 +2218,12 @@ _STARTS_READ = {
     "re.match 错误|失败|出错": lambda r: re.match("错误|失败|出错", r.reason),
     "the note re.match-es an error name": lambda r: re.match(r"\w+(Error|Exception)", r.note),
     "the reason's first word is 'captured'": lambda r: (str.__str__(r.reason).split() or [""])[0] == "captured",
+    # the twenty-fifth round's: compare_capture's own heads, whole
+    "split(':')[0] is a head of compare_capture's": lambda r: str.__str__(r.reason).split(":")[0] in (
+        "captured, but running it failed", "captured, but checking it failed"),
+    "partition(': ')[0] is a head, in 中文": lambda r: str.__str__(r.reason).partition("：")[0] in (
+        "捕获成功，但运行它时出错", "捕获成功，但检查它时出错"),
+    "str(reason).startswith('captured, but running')": lambda r: str.__str__(r.reason).startswith("captured, but running"),
 }
 
 
@@ -2473,3 +2481,26 @@ def test_lab13_3_a_speed_kept_between_calls_is_a_possible_cause_when_asked_alone
     result = expect_wrong("lab13.3", answer)
     assert "or something kept from an earlier call" in result.en or "carries over" in result.en, result.en
     assert "之前" in result.zh, result.zh
+
+
+def test_lab13_3_a_cache_keyed_by_the_printout_is_named_as_depending_on_more_than_the_rows():
+    seen = {}
+
+    def answer(constraint, table):  # the twenty-fourth round's cache: its feedback named nothing kept
+        key = (constraint, table.to_text(timings=True))
+        if key not in seen:
+            seen[key] = _best_unguarded(_qualifying(constraint, table), table)
+        return seen[key]
+
+    result = expect_wrong("lab13.3", answer)
+    assert "Asked again with the same rows under another model name" in result.en, result.en
+    assert "换一个模型名再问一次" in result.zh, result.zh
+
+
+def test_lab13_3_a_ranking_fault_is_not_told_it_depends_on_more_than_the_rows():
+    def answer(constraint, table):  # ranked by capture time: wrong, but it reads only the rows
+        ok = [r for r in _qualifying(constraint, table) if table.speedup(r.method) is not None]
+        return min(ok, key=lambda r: r.seconds).method if ok else None
+
+    result = expect_wrong("lab13.3", answer)
+    assert "another model name" not in result.en and "换一个模型名" not in result.zh, result.en

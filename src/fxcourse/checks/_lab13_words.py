@@ -79,15 +79,16 @@ _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def _literals(path: Path) -> list[str]:
-    """The message-like string literals of one Python file (with a space, 13 to 599 characters)."""
+    """The message-like string literals of one Python file (13 to 599 characters with a space, or any with 中文:
+    "捕获成功，但运行它时出错：" has no space)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value \
-                and 12 < len(node.value) < 600 and node.value.count("\n") <= 20:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 600 \
+                and node.value.count("\n") <= 20 and (" " in node.value and len(node.value) > 12 or _HAN.search(node.value)):
             found.append(node.value)
         elif isinstance(node, ast.JoinedStr):  # an f-string: its fixed parts
             found.append(" ".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)))

@@ -582,7 +582,7 @@ def _error_names() -> list[str]:
 _EVERY = " ; ".join(_WORDS + _MORE_WORDS + _PHRASES + tuple(_error_names()))  # spaced: each word is a token of split()
 #: the vocabulary is cut into this many slices; each path wins at least this many dressed tables, so each slice
 #: lands on a winner of each path
-_SLICES = 120
+_SLICES = 124
 
 
 @functools.lru_cache(maxsize=None)
@@ -603,7 +603,8 @@ def _starts() -> tuple[str, ...]:
     names = [name for name in _error_names() if "Warning" not in name]
     first = ["RuntimeError:", "TypeError:", "ValueError:", "AssertionError:", "NotImplementedError:",
                          "Unsupported:", "failed", "Failed", "error", "Error", "ERROR", "captured", "captured, but",
-                         "捕获成功，但", "outputs differ from eager", "在第二个输入上", "exception",
+                         "捕获成功，但", "captured, but running it failed:", "captured, but checking it failed:",
+                         "捕获成功，但运行它时出错：", "捕获成功，但检查它时出错：", "outputs differ from eager", "在第二个输入上", "exception",
                          "Exception:", "skipped", "失败：", "错误：", "出错：", "报错：", "异常：", "warning", "Warning:",
                          "UserWarning:", "TracerWarning:", "FutureWarning:", "RuntimeWarning:", "log ERROR", "log WARNING",
                          "not", "no", "unsupported", "fell back", "fallback", "timed out", "crash", "无法", "不支持", "跳过",
@@ -1394,6 +1395,16 @@ def _check_choose(answer: Any) -> None:
                                 f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
                                 "（这个约束的列表有误，某个筛选条件把它去掉了，或者沿用了之前某次调用留下的东西）。")
         carried = _carried_over(answer, constraint, first, build) or unless_state
+        if carried is None:  # the same rows under another model's name: a cache keyed by what a table prints or holds
+            renamed = build(asked[0], asked[2])
+            renamed.name = f"{renamed.name} (asked again)"
+            if _ask(answer, constraint, renamed) == right:
+                carried = (f" Asked again with the same rows under another model name, your function returns {right!r}: "
+                           "its answer depends on something besides the rows and the constraint (an answer kept from an "
+                           "earlier call, such as a cache keyed by what a table prints or holds, or the model's name). "
+                           "Each call must read only the rows and the constraint it is given.",
+                           f"把同样的行换一个模型名再问一次，你的函数返回了 {right!r}：它的答案取决于行和约束以外的东西（之前某次调用"
+                           "留下的答案，比如以表格的打印内容或数据为键的缓存，或者模型名）。每次调用只能读取传给它的行和约束。")
         en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
         raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
 
