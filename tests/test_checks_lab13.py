@@ -2104,7 +2104,10 @@ _READ_BY_RE = ["does not match|not close", "Recompiling", "已弃用", "波动|�
                "(running|checking) it failed", "captured, but \\w+ing it failed", "recorded only the path",
                "found no compiled frames", r"Traceback \(most recent call last\)", r"line \d+, in ",
                # and the twenty-fifth round's: the 中文 of those clauses (a literal without a space, once left out)
-               "运行它时出错", "捕获成功，但(运行|检查)它时出错", "再次运行时出错"]
+               "运行它时出错", "捕获成功，但(运行|检查)它时出错", "再次运行时出错",
+               # and the twenty-sixth round's: what the lab and the lectures say of paths (a wrong answer, a compiler)
+               "wrong answer", "gave another answer", "错误的答案|答案错误", r"gcc|g\+\+|compiles C\+\+", "needs a compiler",
+               "需要编译器", "on the first call", "interquartile"]
 
 
 @pytest.mark.parametrize("pattern", _READ_BY_RE)
@@ -2504,3 +2507,16 @@ def test_lab13_3_a_ranking_fault_is_not_told_it_depends_on_more_than_the_rows():
 
     result = expect_wrong("lab13.3", answer)
     assert "another model name" not in result.en and "换一个模型名" not in result.zh, result.en
+
+
+def test_lab13_3_a_row_only_added_is_not_told_it_changed_a_rows_fields():
+    import copy as copying
+
+    def answer(constraint, table):  # the twenty-sixth round's: a copy of the first row appended, as if eager
+        got = _best_unguarded(_qualifying(constraint, table), table)
+        table.rows.append(copying.copy(table.rows[0]))
+        return got
+
+    result = expect_wrong("lab13.3", answer)
+    assert "table.rows (their order or which rows)" in result.en, result.en
+    assert "the fields or attributes of a row" not in result.en and "某一行的字段或属性" not in result.zh, result.en

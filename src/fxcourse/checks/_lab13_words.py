@@ -74,6 +74,20 @@ PLAIN_ZH = """
     兼容 缺少 缺失 跳过 忽略 回退 降级 退化 失败 崩溃 卡死 超时 挂起 泄漏 内存 溢出 未检查 未验证 未测试 未对照 估计 近似 大约 粗略 离群 峰值 尖峰 方差 标准差 中位数 重新编译 编译 追踪
     捕获 图中断 断图 分支 常量 固化 形状 动态 数值 数值误差 浮点 半精度 低精度 有问题 问题 隐患 bug 缺陷 故障
 """.split()
+#: phrases of the lab's and the lectures' own text a learner may search a row's texts for (lectures 11 and 13
+#: and lab 13 say them of paths: a wrong answer, a compiler on the target, C++ built on the first call)
+PHRASES = [phrase.strip() for phrase in """
+    wrong answer ; wrong answers ; a wrong answer ; gave a wrong answer ; gave another answer ; another answer ;
+    same answer ; not the same ; wrong output ; incorrect output ; wrong result ; hard-coded ; valid only ;
+    right only on inputs ; may be wrong ; might be wrong ; could be wrong ; no guarantee ; too fast ;
+    suspiciously fast ; skipped work ; did nothing ; never checked ; checked on ; never ship ; few percent ;
+    a few per cent ; capture format ; interquartile ; interquartile range ; needs a compiler ; needs Python ;
+    without Python ; Python on target ; Python runtime ; no compiler ; C++ compiler ; compiles C++ ; compile C++ ;
+    C++ on the first call ; on the first call ; first call ; gcc ; g++ ; clang ; TORCH_LIBRARY ;
+    torch/extension.h ; extension.h ; does not know ; an op it does not know ; unknown op ; op library ;
+    错误的答案 ; 错误答案 ; 答案错误 ; 结果不对 ; 没有报任何错误 ; 绝不要交付 ; 不认识的算子 ; 会停下 ; 编译 C++ ;
+    没见过的输入 ; 开销 ; 需要编译器 ; 需要 Python ; 没有编译器 ; 第一次调用
+""".split(";")]
 _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
@@ -97,7 +111,7 @@ def _literals(path: Path) -> list[str]:
 
 def gather() -> list[str]:
     """Words and frequent word pairs of torch's messages and the library's, each graph-break type
-    whole, each clause of the viewers' short messages, plain words (``PLAIN``, ``PLAIN_ZH``), and 中文 runs of the library's messages (whole, and
+    whole, each clause of the viewers' short messages, plain words and phrases (``PLAIN``, ``PLAIN_ZH``, ``PHRASES``), and 中文 runs of the library's messages (whole, and
     their two- to four-character pieces), sorted."""
     import torch
 
@@ -134,7 +148,7 @@ def gather() -> list[str]:
         for run in _HAN.findall(text):
             han.add(run)
             han.update(run[i:i + n] for n in (2, 3, 4) for i in range(len(run) - n + 1))
-    plain = {form for word in PLAIN for form in (word, word.capitalize(), word.upper())} | set(PLAIN_ZH)
+    plain = {form for word in PLAIN for form in (word, word.capitalize(), word.upper())} | set(PLAIN_ZH) | set(PHRASES)
     return sorted(words | {pair for pair, count in pairs.items() if count >= 3} | han | plain | whole - {""})
 
 

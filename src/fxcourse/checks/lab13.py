@@ -582,7 +582,7 @@ def _error_names() -> list[str]:
 _EVERY = " ; ".join(_WORDS + _MORE_WORDS + _PHRASES + tuple(_error_names()))  # spaced: each word is a token of split()
 #: the vocabulary is cut into this many slices; each path wins at least this many dressed tables, so each slice
 #: lands on a winner of each path
-_SLICES = 124
+_SLICES = 126
 
 
 @functools.lru_cache(maxsize=None)
@@ -1286,8 +1286,9 @@ def _check_choose(answer: Any) -> None:
                      ("an attribute of the table (table.eager, table.speedup …)",
                       "表格的属性（table.eager、table.speedup 等）"))
             kept = {i: fields for i, fields in after[1]}  # rows taken out are not rows whose fields changed
+            # a row put in place of another (a copy with a field changed) changes fields; one only added does not
             fields_changed = any(kept.get(i, fields) != fields for i, fields in before[1]) or \
-                any(i not in dict(before[1]) for i in kept)
+                (any(i not in dict(before[1]) for i in kept) and any(i not in kept for i, _ in before[1]))
             what = [part for n, (part, b, a) in enumerate(zip(parts, before, after))
                     if a != b and (n != 1 or fields_changed)]
             names = _changed_attributes(before[2], after[2])
