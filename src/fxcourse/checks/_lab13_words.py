@@ -86,8 +86,13 @@ PHRASES = [phrase.strip() for phrase in """
     C++ on the first call ; on the first call ; first call ; gcc ; g++ ; clang ; TORCH_LIBRARY ;
     torch/extension.h ; extension.h ; does not know ; an op it does not know ; unknown op ; op library ;
     错误的答案 ; 错误答案 ; 答案错误 ; 结果不对 ; 没有报任何错误 ; 绝不要交付 ; 不认识的算子 ; 会停下 ; 编译 C++ ;
-    没见过的输入 ; 开销 ; 需要编译器 ; 需要 Python ; 没有编译器 ; 第一次调用
+    没见过的输入 ; 开销 ; 需要编译器 ; 需要 Python ; 没有编译器 ; 第一次调用 ;
+    Could not guard ; Unsupported: Data-dependent branching ; cannot be used as inputs to control flow ; TraceError: ;
+    not verified ; aborted ; Tensor-likes are not close ; Segmentation fault ; killed by signal ;
+    outputs differ from eager on the second input ; 在第二个输入上，输出与 eager 不同 ; not timed: running it again failed ;
+    未计时：再次运行时出错 ; （未计时 ; a Dynamo limitation: the model runs eagerly ; eager 给出
 """.split(";")]
+#: (the last lines: heads compare_capture builds in f-strings from its own constants, whole)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
@@ -109,22 +114,36 @@ def _literals(path: Path) -> list[str]:
     return found
 
 
+def _error_classes(path: Path) -> list[str]:
+    """The names of the exception and warning classes one Python file defines (GuardOnDataDependentSymNode …)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return []
+    return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            and (re.search(r"(Error|Exception|Warning)$", node.name) or any(
+                re.search(r"(Error|Exception|Warning)$", getattr(base, "id", getattr(base, "attr", "")))
+                for base in node.bases))]
+
+
 def gather() -> list[str]:
-    """Words and frequent word pairs of torch's messages and the library's, each graph-break type
-    whole, each clause of the viewers' short messages, plain words and phrases (``PLAIN``, ``PLAIN_ZH``, ``PHRASES``), and 中文 runs of the library's messages (whole, and
-    their two- to four-character pieces), sorted."""
+    """Words and frequent word pairs of torch's messages and the library's, each graph-break type and
+    each exception class torch defines there whole, each clause of the viewers' short messages, plain
+    words and phrases (``PLAIN``, ``PLAIN_ZH``, ``PHRASES``), and 中文 runs of the library's messages
+    (whole, and their two- to four-character pieces), sorted."""
     import torch
 
     import fxcourse
 
     root = Path(torch.__file__).parent
     texts: list[str] = []
+    whole: set[str] = set()  # each graph-break type, exception class and viewer clause whole
     for part in TORCH_PARTS:
         where = root / part
         for path in sorted([where] if where.is_file() else where.rglob("*.py")):
             texts += _literals(path)
+            whole.update(_error_classes(path))
     registry = root / "_dynamo" / "graph_break_registry.json"
-    whole: set[str] = set()  # each graph-break type whole
     if registry.is_file():
         for entries in json.loads(registry.read_text(encoding="utf-8")).values():
             for entry in entries:

@@ -1384,10 +1384,12 @@ def _check_choose(answer: Any) -> None:
             if _ask(answer, constraint, build(faster, asked[2])) == right:
                 others = []
         if others and unless_state is None:  # the answer is what another constraint gives here
-            unless_state = (f" It is also what {others[0]!r} gives on this table: if your code uses another constraint's "
-                            "list, or one kept from an earlier call, that is why.",
-                            f"它恰好也是这张表在约束 {others[0]!r} 下的答案：如果你的代码用了别的约束的列表，或者沿用了之前某次调用"
-                            "留下的列表，原因就在这里。")
+            names = " and ".join([", ".join(repr(c) for c in others[:-1]), repr(others[-1])] if len(others) > 1
+                                 else [repr(others[0])])  # every constraint that gives it, not only the first
+            unless_state = (f" It is also what {names} give{'s' if len(others) == 1 else ''} on this table: if your code "
+                            "uses another constraint's list, or one kept from an earlier call, that is why.",
+                            f"它恰好也是这张表在约束 {'、'.join(repr(c) for c in others)} 下的答案：如果你的代码用了别的约束的列表，"
+                            "或者沿用了之前某次调用留下的列表，原因就在这里。")
         if right is not None and unless_state is None and (got is None or row is not None and row[0] and row[1]):
             alone = [r for r in asked[0] if r[0] in (right, "eager")]  # the right row alone: does it come back?
             if _ask(answer, constraint, build(alone, asked[2])) is None:
