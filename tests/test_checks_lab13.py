@@ -2527,3 +2527,18 @@ def test_lab13_3_a_row_only_added_is_not_told_it_changed_a_rows_fields():
     result = expect_wrong("lab13.3", answer)
     assert "table.rows (their order or which rows)" in result.en, result.en
     assert "the fields or attributes of a row" not in result.en and "某一行的字段或属性" not in result.zh, result.en
+
+
+def test_lab13_3_times_made_by_arithmetic_show_without_float_noise():
+    # the twenty-sixth round: a time computed as 0.003 * 3 showed as 0.009000000000000001 ms in the call shown
+    noisy = [(rows, ms) for _, rows, _ in lab13._choice_cases() for *_, ms in rows
+             if ms is not None and len(repr(ms)) > 12 and float(f"{ms:.10g}") != ms]
+    assert noisy  # such times are asked (0.009000000000000001)
+    def answer(constraint, table):  # wrong only on a table with a row timed at 0.003 * 3 ms
+        if any(r.latency is not None and r.latency.median == 0.009000000000000001 / 1e3 for r in table.rows):
+            return "eager"
+        return _best_unguarded(_qualifying(constraint, table), table)
+
+    result = expect_wrong("lab13.3", answer)
+    assert "0.009 ms" in result.tried[0] and "0.009 毫秒" in result.tried[1], result.tried
+    assert not re.search(r"\d\.\d*0000000000\d", result.tried[0] + result.tried[1]), result.tried

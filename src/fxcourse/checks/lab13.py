@@ -1241,7 +1241,8 @@ def _check_choose(answer: Any) -> None:
         rows = [row for row in rows if row[0] != "eager"]
         before = _table_state(table)
         def timed(ms: float | None, en: bool) -> str:
-            return "" if ms is None else (f" ({ms} ms)" if en else f"（{ms} 毫秒）")
+            # :.10g: a time made by arithmetic (0.003 * 3) shows as 0.009, not 0.009000000000000001
+            return "" if ms is None else (f" ({ms:.10g} ms)" if en else f"（{ms:.10g} 毫秒）")
 
         def carries(row: Any, en: bool) -> str:
             says = getattr(row, "says", ("", ""))[0 if en else 1]
@@ -1249,11 +1250,11 @@ def _check_choose(answer: Any) -> None:
 
         listing = "; ".join(f"{m}: " + ("failed" if not w else "not checked against eager" if mt is None
                                         else "differs from eager" + timed(ms, True) if not mt else "matched, not timed" if ms is None
-                                        else f"{ms} ms")
+                                        else f"{ms:.10g} ms")
                             + carries(row, True) for row in rows for m, w, mt, ms in [row])
         listing_zh = "；".join(f"{m}：" + ("失败" if not w else "没有与 eager 对照" if mt is None
                                           else "与 eager 不一致" + timed(ms, False) if not mt else "与 eager 一致，未计时" if ms is None
-                                          else f"{ms} 毫秒")
+                                          else f"{ms:.10g} 毫秒")
                                + carries(row, False) for row in rows for m, w, mt, ms in [row])
         rounds = design.get("rounds")
         how = ("".join([f" ({rounds} round{'s' if rounds != 1 else ''})" if rounds else "",
