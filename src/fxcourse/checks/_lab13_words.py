@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import importlib.util
 import json
 import re
 import sys
@@ -90,7 +91,14 @@ PHRASES = [phrase.strip() for phrase in """
     Could not guard ; Unsupported: Data-dependent branching ; cannot be used as inputs to control flow ; TraceError: ;
     not verified ; aborted ; Tensor-likes are not close ; Segmentation fault ; killed by signal ;
     outputs differ from eager on the second input ; 在第二个输入上，输出与 eager 不同 ; not timed: running it again failed ;
-    未计时：再次运行时出错 ; （未计时 ; a Dynamo limitation: the model runs eagerly ; eager 给出
+    未计时：再次运行时出错 ; （未计时 ; a Dynamo limitation: the model runs eagerly ; eager 给出 ;
+    does not match eager ; not match eager ; did not match eager ; path failed ; 路径失败 ; was never checked ;
+    untimed row ; untimed ;
+    Could not guard on data-dependent expression ; guard on data-dependent ; symbolically traced variables ;
+    TorchMlirCompilerError ; got a model whose lowering ; failed, blocked by ; stage linalg-on-tensors ; stage torch ;
+    Higher-order operation ; explicitly marked illegal ; iree-compile ; Error invoking IREE compiler tool ;
+    Proxy object cannot be iterated ; Dynamic control flow is not supported ; Tensor-likes are not close! ;
+    Greatest absolute difference ; Trace had nondeterministic nodes ; 卡在 torch ; 下降到
 """.split(";")]
 #: (the last lines: heads compare_capture builds in f-strings from its own constants, whole)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
@@ -143,6 +151,12 @@ def gather() -> list[str]:
         for path in sorted([where] if where.is_file() else where.rglob("*.py")):
             texts += _literals(path)
             whole.update(_error_classes(path))
+    # and the exception classes of the MLIR paths' packages (TorchMlirCompilerError, CompilerToolError …)
+    for package in ("torch_mlir", "iree"):
+        spec = importlib.util.find_spec(package)
+        for where in (spec.submodule_search_locations or []) if spec else []:
+            for path in sorted(Path(where).rglob("*.py")):
+                whole.update(_error_classes(path))
     registry = root / "_dynamo" / "graph_break_registry.json"
     if registry.is_file():
         for entries in json.loads(registry.read_text(encoding="utf-8")).values():
