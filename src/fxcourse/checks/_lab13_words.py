@@ -98,9 +98,23 @@ PHRASES = [phrase.strip() for phrase in """
     TorchMlirCompilerError ; got a model whose lowering ; failed, blocked by ; stage linalg-on-tensors ; stage torch ;
     Higher-order operation ; explicitly marked illegal ; iree-compile ; Error invoking IREE compiler tool ;
     Proxy object cannot be iterated ; Dynamic control flow is not supported ; Tensor-likes are not close! ;
-    Greatest absolute difference ; Trace had nondeterministic nodes ; 卡在 torch ; 下降到
+    Greatest absolute difference ; Trace had nondeterministic nodes ; 卡在 torch ; 下降到 ;
+    the trace baked in one branch: outputs differ from eager on the second input ; the trace baked in one branch: ;
+    trace 把一个分支固化进了计算图： ; trace 把一个分支固化进了计算图：在第二个输入上，输出与 eager 不同 ;
+    TraceError: symbolically traced variables cannot be used as inputs to control flow ;
+    symbolically traced variables cannot be used as inputs to control flow ;
+    GuardOnDataDependentSymNode: Could not guard on data-dependent expression ;
+    GuardOnDataDependentSymNode: Could not guard ; Could not guard on data-dependent expression Eq(u0, 1) ;
+    lowering to 'torch' failed ; a model whose lowering to 'torch' failed ; Higher-order operation 'cond' ;
+    NotImplementedError: Higher-order operation ; .numpy() is not supported ; certain side effects ;
+    captured, but running it failed: RuntimeError ; Graphs differed across invocations ;
+    Output nr 1. of the traced function does not match the corresponding output of the Python function ;
+    Using len to get tensor shape might cause the trace to be incorrect ;
+    torch.tensor results are registered as constants in the trace ; NotSupportedError: ; CalledProcessError ;
+    JITException ; MissingOperatorWithoutDecomp ; UnsupportedAliasMutationException ; MLIRError
 """.split(";")]
-#: (the last lines: heads compare_capture builds in f-strings from its own constants, whole)
+#: (the last lines: heads compare_capture builds in f-strings from its own constants, and whole reasons and
+#: errors the notebooks print for a path)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
