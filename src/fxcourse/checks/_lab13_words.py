@@ -119,13 +119,17 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'_\-]*[A-Za-z]|[A-Za-z]")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 
-def _literals(path: Path) -> list[str]:
-    """The message-like string literals of one Python file (13 to 599 characters with a space, or any with 中文:
-    "捕获成功，但运行它时出错：" has no space)."""
+def _tree(path: Path) -> ast.Module:
+    """One Python file, parsed (an empty module for a file that cannot be read or parsed)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        return ast.parse(path.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, OSError):
-        return []
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _literals(tree: ast.Module) -> list[str]:
+    """The message-like string literals of one parsed file (13 to 599 characters with a space, or any with 中文:
+    "捕获成功，但运行它时出错：" has no space)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 600 \
@@ -136,12 +140,8 @@ def _literals(path: Path) -> list[str]:
     return found
 
 
-def _error_classes(path: Path) -> list[str]:
-    """The names of the exception and warning classes one Python file defines (GuardOnDataDependentSymNode …)."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, UnicodeDecodeError, OSError):
-        return []
+def _error_classes(tree: ast.Module) -> list[str]:
+    """The names of the exception and warning classes one parsed file defines (GuardOnDataDependentSymNode …)."""
     return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
             and (re.search(r"(Error|Exception|Warning)$", node.name) or any(
                 re.search(r"(Error|Exception|Warning)$", getattr(base, "id", getattr(base, "attr", "")))
@@ -163,25 +163,26 @@ def gather() -> list[str]:
     for part in TORCH_PARTS:
         where = root / part
         for path in sorted([where] if where.is_file() else where.rglob("*.py")):
-            texts += _literals(path)
-            whole.update(_error_classes(path))
+            tree = _tree(path)  # parsed once for both
+            texts += _literals(tree)
+            whole.update(_error_classes(tree))
     # and the exception classes of the MLIR paths' packages (TorchMlirCompilerError, CompilerToolError …)
     for package in ("torch_mlir", "iree"):
         spec = importlib.util.find_spec(package)
         for where in (spec.submodule_search_locations or []) if spec else []:
             for path in sorted(Path(where).rglob("*.py")):
-                whole.update(_error_classes(path))
+                whole.update(_error_classes(_tree(path)))
     registry = root / "_dynamo" / "graph_break_registry.json"
     if registry.is_file():
         for entries in json.loads(registry.read_text(encoding="utf-8")).values():
             for entry in entries:
                 texts += [entry.get("Gb_type", ""), entry.get("Explanation", ""), *entry.get("Hints", [])]
                 whole.add(entry.get("Gb_type", ""))
-    own = [text for path in sorted(Path(fxcourse.__file__).parent.rglob("*.py")) for text in _literals(path)]
+    own = [text for path in sorted(Path(fxcourse.__file__).parent.rglob("*.py")) for text in _literals(_tree(path))]
     # each clause of compare_capture's own short messages (what a reason says: "captured, but running it failed",
     # "recorded only the path …")
     for path in sorted((Path(fxcourse.__file__).parent / "viewers").glob("*.py")):
-        for text in _literals(path):
+        for text in _literals(_tree(path)):
             if len(text) < 160 and "\n" not in text and "{" not in text:
                 whole.update(part.strip() for part in re.split(r"[:;()（）：；]", text) if len(part.strip()) > 8)
     words: set[str] = set()
