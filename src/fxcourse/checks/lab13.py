@@ -1231,23 +1231,45 @@ def _check_choose(answer: Any) -> None:
 
     # per constraint and right answer, the first call answered right (asked again when a later one is wrong)
     first: dict[tuple[str, Any], tuple[list[Any], int]] = {}
-    for call, (constraint, rows, right) in enumerate(cases, 1):
-        eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
-        design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
-        if id(rows) not in tables:
-            tables[id(rows)] = (rows, build(rows, len(tables)), len(tables))
-        asked = tables[id(rows)]
-        table = asked[1]
-        rows = [row for row in rows if row[0] != "eager"]
-        before = _table_state(table)
-        def timed(ms: float | None, en: bool) -> str:
-            # :.10g: a time made by arithmetic (0.003 * 3) shows as 0.009, not 0.009000000000000001
-            return "" if ms is None else (f" ({ms:.10g} ms)" if en else f"（{ms:.10g} 毫秒）")
+    # each table's state as the checker made it, taken once: a call that changes it ends the check
+    states: dict[int, tuple] = {}
+    # one quiet block for every call (what the answer warns, logs or writes to stderr is dropped, as before);
+    # entering it per call was a third of the check's time
+    with quiet():
+        for call, (constraint, rows, right) in enumerate(cases, 1):
+            _ask_one(answer, call, len(cases), constraint, rows, right, tables, states, first, build, classes)
 
-        def carries(row: Any, en: bool) -> str:
-            says = getattr(row, "says", ("", ""))[0 if en else 1]
-            return "" if not says else (f" ({says})" if en else f"（{says}）")
 
+def _ask_one(answer: Any, call: int, calls: int, constraint: str, rows: list[Any], right: Any,
+             tables: dict[int, Any], states: dict[int, tuple], first: dict[tuple[str, Any], tuple[list[Any], int]],
+             build: Any, classes: dict[type, dict[str, Any]]) -> None:
+    """Call ``call`` of the check: ``answer(constraint, table)`` on the table made for ``rows``, judged
+    against ``right``; returns when the answer is right, raises :class:`Wrong` with its feedback when not."""
+    from ..viewers.compare import Attempt
+
+    eager_ms = next((ms for m, _, _, ms in rows if m == "eager"), 1.0)
+    design = next((getattr(row, "extra", {}) for row in rows if row[0] == "eager"), {})
+    if id(rows) not in tables:
+        tables[id(rows)] = (rows, build(rows, len(tables)), len(tables))
+    asked = tables[id(rows)]
+    table = asked[1]
+    rows = [row for row in rows if row[0] != "eager"]
+    before = states.get(id(table))
+    if before is None:
+        before = states[id(table)] = _table_state(table)
+
+    spread = f"{table.eager.iqr * 1e3:.3g}"  # eager's IQR, which an answer may read
+
+    def timed(ms: float | None, en: bool) -> str:
+        # :.10g: a time made by arithmetic (0.003 * 3) shows as 0.009, not 0.009000000000000001
+        return "" if ms is None else (f" ({ms:.10g} ms)" if en else f"（{ms:.10g} 毫秒）")
+
+    def carries(row: Any, en: bool) -> str:
+        says = getattr(row, "says", ("", ""))[0 if en else 1]
+        return "" if not says else (f" ({says})" if en else f"（{says}）")
+
+    def describe() -> tuple[str, str]:
+        """The call, in words (made only when the feedback needs it: most calls are answered right)."""
         listing = "; ".join(f"{m}: " + ("failed" if not w else "not checked against eager" if mt is None
                                         else "differs from eager" + timed(ms, True) if not mt else "matched, not timed" if ms is None
                                         else f"{ms:.10g} ms")
@@ -1260,157 +1282,161 @@ def _check_choose(answer: Any) -> None:
         how = ("".join([f" ({rounds} round{'s' if rounds != 1 else ''})" if rounds else "",
                         f" ({design['threads']} threads)" if "threads" in design else ""]),
                "".join([f"（{rounds} 轮）" if rounds else "", f"（{design['threads']} 个线程）" if "threads" in design else ""]))
-        spread = f"{table.eager.iqr * 1e3:.3g}"  # eager's IQR, which an answer may read
-        tried = (f"call {call} of {len(cases)}: choose({constraint!r}, table) with eager at {eager_ms:g} ms (IQR {spread} ms)"
-                 f"{how[0]} and rows {listing}", f"第 {call}/{len(cases)} 次调用：choose({constraint!r}, table)，eager 为 "
-                 f"{eager_ms:g} 毫秒（IQR {spread} 毫秒）{how[1]}，"
-                 f"各行：{listing_zh}")
-        with quiet(), trying(tried):
-            got = answer(constraint, table)
-        changed = []
-        for cls, methods in classes.items():
-            names = [k for k in set(methods) | set(vars(cls)) if vars(cls).get(k) is not methods.get(k)
-                     and k != "__slotnames__"]  # a cache copyreg fills on the first copy.copy
-            for k in names:  # put the class back before anything else uses it
-                if k in methods:
-                    setattr(cls, k, methods[k])
-                else:
-                    delattr(cls, k)
-            changed += [f"{cls.__name__}.{k}" for k in sorted(names)]
-        if changed:
-            raise Wrong(f"Your function changed a class of the library ({', '.join(changed)}); only read the table.",
-                        f"你的函数修改了库中的类（{'、'.join(changed)}）；只能读取表格。", tried=tried)
-        after = _table_state(table)
-        if after != before:
-            parts = (("table.rows (their order or which rows)", "table.rows（行的顺序或包含哪些行）"),
-                     ("the fields or attributes of a row", "某一行的字段或属性"),
-                     ("an attribute of the table (table.eager, table.speedup …)",
-                      "表格的属性（table.eager、table.speedup 等）"))
-            kept = {i: fields for i, fields in after[1]}  # rows taken out are not rows whose fields changed
-            # a row put in place of another (a copy with a field changed) changes fields; one only added does not
-            fields_changed = any(kept.get(i, fields) != fields for i, fields in before[1]) or \
-                (any(i not in dict(before[1]) for i in kept) and any(i not in kept for i, _ in before[1]))
-            what = [part for n, (part, b, a) in enumerate(zip(parts, before, after))
-                    if a != b and (n != 1 or fields_changed)]
-            names = _changed_attributes(before[2], after[2])
-            if names and parts[2] in what:  # name the attributes set, replaced or removed
-                what[what.index(parts[2])] = (f"an attribute of the table ({', '.join(names)})",
-                                              f"表格的属性（{'、'.join(names)}）")
-            if before[0] != after[0]:  # the rows themselves, their order or which
-                advice = ("Only read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
-                          "its rows.", "只能读取，不要修改：要排序或筛选，请生成一个新列表（sorted(table.rows, ...)）；"
-                          "copy.copy(table) 与原表共用同一个行列表。")
-            else:  # a row's fields, or the table's attributes
-                advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
-                          "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
-                          "只能读取：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
-                          "（它们属于调用者；copy.deepcopy(table) 会连同各行复制出一份完全属于你的表格）。")
-            raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
-                        + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
-                        tried=tried)
-        if got is not None and not isinstance(got, str):
-            row_given = isinstance(got, Attempt)
-            position = isinstance(got, (int, np.integer)) and not isinstance(got, bool)
-            raise Wrong("choose must return a path name (a string from PATHS) or None"
-                        + ("; for a row, return row.method." if row_given
-                           else "; return the name itself, not its index (for a row at position i of table.rows, "
-                                "table.rows[i].method)." if position else "."),
-                        "choose 必须返回一个路径名（PATHS 中的字符串）或 None"
-                        + ("；你返回的是一行，请改为返回它的 row.method。" if row_given
-                           else "；请返回名字本身，而不是它的下标（如果是 table.rows 中位置 i 的那一行，就返回 "
-                                "table.rows[i].method）。" if position else "。"),
-                        tried=tried, got=described(got))
-        if got is not None:
-            got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
-        if got.strip().lower() == "none" if got is not None else False:
-            raise Wrong(f"You returned the string {got!r}; return the value None when no row qualifies.",
-                        f"你返回的是字符串 {got!r}；没有符合条件的行时，应返回值 None。", tried=tried,
-                        expected=repr(right), got=repr(got))
-        if got == "" and right is None:
-            raise Wrong("No path of this table fits, and then the answer is None, not an empty string.",
-                        "这张表里没有符合条件的路径，这时答案是 None，而不是空字符串。", tried=tried,
-                        expected="None", got=repr(got))
-        if got == right:
-            first.setdefault((constraint, right), (asked[0], asked[2]))
-            continue
-        row = {m: (w, mt) for m, w, mt, _ in rows}.get(got) if got is not None else None
-        unless_state = None  # what the feedback says of state when asking again does not show it
-        if got is not None and got not in row_names(rows) and got.strip().lower() in {m.lower() for m in row_names(rows)}:
-            en, zh = ("Your choice is a row's name written differently: return row.method exactly (case and spaces count).",
-                      "你选的路径名和表中一行的名字写法不同：请原样返回 row.method（大小写和空格都算）。")
-        elif got == "eager":
-            en, zh = ("'eager' is what every row is compared with (table.eager), not a path to choose: return a row's "
-                      "method, or None when no row fits.", "'eager' 是各行用来对比的基准（table.eager），不是可选的路径："
-                      "请返回某一行的 method；没有符合条件的行时返回 None。")
-        elif got is not None and got not in row_names(rows):
-            en, zh = ("Your choice is not a row of this table: return a row's method.", "你选的路径不在这张表里：请返回某一行的 method。")
-            unless_state = (" A function that reads only this table's rows cannot return it: look for a name taken by "
-                            "position (PATHS[i], zip(PATHS, table.rows)) instead of row.method, or something kept from an "
-                            "earlier call (a cache, a global).", "只读取这张表各行的函数不可能返回它：请检查是否按位置取了名字"
-                            "（PATHS[i]、zip(PATHS, table.rows)）而不是用 row.method，或者保留了之前调用的东西（缓存或全局变量）。")
-        elif row is not None and not row[0]:
-            en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
-                      "你选的路径在这个模型上失败了：失败的路径不能作为答案。")
-        elif row is not None and row[1] is None:
-            en, zh = ("Your choice was captured but never checked against eager (matches is None): only a row that "
-                      "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才可能是答案。")
-        elif row is not None and not row[1]:
-            en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
-                      "你选的路径能运行，但在这个模型上与 eager 不一致：结果错误的路径永远不能作为答案。")
-        elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
-            en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
-                      "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
-        elif got is not None and got not in _allowed(constraint):
-            en, zh = (f"The constraint {constraint!r} does not allow {got!r}: check which paths your code allows for "
-                      "this constraint (each constraint its own list; names compared with ==, not is, and written "
-                      "exactly as in PATHS).",
-                      f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（每个约束对应它自己的列表；"
-                      "比较名字要用 ==，不要用 is；名字要与 PATHS 中的写法完全一致）。")
-            unless_state = (" If it already leaves this path out, check that nothing carries over from one call to the "
-                            "next: a default list, a cache.", "如果代码已经排除了这条路径，再检查是否有状态从之前的调用残留了下来："
-                            "比如默认参数里的列表，或者缓存。")
-        elif got is None:
-            en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
-                      "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
-        elif right is None:
-            en, zh = ("No path of this table fits: the answer is None.", "这张表里没有符合条件的路径：答案是 None。")
-        else:
-            en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
-                      "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
-        # None is what any constraint with no qualifying row gives: too weak a sign of another constraint's list
-        others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right] if got is not None else []
-        if others and unless_state is None and right is not None:
-            # unless the ranking is what fails: with the right row twice as fast, does the answer pick it?
-            faster = [r if r[0] != right else _Row(*r[:3], r[3] / 2) for r in asked[0]]
-            if _ask(answer, constraint, build(faster, asked[2])) == right:
-                others = []
-        if others and unless_state is None:  # the answer is what another constraint gives here
-            names = " and ".join([", ".join(repr(c) for c in others[:-1]), repr(others[-1])] if len(others) > 1
-                                 else [repr(others[0])])  # every constraint that gives it, not only the first
-            unless_state = (f" It is also what {names} give{'s' if len(others) == 1 else ''} on this table: if your code "
-                            "uses another constraint's list, or one kept from an earlier call, that is why.",
-                            f"它恰好也是这张表在约束 {'、'.join(repr(c) for c in others)} 下的答案：如果你的代码用了别的约束的列表，"
-                            "或者沿用了之前某次调用留下的列表，原因就在这里。")
-        if right is not None and unless_state is None and (got is None or row is not None and row[0] and row[1]):
-            alone = [r for r in asked[0] if r[0] in (right, "eager")]  # the right row alone: does it come back?
-            if _ask(answer, constraint, build(alone, asked[2])) is None:
-                unless_state = (f" Asked with that row alone, your function returns None: it leaves {right!r} out "
-                                f"for {constraint!r} (its list for this constraint, a filter, or something kept from an earlier call).",
-                                f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
-                                "（这个约束的列表有误，某个筛选条件把它去掉了，或者沿用了之前某次调用留下的东西）。")
-        carried = _carried_over(answer, constraint, first, build) or unless_state
-        if carried is None:  # the same rows under another model's name: a cache keyed by what a table prints or holds
-            renamed = build(asked[0], asked[2])
-            renamed.name = f"{renamed.name} (asked again)"
-            if _ask(answer, constraint, renamed) == right:
-                carried = (f" Asked again with the same rows under another model name, your function returns {right!r}: "
-                           "its answer depends on something besides the rows and the constraint (an answer kept from an "
-                           "earlier call, such as a cache keyed by what a table prints or holds, or the model's name). "
-                           "Each call must read only the rows and the constraint it is given.",
-                           f"把同样的行换一个模型名再问一次，你的函数返回了 {right!r}：它的答案取决于行和约束以外的东西（之前某次调用"
-                           "留下的答案，比如以表格的打印内容或数据为键的缓存，或者模型名）。每次调用只能读取传给它的行和约束。")
-        en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
-        raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
+        return (f"call {call} of {calls}: choose({constraint!r}, table) with eager at {eager_ms:g} ms (IQR {spread} ms)"
+                f"{how[0]} and rows {listing}", f"第 {call}/{calls} 次调用：choose({constraint!r}, table)，eager 为 "
+                f"{eager_ms:g} 毫秒（IQR {spread} 毫秒）{how[1]}，"
+                f"各行：{listing_zh}")
+
+    try:  # the check's quiet block is around every call
+        got = answer(constraint, table)
+    except Exception:
+        with trying(describe()):  # the feedback names the call that raised
+            raise
+    changed = []
+    for cls, methods in classes.items():
+        names = [k for k in set(methods) | set(vars(cls)) if vars(cls).get(k) is not methods.get(k)
+                 and k != "__slotnames__"]  # a cache copyreg fills on the first copy.copy
+        for k in names:  # put the class back before anything else uses it
+            if k in methods:
+                setattr(cls, k, methods[k])
+            else:
+                delattr(cls, k)
+        changed += [f"{cls.__name__}.{k}" for k in sorted(names)]
+    if changed:
+        raise Wrong(f"Your function changed a class of the library ({', '.join(changed)}); only read the table.",
+                    f"你的函数修改了库中的类（{'、'.join(changed)}）；只能读取表格。", tried=describe())
+    after = _table_state(table)
+    if after != before:
+        parts = (("table.rows (their order or which rows)", "table.rows（行的顺序或包含哪些行）"),
+                 ("the fields or attributes of a row", "某一行的字段或属性"),
+                 ("an attribute of the table (table.eager, table.speedup …)",
+                  "表格的属性（table.eager、table.speedup 等）"))
+        kept = {i: fields for i, fields in after[1]}  # rows taken out are not rows whose fields changed
+        # a row put in place of another (a copy with a field changed) changes fields; one only added does not
+        fields_changed = any(kept.get(i, fields) != fields for i, fields in before[1]) or \
+            (any(i not in dict(before[1]) for i in kept) and any(i not in kept for i, _ in before[1]))
+        what = [part for n, (part, b, a) in enumerate(zip(parts, before, after))
+                if a != b and (n != 1 or fields_changed)]
+        names = _changed_attributes(before[2], after[2])
+        if names and parts[2] in what:  # name the attributes set, replaced or removed
+            what[what.index(parts[2])] = (f"an attribute of the table ({', '.join(names)})",
+                                          f"表格的属性（{'、'.join(names)}）")
+        if before[0] != after[0]:  # the rows themselves, their order or which
+            advice = ("Only read it: sort or filter a new list (sorted(table.rows, ...)); copy.copy(table) shares "
+                      "its rows.", "只能读取，不要修改：要排序或筛选，请生成一个新列表（sorted(table.rows, ...)）；"
+                      "copy.copy(table) 与原表共用同一个行列表。")
+        else:  # a row's fields, or the table's attributes
+            advice = ("Only read it: do not change a row or the table, by assigning or by editing a list they hold "
+                      "(they are the caller's; copy.deepcopy(table) gives rows of your own).",
+                      "只能读取：不要改动某一行或表格，无论是给它赋值，还是修改它所持有的列表"
+                      "（它们属于调用者；copy.deepcopy(table) 会连同各行复制出一份完全属于你的表格）。")
+        raise Wrong(f"Your function changed the table it was given: {', '.join(en for en, _ in what)}. "
+                    + advice[0], f"你的函数修改了传入的表格：{'、'.join(zh for _, zh in what)}。" + advice[1],
+                    tried=describe())
+    if got is not None and not isinstance(got, str):
+        row_given = isinstance(got, Attempt)
+        position = isinstance(got, (int, np.integer)) and not isinstance(got, bool)
+        raise Wrong("choose must return a path name (a string from PATHS) or None"
+                    + ("; for a row, return row.method." if row_given
+                       else "; return the name itself, not its index (for a row at position i of table.rows, "
+                            "table.rows[i].method)." if position else "."),
+                    "choose 必须返回一个路径名（PATHS 中的字符串）或 None"
+                    + ("；你返回的是一行，请改为返回它的 row.method。" if row_given
+                       else "；请返回名字本身，而不是它的下标（如果是 table.rows 中位置 i 的那一行，就返回 "
+                            "table.rows[i].method）。" if position else "。"),
+                    tried=describe(), got=described(got))
+    if got is not None:
+        got = str.__str__(got)  # numpy's str_ reads as its text; a str subclass cannot compare equal to anything
+    if got.strip().lower() == "none" if got is not None else False:
+        raise Wrong(f"You returned the string {got!r}; return the value None when no row qualifies.",
+                    f"你返回的是字符串 {got!r}；没有符合条件的行时，应返回值 None。", tried=describe(),
+                    expected=repr(right), got=repr(got))
+    if got == "" and right is None:
+        raise Wrong("No path of this table fits, and then the answer is None, not an empty string.",
+                    "这张表里没有符合条件的路径，这时答案是 None，而不是空字符串。", tried=describe(),
+                    expected="None", got=repr(got))
+    if got == right:
+        first.setdefault((constraint, right), (asked[0], asked[2]))
+        return
+    tried = describe()
+    row = {m: (w, mt) for m, w, mt, _ in rows}.get(got) if got is not None else None
+    unless_state = None  # what the feedback says of state when asking again does not show it
+    if got is not None and got not in row_names(rows) and got.strip().lower() in {m.lower() for m in row_names(rows)}:
+        en, zh = ("Your choice is a row's name written differently: return row.method exactly (case and spaces count).",
+                  "你选的路径名和表中一行的名字写法不同：请原样返回 row.method（大小写和空格都算）。")
+    elif got == "eager":
+        en, zh = ("'eager' is what every row is compared with (table.eager), not a path to choose: return a row's "
+                  "method, or None when no row fits.", "'eager' 是各行用来对比的基准（table.eager），不是可选的路径："
+                  "请返回某一行的 method；没有符合条件的行时返回 None。")
+    elif got is not None and got not in row_names(rows):
+        en, zh = ("Your choice is not a row of this table: return a row's method.", "你选的路径不在这张表里：请返回某一行的 method。")
+        unless_state = (" A function that reads only this table's rows cannot return it: look for a name taken by "
+                        "position (PATHS[i], zip(PATHS, table.rows)) instead of row.method, or something kept from an "
+                        "earlier call (a cache, a global).", "只读取这张表各行的函数不可能返回它：请检查是否按位置取了名字"
+                        "（PATHS[i]、zip(PATHS, table.rows)）而不是用 row.method，或者保留了之前调用的东西（缓存或全局变量）。")
+    elif row is not None and not row[0]:
+        en, zh = ("Your choice failed on this model: a path that failed is never an answer.",
+                  "你选的路径在这个模型上失败了：失败的路径不能作为答案。")
+    elif row is not None and row[1] is None:
+        en, zh = ("Your choice was captured but never checked against eager (matches is None): only a row that "
+                  "matched is an answer.", "你选的路径捕获成功，但没有与 eager 对照过（matches 为 None）：只有与 eager 一致的行才可能是答案。")
+    elif row is not None and not row[1]:
+        en, zh = ("Your choice runs but differs from eager on this model: a wrong result is never an answer.",
+                  "你选的路径能运行，但在这个模型上与 eager 不一致：结果错误的路径永远不能作为答案。")
+    elif row is not None and {m: ms for m, _, _, ms in rows}.get(got, 0) is None:
+        en, zh = ("Your choice matched eager but was not timed (its speedup is None): only a row with a speed-up "
+                  "can be the fastest.", "你选的路径与 eager 一致，但没有计时（它的 speedup 为 None）：只有算出了加速比的行才可能是最快的。")
+    elif got is not None and got not in _allowed(constraint):
+        en, zh = (f"The constraint {constraint!r} does not allow {got!r}: check which paths your code allows for "
+                  "this constraint (each constraint its own list; names compared with ==, not is, and written "
+                  "exactly as in PATHS).",
+                  f"约束 {constraint!r} 不允许 {got!r}：请检查你的代码为这个约束允许了哪些路径（每个约束对应它自己的列表；"
+                  "比较名字要用 ==，不要用 is；名字要与 PATHS 中的写法完全一致）。")
+        unless_state = (" If it already leaves this path out, check that nothing carries over from one call to the "
+                        "next: a default list, a cache.", "如果代码已经排除了这条路径，再检查是否有状态从之前的调用残留了下来："
+                        "比如默认参数里的列表，或者缓存。")
+    elif got is None:
+        en, zh = ("You returned None, but a path that worked, matched eager and is allowed exists.",
+                  "你返回了 None，但存在一条成功、与 eager 一致且被允许的路径。")
+    elif right is None:
+        en, zh = ("No path of this table fits: the answer is None.", "这张表里没有符合条件的路径：答案是 None。")
+    else:
+        en, zh = ("An allowed path that works and matches eager is faster (a higher speedup over eager).",
+                  "有一条被允许、成功且与 eager 一致的路径更快（相对 eager 的加速比更高）。")
+    # None is what any constraint with no qualifying row gives: too weak a sign of another constraint's list
+    others = [c for c in ALLOWED if c != constraint and _rule(rows, c) == got != right] if got is not None else []
+    if others and unless_state is None and right is not None:
+        # unless the ranking is what fails: with the right row twice as fast, does the answer pick it?
+        faster = [r if r[0] != right else _Row(*r[:3], r[3] / 2) for r in asked[0]]
+        if _ask(answer, constraint, build(faster, asked[2])) == right:
+            others = []
+    if others and unless_state is None:  # the answer is what another constraint gives here
+        names = " and ".join([", ".join(repr(c) for c in others[:-1]), repr(others[-1])] if len(others) > 1
+                             else [repr(others[0])])  # every constraint that gives it, not only the first
+        unless_state = (f" It is also what {names} give{'s' if len(others) == 1 else ''} on this table: if your code "
+                        "uses another constraint's list, or one kept from an earlier call, that is why.",
+                        f"它恰好也是这张表在约束 {'、'.join(repr(c) for c in others)} 下的答案：如果你的代码用了别的约束的列表，"
+                        "或者沿用了之前某次调用留下的列表，原因就在这里。")
+    if right is not None and unless_state is None and (got is None or row is not None and row[0] and row[1]):
+        alone = [r for r in asked[0] if r[0] in (right, "eager")]  # the right row alone: does it come back?
+        if _ask(answer, constraint, build(alone, asked[2])) is None:
+            unless_state = (f" Asked with that row alone, your function returns None: it leaves {right!r} out "
+                            f"for {constraint!r} (its list for this constraint, a filter, or something kept from an earlier call).",
+                            f"只给它那一行再问一次，你的函数返回 None：它在约束 {constraint!r} 下把 {right!r} 排除了"
+                            "（这个约束的列表有误，某个筛选条件把它去掉了，或者沿用了之前某次调用留下的东西）。")
+    carried = _carried_over(answer, constraint, first, build) or unless_state
+    if carried is None:  # the same rows under another model's name: a cache keyed by what a table prints or holds
+        renamed = build(asked[0], asked[2])
+        renamed.name = f"{renamed.name} (asked again)"
+        if _ask(answer, constraint, renamed) == right:
+            carried = (f" Asked again with the same rows under another model name, your function returns {right!r}: "
+                       "its answer depends on something besides the rows and the constraint (an answer kept from an "
+                       "earlier call, such as a cache keyed by what a table prints or holds, or the model's name). "
+                       "Each call must read only the rows and the constraint it is given.",
+                       f"把同样的行换一个模型名再问一次，你的函数返回了 {right!r}：它的答案取决于行和约束以外的东西（之前某次调用"
+                       "留下的答案，比如以表格的打印内容或数据为键的缓存，或者模型名）。每次调用只能读取传给它的行和约束。")
+    en, zh = (en + " " + carried[0].strip(), zh + carried[1]) if carried else (en, zh)
+    raise Wrong(en, zh, tried=tried, expected=repr(right), got=repr(got))
 
 
 _RAISED = object()  # what _ask gives for an answer that raised
@@ -1447,14 +1473,36 @@ def _carried_over(answer: Any, constraint: str, first: dict[tuple[str, Any], tup
             "残留到了这一次（默认参数里的列表、缓存或全局变量）。每次调用只能读取传给它的表格和约束。")
 
 
+def _copied(value: Any) -> Any:
+    """``copy.deepcopy(value)`` as far as ``==`` can tell, several times quicker on a table's plain data:
+    lists, tuples and dicts are rebuilt around their immutable leaves (str, numbers, None, the dressed texts,
+    which deepcopy shares too), a dataclass of numbers is copied; anything else is deep-copied."""
+    kind = type(value)
+    if kind in _LEAVES or kind is _AnyText:
+        return value
+    if kind is list:
+        return [_copied(v) for v in value]
+    if kind is tuple:
+        return tuple(_copied(v) for v in value)
+    if kind is dict and all(type(k) in _LEAVES for k in value):
+        return {k: _copied(v) for k, v in value.items()}
+    import copy
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and all(type(v) in _LEAVES for v in vars(value).values()):
+        return copy.copy(value)  # a Latency: numbers only
+    return copy.deepcopy(value)
+
+
+_LEAVES = frozenset({str, int, float, bool, complex, bytes, type(None)})
+
+
 def _table_state(table: Any) -> tuple:
     """What the answer must leave as it was: which rows, in which order; each row's fields and
     attributes (by row); the table's own attributes (eager, name, a method replaced on it)."""
-    import copy
-
     def kept(value: Any) -> Any:
         try:
-            return copy.deepcopy(value)
+            return _copied(value)
         except Exception:  # something of the answer's that cannot be copied: never equal to what was there
             return object()
 
