@@ -362,6 +362,23 @@ def test_lab13_3_sorts_the_table_in_place():
     assert "changed the table" in result.en and "修改了传入的表格" in result.zh
 
 
+@pytest.mark.parametrize("breaks", ["rows set to None", "a row replaced by its name"])
+def test_lab13_3_a_table_left_unreadable_is_named_with_the_call(breaks):
+    """Round 29: an answer that leaves the table unreadable is told so, with the call, not shown the
+    checker's own TypeError as if its code had raised."""
+    def unreadable(constraint, table):
+        got = solution("lab13", "choose")(constraint, table)
+        if breaks == "rows set to None":
+            table.rows = None
+        else:
+            table.rows[0] = table.rows[0].method
+        return got
+
+    result = expect_wrong("lab13.3", unreadable)
+    assert "can no longer be read as one" in result.en and "再也不能当作表格读取" in result.zh
+    assert result.tried[0].startswith("call 1 of") and result.tried[1].startswith("第 1/")
+
+
 # -- lab13.4: deploy -------------------------------------------------------------------------
 
 def _compile(program, path):

@@ -1305,7 +1305,13 @@ def _ask_one(answer: Any, call: int, calls: int, constraint: str, rows: list[Any
     if changed:
         raise Wrong(f"Your function changed a class of the library ({', '.join(changed)}); only read the table.",
                     f"你的函数修改了库中的类（{'、'.join(changed)}）；只能读取表格。", tried=describe())
-    after = _table_state(table)
+    try:
+        after = _table_state(table)
+    except Exception:  # table.rows set to None, a row replaced by a string …: no longer a table to read
+        raise Wrong("Your function changed the table it was given so that it can no longer be read as one (table.rows "
+                    "or a row replaced by something else). Only read it: build what you need from new lists.",
+                    "你的函数修改了传入的表格，使它再也不能当作表格读取（table.rows 或某一行被换成了别的东西）。"
+                    "只能读取：需要什么就用新的列表去构建。", tried=describe()) from None
     if after != before:
         parts = (("table.rows (their order or which rows)", "table.rows（行的顺序或包含哪些行）"),
                  ("the fields or attributes of a row", "某一行的字段或属性"),
