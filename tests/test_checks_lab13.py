@@ -2568,3 +2568,25 @@ def test_lab13_3_times_made_by_arithmetic_show_without_float_noise():
     result = expect_wrong("lab13.3", answer)
     assert "0.009 ms" in result.tried[0] and "0.009 毫秒" in result.tried[1], result.tried
     assert not re.search(r"\d\.\d*0000000000\d", result.tried[0] + result.tried[1]), result.tried
+
+
+def test_lab13_3_a_changed_warnings_list_does_not_outlive_its_check():
+    """Round 29: the trace rows' warnings and the dressed rows' lists were shared by every table (and by
+    later checks in the same process): an answer that cleared or extended one was refused, but left the
+    list changed for the next check. Each row now gets a list of its own."""
+    def clears(constraint, table):
+        for row in table.rows:
+            if row.warnings:
+                row.warnings.append(["left behind"])
+        return solution("lab13", "choose")(constraint, table)
+
+    assert "changed the table" in expect_wrong("lab13.3", clears).en
+    assert all(isinstance(w, str) for w in lab13._TRACE_WARNINGS)
+    assert all(isinstance(w, str) for k in range(3) for w in lab13._high(k)["warnings"])
+
+    def joins(constraint, table):  # a right answer that reads every warning as text
+        for row in table.rows:
+            " ".join(row.warnings)
+        return solution("lab13", "choose")(constraint, table)
+
+    expect_passed("lab13.3", joins)

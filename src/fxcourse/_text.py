@@ -184,8 +184,11 @@ def _every_handler() -> list[logging.Handler]:
     return list({id(h): h for h in handlers}.values())  # each once, though several loggers share it
 
 
-def _keep_once(records: list[logging.LogRecord], record: logging.LogRecord) -> None:
-    if not any(r is record for r in records):
+def _keep_once(records: list[logging.LogRecord], seen: set[int], record: logging.LogRecord) -> None:
+    """Append ``record`` unless it is already there (a record passes the filter once per handler it reaches);
+    ``seen`` holds the ids of ``records``, so a block that keeps many thousands stays linear."""
+    if id(record) not in seen:  # the records are kept alive in the list: no id is reused while there
+        seen.add(id(record))
         records.append(record)
 
 
@@ -244,10 +247,11 @@ def quiet(*, stderr: bool = True) -> Iterator[list[str]]:
     """
     notes: list[str] = []
     records: list[logging.LogRecord] = []
+    seen: set[int] = set()
     sink = io.StringIO()
     try:
         with warnings.catch_warnings(record=True) as caught, \
-                _sink(lambda record: _keep_once(records, record) or True):
+                _sink(lambda record: _keep_once(records, seen, record) or True):
             warnings.simplefilter("always")
             with contextlib.redirect_stderr(sink) if stderr else contextlib.nullcontext():
                 yield notes
@@ -290,12 +294,13 @@ def torch_logs(*names: str, **switches: Any) -> Iterator[list[logging.LogRecord]
                                "torch 日志记录器名，例如 \"torch._dynamo\"。修复：传入 torch 日志记录器名，或不传名字以收集全部 torch "
                                "记录；用关键字参数（如 graph_breaks=True）打开日志。")
     records: list[logging.LogRecord] = []
+    seen: set[int] = set()
 
     def keep(record: logging.LogRecord) -> bool:
         if record.name != "torch" and not record.name.startswith("torch."):
             return False  # not torch's: printed as usual (unless an outer block takes it)
         if not names or record.name in names:
-            _keep_once(records, record)
+            _keep_once(records, seen, record)
         return True  # never printed
 
     saved = _log_settings() if switches else None

@@ -780,7 +780,7 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
                             "value (model.py:12)", "2 个计算图，1 处图中断：数据相关的分支：Python 的 if 或 while 取决于张量的值"
                             "（model.py:12）") if splits
                   else only(*_REASONS[m]) if w and m in _REASONS else only("made up by the checker", "检查器构造的"))
-        warnings = (_TRACE_WARNINGS if m == "torch.jit.trace" else [_SCRIPT_WARNING.format(m.split(".")[-1])]) if script else []
+        warnings = (list(_TRACE_WARNINGS) if m == "torch.jit.trace" else [_SCRIPT_WARNING.format(m.split(".")[-1])]) if script else []
         latency = None if ms is None else lat(ms, k, extra.pop("iqr", None), extra.pop("number", None))
         notes = ([only(*_SCRIPT_NOTE)] if script else []) + ([only(*_COND)] if splits else [])
         attempt = Attempt(m, w, reason, (2 if splits else 1) if w else None,
@@ -789,7 +789,10 @@ def _table(rows: list[tuple[str, bool, bool | None, float | None]], eager_ms: fl
                           breaks=(1 if splits else 0) if m.startswith(("dynamo", "torch.compile")) and w else None,
                           latency=latency, note=only("; ", "；").join(notes), warnings=warnings)
         for field, value in extra.items():  # a pair of texts reads in the table's language
-            setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple) else value)
+            # a list of the row's own: one an answer changes must not change the next table's (nor a later check's:
+            # the dressed rows' lists are made once per process)
+            setattr(attempt, field, only(*value) if field in ("reason", "note") and isinstance(value, tuple)
+                    else list(value) if isinstance(value, list) else value)
         attempts.append(attempt)
     label = second if isinstance(second, tuple) else _SECOND if second else ("given", "由调用者给出")
     return Comparison(name, inputs, only(*label), attempts,
