@@ -12,7 +12,7 @@ export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$(pwd)/.venv/inductor
 .venv/bin/fxcourse doctor
 start=$(date +%s)
 set +e
-.venv/bin/python -m pytest -n "${FXCOURSE_WORKERS:-2}" --dist loadscope --no-loadscope-reorder --nbval \
+.venv/bin/python -m pytest -n "${FXCOURSE_WORKERS:-2}" --dist loadscope --nbval \
   --doctest-modules --durations=15 \
   tests src/fxcourse course labs solutions "$@"
 status=$?
