@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -1495,9 +1497,6 @@ def _copied(value: Any) -> Any:
         return tuple(_copied(v) for v in value)
     if kind is dict and all(type(k) in _LEAVES for k in value):
         return {k: _copied(v) for k, v in value.items()}
-    import copy
-    import dataclasses
-
     if dataclasses.is_dataclass(value) and all(type(v) in _LEAVES for v in vars(value).values()):
         return copy.copy(value)  # a Latency: numbers only
     return copy.deepcopy(value)
